@@ -1,0 +1,1 @@
+"""Optimal-design solvers: G-optimal, XY / transductive, oracle (T*, psi*), rounding."""
