@@ -1,0 +1,82 @@
+"""Uniform (round-robin) sampling with the GLR (Chernoff) stopping rule of seed 000.
+
+The simplest delta-PAC algorithm for linear best-arm identification: pull the arms in turn and
+stop with the stopping rule (8) of Jedra & Proutiere (seed 000 Sec 3.4):
+
+    tau = inf{t : Z(t) > beta(delta, t)  and  A_t >= c I_d},
+
+with Z(t) the GLR statistic of Lemma 7, beta the threshold of Prop 2 / eq. (9), and the choices of
+Remark 1: c = max_a ||a||^2, u = 1.  Prop 2 makes it delta-correct under any sampling rule; the
+round-robin rule makes lambda_min(A_t) grow linearly, so it stops.  It is the engine's reference
+workload and the baseline every adaptive algorithm should beat.
+
+Transductive instances (Z != X) are allowed: the GLR statistic is computed over the items.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.algorithms import common
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.environment import pull
+from jaxbandits.instances.base import Instance
+
+
+class UniformState(NamedTuple):
+    stats: common.LinearStats
+    t: jax.Array          # pulls so far
+    best: jax.Array       # empirical best item
+    stopped: jax.Array
+
+
+def noise_scale(sigma: float | None, instance: Instance) -> jax.Array:
+    """Sub-Gaussian scale of the rewards: ``sigma`` if given, else the Gaussian noise scale, or
+    1/2 for Bernoulli/logistic rewards (rewards in [0, 1])."""
+    if sigma is not None:
+        return jnp.asarray(sigma, instance.arms.dtype)
+    if instance.model == "gaussian":
+        return instance.noise
+    return jnp.asarray(0.5, instance.arms.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class UniformGLR(Algorithm):
+    """Round-robin sampling + GLR stopping (seed 000 Sec 3.4, eq. (8)-(9), Remark 1).
+
+    Attributes:
+      delta: confidence level.
+      u: the constant u of Prop 2 (Remark 1: u = 1).
+      sigma: sub-Gaussian noise scale (default: taken from the instance).
+    """
+
+    delta: float = 0.05
+    u: float = 1.0
+    sigma: float | None = None
+
+    def init(self, key, instance: Instance) -> UniformState:
+        del key
+        return UniformState(common.init_stats(instance), jnp.zeros((), jnp.int32),
+                            jnp.zeros((), jnp.int32), jnp.zeros((), bool))
+
+    def step(self, key, state: UniformState, instance: Instance) -> UniformState:
+        K = instance.num_arms
+        arm = state.t % K
+        reward = pull(key, instance, arm)
+        stats = common.add_pull(state.stats, instance, arm, reward)
+        theta, L = common.least_squares(stats)
+        z, best = common.glr_statistic(theta, L, instance.items)
+        c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
+        beta = common.glr_threshold(stats.gram, self.delta, noise_scale(self.sigma, instance), c, self.u)
+        stop = (z > beta) & (common.lambda_min(stats.gram) >= c)
+        return UniformState(stats, state.t + 1, best.astype(jnp.int32), stop)
+
+    def done(self, state: UniformState) -> jax.Array:
+        return state.stopped
+
+    def outcome(self, state: UniformState, instance: Instance) -> Outcome:
+        return Outcome(answer_mask(state.best, instance.num_items), state.t,
+                       state.stats.counts.astype(jnp.int32))

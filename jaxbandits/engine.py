@@ -1,0 +1,383 @@
+"""The batched runner: many replications of an algorithm on many instances, on every device.
+
+``simulate(algorithm, instances, key, n_reps, max_steps)`` runs replication i of instance j for
+every (j, i) and returns per-replication results.  How (DESIGN.md, "two hard problems"):
+
+* **Lane refilling.**  A device runs a fixed number of *lanes* (vmapped replications) inside one
+  ``lax.while_loop``.  When a lane's replication stops (``algorithm.done``) or hits ``max_steps``,
+  its outcome is written to the output buffer and the lane is re-initialised with the next pending
+  replication of the chunk, inside the same compiled loop.  A lane therefore idles only at the
+  very end of a chunk; ``Results.efficiency`` (useful replication-steps / lane-steps executed)
+  reports how close to 1 that keeps the work.  The refill (``init`` of new replications and the
+  scatter of finished outcomes) sits behind a ``lax.cond`` on "any lane finished": outside the
+  vmap, so iterations where no lane finished do not pay for it.
+* **Reproducibility independent of batching.**  The key of replication i of instance j is
+  ``fold_in(fold_in(key, j), i)``; its step keys are ``fold_in(run_key, t)`` with t the step
+  index of that replication.  Nothing depends on the lane a replication ran in, the chunk size,
+  the number of lanes or devices, or the order of refills (tested).
+* **Chunks** bound memory (output buffers hold ``chunk_size`` replications), give the progress
+  report and the ``on_chunk`` hook (experiments write results as they go), and let a run resume:
+  pass ``tasks`` to run only the replications not yet on disk.
+* **Devices.**  Every visible device runs its own loop on its share of the chunk
+  (``jax.shard_map``; each device has its own "any lane running" test, so no cross-device
+  reduction per iteration).  On a CPU-only machine, set
+  ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` before importing jax to use all
+  cores (the command-line entry point does this by default).
+
+Everything is compiled once per (algorithm, shapes, lanes, chunk size): all chunks share one
+executable, and ``compile_time`` is reported apart from the run's wall time.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec as P
+
+from jaxbandits.algorithms.base import Algorithm, is_correct
+from jaxbandits.instances.base import Instance, as_batch
+from jaxbandits.stats import summarize
+
+
+class _Lane(NamedTuple):
+    slot: jax.Array      # index in the chunk's task list (>= C: no task)
+    active: jax.Array    # running a replication
+    steps: jax.Array     # steps taken by this replication
+    key: jax.Array       # the replication's run key
+    state: Any           # the algorithm state
+    instance: Instance   # the replication's instance (gathered once, at refill)
+
+
+class _Out(NamedTuple):
+    answer: jax.Array    # [C, M] bool
+    samples: jax.Array   # [C]
+    steps: jax.Array     # [C]
+    stopped: jax.Array   # [C] bool
+    correct: jax.Array   # [C] bool
+    pulls: jax.Array     # [C, K] (or [C, 0] when not recorded)
+
+
+@dataclasses.dataclass
+class Results:
+    """Per-replication results of :func:`simulate`, arrays with leading axes [n_instances, n_reps].
+
+    Attributes:
+      samples: number of pulls used (stopping time, or budget spent); for runs that hit the cap,
+        the pulls made so far (a lower bound: ``stopped`` is False).
+      steps: number of ``step`` calls (decisions or phases).
+      correct: the answer is (epsilon, m)-correct.
+      stopped: the algorithm stopped by itself before ``max_steps``.
+      answer: [.., M] bool mask of the returned items.
+      pulls: [.., K] per-arm pulls (None unless ``record_pulls``).
+      ran: which replications this call ran (all, unless ``tasks`` restricted it).
+      efficiency: useful replication-steps / lane-steps executed (1 = no idle lanes).
+      wall_time: seconds spent running (compilation excluded), compile_time: seconds compiling.
+      lane_steps: lane-steps executed; useful_steps: replication-steps done.
+      devices, lanes, chunk_size: how the run was laid out.
+    """
+
+    samples: np.ndarray
+    steps: np.ndarray
+    correct: np.ndarray
+    stopped: np.ndarray
+    answer: np.ndarray
+    pulls: np.ndarray | None
+    ran: np.ndarray
+    efficiency: float
+    wall_time: float
+    compile_time: float
+    lane_steps: int
+    useful_steps: int
+    devices: int
+    lanes: int
+    chunk_size: int
+
+    @property
+    def n_instances(self) -> int:
+        return self.samples.shape[0]
+
+    @property
+    def n_reps(self) -> int:
+        return self.samples.shape[1]
+
+    def summary(self, level: float = 0.95) -> dict:
+        """Sample-complexity statistics, error rate with Clopper-Pearson interval, capped
+        fraction, wall time and lane efficiency over the replications that ran."""
+        r = self.ran
+        out = summarize(self.samples[r], self.correct[r], self.stopped[r], level)
+        out.update(wall_time=self.wall_time, compile_time=self.compile_time,
+                   efficiency=self.efficiency,
+                   steps_per_second=self.useful_steps / self.wall_time if self.wall_time > 0 else float("nan"))
+        return out
+
+    def rows(self) -> list[dict]:
+        """One dict per replication that ran (instance, rep, samples, steps, correct, stopped,
+        answer as the index list of returned items)."""
+        out = []
+        J, R = self.samples.shape
+        for j in range(J):
+            for i in range(R):
+                if not self.ran[j, i]:
+                    continue
+                out.append(dict(instance=j, rep=i, samples=int(self.samples[j, i]),
+                                steps=int(self.steps[j, i]), correct=bool(self.correct[j, i]),
+                                stopped=bool(self.stopped[j, i]),
+                                answer=" ".join(map(str, np.flatnonzero(self.answer[j, i])))))
+        return out
+
+
+def replication_key(key: jax.Array, instance_index, rep_index) -> jax.Array:
+    """Key of replication ``rep_index`` on instance ``instance_index``: depends on nothing else."""
+    return jax.random.fold_in(jax.random.fold_in(key, instance_index), rep_index)
+
+
+def _select(mask, new, old):
+    """Per-lane select over a pytree of [L, ...] leaves."""
+    def sel(a, b):
+        m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
+        return jnp.where(m, a, b)
+    return jax.tree.map(sel, new, old)
+
+
+def _default_lanes(instances: Instance, per_device_tasks: int) -> int:
+    # Keep one lane-batch of per-arm arrays (K x d floats) around a few MiB, well inside the L3
+    # cache (DESIGN.md: batches whose per-step arrays outgrow the L3 got slower per step).
+    K, d = instances.arms.shape[-2:]
+    M = instances.items.shape[-2]
+    per_lane = 8 * (K * d + M * d + K + M + d * d) * 4
+    lanes = int(np.clip(2**22 // max(per_lane, 1), 16, 512))
+    return max(1, min(lanes, per_device_tasks))
+
+
+def _make_chunk_runner(algorithm: Algorithm, n_reps: int, max_steps: int, lanes: int,
+                       chunk: int, record_pulls: bool):
+    """Per-device loop over one chunk of ``chunk`` task ids with ``lanes`` refilled lanes."""
+    L, C = lanes, chunk
+
+    def lane_for(slot, task_ids, instances, key):
+        valid = slot < C
+        tid = task_ids[jnp.minimum(slot, C - 1)]
+        valid = valid & (tid >= 0)
+        tid = jnp.maximum(tid, 0)
+        j, i = tid // n_reps, tid % n_reps
+        inst = jax.tree.map(lambda a: a[j], instances)
+        k_init, k_run = jax.random.split(replication_key(key, j, i))
+        state = algorithm.init(k_init, inst)
+        return _Lane(slot, valid, jnp.zeros((), jnp.int32), k_run, state, inst)
+
+    def run(task_ids, instances, key):
+        lane_init = jax.vmap(lane_for, in_axes=(0, None, None, None))
+        lanes0 = lane_init(jnp.arange(L), task_ids, instances, key)
+        M = instances.items.shape[-2]
+        K = instances.arms.shape[-2]
+        proto = jax.eval_shape(lambda l: jax.vmap(algorithm.outcome)(l.state, l.instance), lanes0)
+        out0 = _Out(
+            answer=jnp.zeros((C, M), bool),
+            samples=jnp.zeros((C,), proto.samples.dtype),
+            steps=jnp.zeros((C,), jnp.int32),
+            stopped=jnp.zeros((C,), bool),
+            correct=jnp.zeros((C,), bool),
+            pulls=jnp.zeros((C, K if record_pulls else 0), proto.pulls.dtype),
+        )
+        m, eps = algorithm.top_m, algorithm.slack
+
+        def step_lane(lane: _Lane):
+            k = jax.random.fold_in(lane.key, lane.steps)
+            return algorithm.step(k, lane.state, lane.instance)
+
+        def cond(carry):
+            lanes_, _, _, _ = carry
+            return jnp.any(lanes_.active)
+
+        def body(carry):
+            lanes_, nxt, out, iters = carry
+            new_state = jax.vmap(step_lane)(lanes_)
+            state = _select(lanes_.active, new_state, lanes_.state)
+            steps = lanes_.steps + lanes_.active.astype(jnp.int32)
+            stop = jax.vmap(algorithm.done)(state)
+            fin = lanes_.active & (stop | (steps >= max_steps))
+            lanes_ = lanes_._replace(state=state, steps=steps)
+
+            def refill(args):
+                lanes_, nxt, out = args
+                oc = jax.vmap(algorithm.outcome)(lanes_.state, lanes_.instance)
+                corr = jax.vmap(lambda a, inst: is_correct(a, inst, m, eps))(oc.answer, lanes_.instance)
+                idx = jnp.where(fin, lanes_.slot, C)  # C is out of bounds: dropped
+                upd = lambda buf, val: buf.at[idx].set(val, mode="drop")
+                out = _Out(
+                    answer=upd(out.answer, oc.answer),
+                    samples=upd(out.samples, oc.samples),
+                    steps=upd(out.steps, lanes_.steps),
+                    stopped=upd(out.stopped, jax.vmap(algorithm.done)(lanes_.state)),
+                    correct=upd(out.correct, corr),
+                    pulls=upd(out.pulls, oc.pulls) if record_pulls else out.pulls,
+                )
+                new_slots = nxt + jnp.cumsum(fin, dtype=nxt.dtype) - 1
+                fresh = lane_init(jnp.where(fin, new_slots, C), task_ids, instances, key)
+                lanes_ = _select(fin, fresh, lanes_)
+                return lanes_, nxt + jnp.sum(fin, dtype=nxt.dtype), out
+
+            lanes_, nxt, out = jax.lax.cond(jnp.any(fin), refill, lambda a: a, (lanes_, nxt, out))
+            return lanes_, nxt, out, iters + 1
+
+        carry = (lanes0, jnp.asarray(L, jnp.int32), out0, jnp.zeros((), jnp.int64))
+        _, _, out, iters = jax.lax.while_loop(cond, body, carry)
+        return out, iters[None]
+
+    return run
+
+
+def _validate_run(algorithm, instances, n_reps, max_steps):
+    if not isinstance(instances, Instance):
+        raise TypeError(f"instances must be an Instance (or a batch of them), got {type(instances)}")
+    if int(max_steps) < 1:
+        raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+    if int(n_reps) < 1:
+        raise ValueError(f"n_reps must be >= 1, got {n_reps}")
+    algorithm.validate(instances)
+
+
+_RUNNERS: dict = {}
+
+
+def _compiled_runner(algorithm, instances, key, n_reps, max_steps, lanes, chunk_per_dev, record_pulls, devices):
+    """Compile (once per configuration and shapes) the multi-device chunk runner."""
+    D = len(devices)
+    sig = (algorithm, n_reps, max_steps, lanes, chunk_per_dev, record_pulls, tuple(devices),
+           jax.tree.map(lambda a: (a.shape, a.dtype), instances), instances.model)
+    if sig in _RUNNERS:
+        return _RUNNERS[sig], 0.0
+    run = _make_chunk_runner(algorithm, n_reps, max_steps, lanes, chunk_per_dev, record_pulls)
+    if D > 1:
+        mesh = Mesh(np.asarray(devices), ("d",))
+        run = jax.shard_map(run, mesh=mesh, in_specs=(P("d"), P(), P()), out_specs=(P("d"), P("d")),
+                            check_vma=False)
+    fn = jax.jit(run)
+    t0 = time.perf_counter()
+    tasks_proto = jnp.zeros((D * chunk_per_dev,), jnp.int32)
+    compiled = fn.lower(tasks_proto, instances, key).compile()
+    ct = time.perf_counter() - t0
+    if len(_RUNNERS) > 64:
+        _RUNNERS.clear()
+    _RUNNERS[sig] = compiled
+    return compiled, ct
+
+
+def simulate(
+    algorithm: Algorithm,
+    instances: Instance,
+    key: jax.Array,
+    n_reps: int,
+    max_steps: int,
+    *,
+    lanes: int | None = None,
+    chunk_size: int | None = None,
+    record_pulls: bool = True,
+    devices: list | None = None,
+    tasks: np.ndarray | None = None,
+    progress: bool | Callable[[str], None] = False,
+    on_chunk: Callable[[np.ndarray, dict], None] | None = None,
+) -> Results:
+    """Run ``n_reps`` replications of ``algorithm`` on every instance of ``instances``.
+
+    Args:
+      algorithm: a configured :class:`~jaxbandits.algorithms.base.Algorithm`.
+      instances: one :class:`~jaxbandits.instances.base.Instance` or a batch (leading axis).
+      key: PRNG key; replication i of instance j uses ``fold_in(fold_in(key, j), i)`` only.
+      n_reps: replications per instance.
+      max_steps: cap on ``step`` calls per replication; runs reaching it are reported with
+        ``stopped = False`` and never counted as stops.
+      lanes: replications stepped together per device (default: sized from K, d to stay in cache).
+      chunk_size: replications per compiled call over all devices (bounds memory; default
+        16 lanes' worth per device).  Results never depend on it.
+      record_pulls: keep per-arm pull counts [.., K].
+      devices: devices to spread over (default: all of ``jax.devices()``).
+      tasks: flat task ids ``j * n_reps + i`` to run (default all): resume support.
+      progress: True to print progress after every chunk, or a callable receiving the line.
+      on_chunk: called after every chunk with (task ids, dict of flat per-task arrays).
+
+    Returns:
+      :class:`Results`.
+    """
+    _validate_run(algorithm, instances, n_reps, max_steps)
+    inst = as_batch(instances)
+    J = inst.batch_shape[0]
+    T = J * int(n_reps)
+    all_tasks = np.arange(T, dtype=np.int64) if tasks is None else np.unique(np.asarray(tasks, np.int64))
+    if all_tasks.size and (all_tasks[0] < 0 or all_tasks[-1] >= T):
+        raise ValueError("task ids out of range")
+    devices = list(devices) if devices is not None else jax.devices()
+    D = len(devices)
+    per_dev = max(1, math.ceil(max(all_tasks.size, 1) / D))
+    L = lanes or _default_lanes(inst, per_dev)
+    L = max(1, min(int(L), per_dev))
+    if chunk_size is None:
+        chunk_per_dev = min(per_dev, 16 * L)
+    else:
+        chunk_per_dev = max(1, math.ceil(int(chunk_size) / D))
+    L = min(L, chunk_per_dev)
+    if T >= 2**31:
+        raise ValueError("too many replications for int32 task ids; split the run")
+
+    M, K = inst.num_items, inst.num_arms
+    samples = np.zeros((T,), np.int64)
+    steps = np.zeros((T,), np.int64)
+    correct = np.zeros((T,), bool)
+    stopped = np.zeros((T,), bool)
+    answer = np.zeros((T, M), bool)
+    pulls = np.zeros((T, K), np.int64) if record_pulls else None
+    ran = np.zeros((T,), bool)
+
+    key = jnp.asarray(key)
+    compiled, compile_time = _compiled_runner(algorithm, inst, key, int(n_reps), int(max_steps), L,
+                                              chunk_per_dev, record_pulls, devices)
+    say = progress if callable(progress) else (print if progress else None)
+    per_call = D * chunk_per_dev
+    lane_steps = 0
+    t_start = time.perf_counter()
+    done_count = 0
+    for c0 in range(0, all_tasks.size, per_call):
+        ids = all_tasks[c0:c0 + per_call]
+        # Spread a short last chunk evenly over devices so no device idles on padding alone.
+        padded = np.full((D, chunk_per_dev), -1, np.int32)
+        for dev, part in enumerate(np.array_split(ids, D)):
+            padded[dev, :part.size] = part
+        out, iters = compiled(jnp.asarray(padded.reshape(-1)), inst, key)
+        out = jax.tree.map(np.asarray, out)
+        flat = padded.reshape(-1)
+        sel = flat >= 0
+        tid = flat[sel]
+        samples[tid] = out.samples[sel]
+        steps[tid] = out.steps[sel]
+        correct[tid] = out.correct[sel]
+        stopped[tid] = out.stopped[sel]
+        answer[tid] = out.answer[sel]
+        if record_pulls:
+            pulls[tid] = out.pulls[sel]
+        ran[tid] = True
+        lane_steps += int(np.sum(np.asarray(iters))) * L
+        done_count += tid.size
+        if on_chunk is not None:
+            on_chunk(tid, dict(samples=samples[tid], steps=steps[tid], correct=correct[tid],
+                               stopped=stopped[tid], answer=answer[tid]))
+        if say is not None:
+            el = time.perf_counter() - t_start
+            rate = done_count / el if el > 0 else float("inf")
+            left = (all_tasks.size - done_count) / rate if rate > 0 else float("nan")
+            say(f"  {done_count}/{all_tasks.size} replications, {rate:.1f}/s, ~{left:.0f}s left")
+    wall = time.perf_counter() - t_start
+    useful = int(steps[ran].sum())
+    shape = (J, int(n_reps))
+    return Results(
+        samples=samples.reshape(shape), steps=steps.reshape(shape), correct=correct.reshape(shape),
+        stopped=stopped.reshape(shape), answer=answer.reshape(shape + (M,)),
+        pulls=None if pulls is None else pulls.reshape(shape + (K,)), ran=ran.reshape(shape),
+        efficiency=useful / lane_steps if lane_steps else float("nan"), wall_time=wall,
+        compile_time=compile_time, lane_steps=lane_steps, useful_steps=useful, devices=D, lanes=L,
+        chunk_size=per_call,
+    )

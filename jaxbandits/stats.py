@@ -1,0 +1,95 @@
+"""Statistics of Monte Carlo studies: exact binomial intervals and tests, Bernoulli KL, summaries.
+
+Host-side helpers (NumPy in, Python floats out) used by the engine's summaries, the tests'
+statistical checks and the experiments.  The regularised incomplete beta function comes from
+``jax.scipy.special.betainc`` (float64), so nothing beyond the project's dependencies is needed.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@jax.jit
+def _betainc(a, b, x):
+    return jax.scipy.special.betainc(a, b, x)
+
+
+def _binom_sf(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    return float(_betainc(jnp.float64(k), jnp.float64(n - k + 1), jnp.float64(p)))
+
+
+def _bisect(f, lo: float = 0.0, hi: float = 1.0, iters: int = 64) -> float:
+    """Root of an increasing function f on [lo, hi] by bisection."""
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        if f(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) two-sided confidence interval for a binomial proportion k / n."""
+    k, n = int(k), int(n)
+    if n <= 0:
+        return (0.0, 1.0)
+    alpha = 1.0 - level
+    lo = 0.0 if k == 0 else _bisect(lambda p: _binom_sf(k, n, p) - alpha / 2)
+    # upper end: P(X <= k; p) = alpha / 2  <=>  P(X >= k + 1; p) = 1 - alpha / 2
+    hi = 1.0 if k == n else _bisect(lambda p: _binom_sf(k + 1, n, p) - (1 - alpha / 2))
+    return (lo, hi)
+
+
+def binomial_test_upper(k: int, n: int, p0: float) -> float:
+    """One-sided p-value of H0: "rate <= p0" against "rate > p0", having seen k events in n trials.
+
+    Used for delta-correctness: reject (the algorithm errs more often than delta) when the p-value
+    is below the test level.
+    """
+    return _binom_sf(int(k), int(n), float(p0))
+
+
+def kl_bernoulli(p: float, q: float) -> float:
+    """kl(p, q) = p log(p / q) + (1 - p) log((1 - p) / (1 - q)), the Bernoulli KL divergence."""
+    def term(a, b):
+        return 0.0 if a == 0 else a * math.log(a / b)
+    return term(p, q) + term(1 - p, 1 - q)
+
+
+def summarize(samples: np.ndarray, correct: np.ndarray, stopped: np.ndarray, level: float = 0.95) -> dict:
+    """Summary of a set of runs: sample-complexity moments and quantiles, error rate with its
+    Clopper-Pearson interval, and the fraction of runs that hit the step cap.
+
+    Runs that hit the cap did not stop: they are excluded from the sample-complexity statistics
+    and the error rate (never counted as stops) and reported as ``frac_capped``.
+    """
+    samples = np.asarray(samples, dtype=float).ravel()
+    correct = np.asarray(correct, dtype=bool).ravel()
+    stopped = np.asarray(stopped, dtype=bool).ravel()
+    s = samples[stopped]
+    n = int(stopped.sum())
+    errors = int((~correct[stopped]).sum())
+    lo, hi = clopper_pearson(errors, n, level)
+    q = np.quantile(s, [0.05, 0.25, 0.5, 0.75, 0.95]) if n else [np.nan] * 5
+    return dict(
+        runs=int(samples.size),
+        stopped=n,
+        mean=float(s.mean()) if n else float("nan"),
+        std=float(s.std(ddof=1)) if n > 1 else float("nan"),
+        se=float(s.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan"),
+        q05=float(q[0]), q25=float(q[1]), median=float(q[2]), q75=float(q[3]), q95=float(q[4]),
+        error_rate=errors / n if n else float("nan"),
+        error_lo=lo,
+        error_hi=hi,
+        frac_capped=float(1.0 - n / samples.size) if samples.size else float("nan"),
+    )
