@@ -1,0 +1,1 @@
+"""Reproductions of the seed papers' tables and figures: ``python -m experiments NAME``."""

@@ -1,0 +1,160 @@
+"""The engine: reproducibility under any batching, correctness, caps, refills, compilation."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxbandits as jb
+from jaxbandits import engine
+from jaxbandits.algorithms.uniform import UniformGLR
+from jaxbandits.engine import simulate
+from jaxbandits.stats import binomial_test_upper
+
+
+def small_instance(theta=(1.0, 0.0), sigma=1.0):
+    X = jnp.array([[1.0, 0.0], [0.0, 1.0], [np.cos(0.5), np.sin(0.5)]])
+    return jb.make_instance(X, jnp.array(theta), sigma)
+
+
+def two_instances():
+    return jb.stack([small_instance((1.0, 0.0)), small_instance((0.0, 1.0), 0.5)])
+
+
+def test_results_independent_of_lanes_and_chunks():
+    alg = UniformGLR(delta=0.1)
+    inst = two_instances()
+    key = jax.random.key(3)
+    a = simulate(alg, inst, key, 60, 10**5, lanes=32)
+    b = simulate(alg, inst, key, 60, 10**5, lanes=7, chunk_size=25)
+    for r in (b,):
+        np.testing.assert_array_equal(a.samples, r.samples)
+        np.testing.assert_array_equal(a.answer, r.answer)
+        np.testing.assert_array_equal(a.pulls, r.pulls)
+    # a subset of tasks (resume) gives the same replications
+    d = simulate(alg, inst, key, 60, 10**5, tasks=np.arange(50, 90))
+    np.testing.assert_array_equal(d.samples[d.ran], a.samples[d.ran])
+    assert d.ran.sum() == 40
+    # replication (j, i) does not depend on how many replications are run
+    e = simulate(alg, inst, key, 30, 10**5)
+    np.testing.assert_array_equal(e.samples, a.samples[:, :30])
+
+
+def test_results_identical_on_two_devices(tmp_path):
+    script = textwrap.dedent("""
+        import os, sys
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import jax, numpy as np
+        from test_engine import two_instances
+        from jaxbandits.algorithms.uniform import UniformGLR
+        from jaxbandits.engine import simulate
+        assert len(jax.devices()) == 2
+        r = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5, lanes=9)
+        assert r.devices == 2
+        np.save(sys.argv[1], r.samples)
+    """)
+    path = os.path.join(os.path.dirname(__file__), "_two_devices_script.py")
+    with open(path, "w") as f:
+        f.write(script)
+    try:
+        out = tmp_path / "s.npy"
+        subprocess.run([sys.executable, path, str(out)], check=True, timeout=300)
+    finally:
+        os.remove(path)
+    one = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5)
+    np.testing.assert_array_equal(np.load(out), one.samples)
+
+
+def test_uniform_glr_is_delta_correct():
+    """Empirical error over 2000 replications is not significantly above delta (level 0.01)."""
+    delta = 0.1
+    inst = small_instance()
+    res = simulate(UniformGLR(delta=delta), inst, jax.random.key(0), 2000, 10**6)
+    s = res.summary()
+    assert s["frac_capped"] == 0.0
+    errors = int((~res.correct).sum())
+    assert binomial_test_upper(errors, 2000, delta) > 0.01
+    assert 0.5 < s["efficiency"] <= 1.0
+    # every replication pulled the arms in turn: counts differ by at most one
+    assert np.all(res.pulls.max(-1) - res.pulls.min(-1) <= 1)
+    np.testing.assert_array_equal(res.pulls.sum(-1), res.samples)
+
+
+def test_answers_follow_each_instance():
+    inst = two_instances()
+    res = simulate(UniformGLR(delta=0.05), inst, jax.random.key(1), 50, 10**5)
+    best = np.asarray(inst.best_item())
+    assert res.correct.mean() > 0.95
+    assert np.all(res.answer[0, :, best[0]][res.correct[0]])
+    assert np.all(res.answer[1, :, best[1]][res.correct[1]])
+
+
+def test_capped_runs_are_not_stops():
+    res = simulate(UniformGLR(delta=0.05), small_instance(), jax.random.key(0), 40, 5)
+    assert not res.stopped.any()
+    assert np.all(res.steps == 5)
+    s = res.summary()
+    assert s["frac_capped"] == 1.0 and s["stopped"] == 0
+
+
+def test_no_recompilation_on_second_call():
+    alg = UniformGLR(delta=0.2)
+    inst = small_instance()
+    traces = []
+    orig = UniformGLR.step
+
+    class Counting(UniformGLR):
+        def step(self, key, state, instance):
+            traces.append(1)
+            return orig(self, key, state, instance)
+
+    c = Counting(delta=0.2)
+    simulate(c, inst, jax.random.key(0), 20, 10**4)
+    n = len(traces)
+    r = simulate(c, inst, jax.random.key(5), 20, 10**4)
+    assert len(traces) == n and r.compile_time == 0.0
+    del alg
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(delta=1.5), "delta"),
+    (dict(delta=0.0), "delta"),
+])
+def test_bad_delta(bad, match):
+    with pytest.raises(ValueError, match=match):
+        simulate(UniformGLR(**bad), small_instance(), jax.random.key(0), 2, 10)
+
+
+def test_input_errors():
+    alg = UniformGLR()
+    with pytest.raises(ValueError, match="max_steps"):
+        simulate(alg, small_instance(), jax.random.key(0), 2, 0)
+    with pytest.raises(ValueError, match="NaN"):
+        simulate(alg, small_instance(theta=(np.nan, 0.0)), jax.random.key(0), 2, 10)
+    X = jnp.array([[1.0, 0.0]])
+    with pytest.raises(ValueError, match="at least 2 arms"):
+        simulate(alg, jb.make_instance(X, jnp.array([1.0, 0.0])), jax.random.key(0), 2, 10)
+    X = jnp.array([[1.0, 0.0], [2.0, 0.0]])
+    with pytest.raises(ValueError, match="span"):
+        simulate(alg, jb.make_instance(X, jnp.array([1.0, 0.0])), jax.random.key(0), 2, 10)
+    bad = jb.Instance(arms=jnp.eye(3), items=jnp.eye(3), theta=jnp.ones(2), noise=jnp.ones(()))
+    with pytest.raises(ValueError, match="shape"):
+        simulate(alg, bad, jax.random.key(0), 2, 10)
+    with pytest.raises(ValueError, match="n_reps"):
+        simulate(alg, small_instance(), jax.random.key(0), 0, 10)
+
+
+def test_default_layout_and_summary():
+    res = simulate(UniformGLR(delta=0.1), small_instance(), jax.random.key(2), 100, 10**5)
+    s = res.summary()
+    for k in ("mean", "std", "se", "median", "q05", "q95", "error_rate", "error_lo", "error_hi",
+              "frac_capped", "wall_time", "efficiency"):
+        assert k in s
+    assert s["error_lo"] <= s["error_rate"] <= s["error_hi"]
+    assert abs(s["se"] - s["std"] / 10) < 1e-9
+    assert len(res.rows()) == 100
