@@ -1,0 +1,192 @@
+"""BayesGap (Hoffman, Shahriari & de Freitas 2014), fixed-budget, with GP kernels (seed 002 App E.1).
+
+M. W. Hoffman, B. Shahriari, N. de Freitas, "On correlation and budget constraints in model-based
+bandit optimization with application to automatic machine learning", AISTATS 2014, Algorithm 1
+(a Bayesian version of UGapE, Gabillon et al. 2012).
+
+Model: the arm means f = (f(x_1), ..., f(x_K)) have a Gaussian-process prior with kernel k, and
+rewards are f(x_k) + N(0, sigma^2).  Written in weight space: f = Phi w, w ~ N(0, eta^2 I), with
+Phi Phi^T = G the kernel matrix (Phi = X for the linear kernel; Phi = V diag(sqrt(lambda)) from
+the eigendecomposition of G otherwise), so the posterior is Bayesian linear regression on Phi.  It is
+updated by exact rank-one (Kalman) steps per pull, O(p^2 + K p) with p the feature dimension.
+
+Each round t (after one initial pull of every arm):
+
+* s_k(t) posterior standard deviation, U_k = mu_k + beta s_k, L_k = mu_k - beta s_k,
+* B_k(t) = max_{i != k} U_i - L_k,  J(t) = argmin_k B_k(t),  j(t) = argmax_{k != J(t)} U_k,
+* pull whichever of J(t), j(t) has the larger s_k (Hoffman et al. Algorithm 1),
+* recommend J(t*) with t* = argmin_t B_{J(t)}(t).
+
+beta follows Hoffman et al. Theorem 1 for the linear-Gaussian model,
+beta^2 = ((B - K) / sigma^2 + kappa / eta^2) / (4 H_eps), kappa = sum_k ||phi_k||^{-2},
+H_eps = sum_k H_{k,eps}^{-2}, H_{k,eps} = max(1/2 (Delta_k + eps), eps); the gaps Delta_k are
+unknown and are estimated every round from the posterior with the 3-standard-deviation bounds
+(as the seed 002 authors' release does).  Pass ``beta`` to fix it instead.
+
+Kernels (seed 002 App E.1: BayesGap-Lin, BayesGap-exp, BayesGap-M): ``"linear"`` k = x^T x';
+``"exponential"`` k = exp(-||x - x'|| / l); ``"matern"`` Matern nu = 3/2,
+k = (1 + sqrt(3) r / l) exp(-sqrt(3) r / l) (the nu of the authors' release).  One ``step`` is one
+pull; the run spends exactly B pulls.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.environment import pull, pull_counts
+from jaxbandits.instances.base import Instance
+
+KERNELS = ("linear", "exponential", "matern")
+
+
+def kernel_matrix(X: jax.Array, kernel: str, length_scale: float) -> jax.Array:
+    """Kernel matrix G [K, K] of the arms for a named kernel (seed 002 App E.1)."""
+    if kernel == "linear":
+        return X @ X.T
+    sq = jnp.sum(X * X, axis=-1)
+    r2 = jnp.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0)
+    r = jnp.sqrt(r2 + 1e-300) * (r2 > 0)
+    if kernel == "exponential":
+        return jnp.exp(-r / length_scale)
+    if kernel == "matern":
+        a = math.sqrt(3.0) * r / length_scale
+        return (1.0 + a) * jnp.exp(-a)
+    raise ValueError(f"unknown kernel {kernel!r}; expected one of {KERNELS}")
+
+
+def feature_map(X: jax.Array, kernel: str, length_scale: float) -> jax.Array:
+    """Phi with Phi Phi^T = G (Phi = X for the linear kernel)."""
+    if kernel == "linear":
+        return X
+    G = kernel_matrix(X, kernel, length_scale)
+    lam, V = jnp.linalg.eigh(G)
+    return V * jnp.sqrt(jnp.maximum(lam, 0.0))[None, :]
+
+
+class BayesGapState(NamedTuple):
+    t: jax.Array          # pulls made so far
+    mean: jax.Array       # [K] posterior mean of f
+    var: jax.Array        # [K] posterior variance of f
+    C: jax.Array          # [p, p] posterior covariance of the weights
+    phi: jax.Array        # [K, p] feature map
+    kappa: jax.Array      # sum_k ||phi_k||^{-2}
+    best_b: jax.Array     # min_t B_{J(t)}(t)
+    rec: jax.Array        # J(t*) (recommendation)
+    pulls: jax.Array      # [K]
+
+
+@dataclasses.dataclass(frozen=True)
+class BayesGap(Algorithm):
+    """BayesGap (Hoffman et al. 2014 Algorithm 1) with a GP prior.
+
+    Attributes:
+      budget: B (>= K; the first K pulls sample every arm once).
+      kernel: "linear", "exponential" or "matern" (seed 002 App E.1).
+      length_scale: l of the exponential / Matern kernels.
+      prior_std: eta, prior standard deviation of the weights (f ~ GP(0, eta^2 k)).
+      noise_var: sigma^2 of the rewards (default: the instance's noise^2).
+      eps: epsilon of H_eps (Hoffman et al. Theorem 1).
+      beta: fixed exploration coefficient (default: Theorem 1's, with estimated gaps).
+    """
+
+    budget: int
+    kernel: str = "linear"
+    length_scale: float = 1.0
+    prior_std: float = 1.0
+    noise_var: float | None = None
+    eps: float = 0.01
+    beta: float | None = None
+
+    needs_span: ClassVar[bool] = False
+    fixed_budget: ClassVar[bool] = True
+
+    def __post_init__(self):
+        if self.kernel not in KERNELS:
+            raise ValueError(f"unknown kernel {self.kernel!r}; expected one of {KERNELS}")
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        if int(self.budget) < instance.num_arms:
+            raise ValueError(f"BayesGap needs B >= K = {instance.num_arms} (one initial pull per arm), "
+                             f"got B = {self.budget}")
+        if instance.num_items != instance.num_arms:
+            raise ValueError("BayesGap identifies the best arm: items must be the arms (Z = X)")
+
+    def steps_needed(self, num_arms: int) -> int:
+        return int(self.budget) - num_arms
+
+    def _sigma2(self, instance):
+        if self.noise_var is not None:
+            return jnp.asarray(self.noise_var, instance.arms.dtype)
+        return instance.noise ** 2
+
+    def init(self, key, instance: Instance) -> BayesGapState:
+        X = instance.arms
+        K = X.shape[0]
+        dt = X.dtype
+        phi = feature_map(X, self.kernel, self.length_scale)
+        p = phi.shape[1]
+        s2 = self._sigma2(instance)
+        counts = jnp.ones(K, dt)
+        sums = pull_counts(key, instance, counts)
+        prec = phi.T @ phi / s2 + jnp.eye(p, dtype=dt) / self.prior_std ** 2
+        L = jnp.linalg.cholesky(prec)
+        Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(p, dtype=dt), lower=True)
+        C = Linv.T @ Linv
+        w = C @ (phi.T @ sums) / s2
+        mean = phi @ w
+        var = jnp.sum((phi @ C) * phi, axis=-1)
+        norms = jnp.sum(phi * phi, axis=-1)
+        kappa = jnp.sum(1.0 / jnp.maximum(norms, 1e-300))
+        # Before any gap-based round the recommendation is the posterior argmax (B = K case).
+        return BayesGapState(jnp.asarray(K, jnp.int32), mean, var, C, phi, kappa,
+                             jnp.asarray(jnp.inf, dt), jnp.argmax(mean).astype(jnp.int32), counts)
+
+    def _gap_index(self, mean, s, beta):
+        U, L = mean + beta * s, mean - beta * s
+        K = mean.shape[0]
+        top2 = jax.lax.top_k(U, 2)[0]
+        amax = jnp.argmax(U)
+        max_other = jnp.where(jnp.arange(K) == amax, top2[1], top2[0])
+        return max_other - L, U
+
+    def step(self, key, state: BayesGapState, instance: Instance) -> BayesGapState:
+        dt = state.mean.dtype
+        K = state.mean.shape[0]
+        s2 = self._sigma2(instance)
+        s = jnp.sqrt(jnp.maximum(state.var, 0.0))
+        if self.beta is None:
+            dhat, _ = self._gap_index(state.mean, s, 3.0)
+            H = jnp.maximum(0.5 * (dhat + self.eps), self.eps)
+            H_eps = jnp.sum(H ** -2.0)
+            num = (int(self.budget) - K) / s2 + state.kappa / self.prior_std ** 2
+            beta = jnp.sqrt(num / (4.0 * H_eps))
+        else:
+            beta = jnp.asarray(self.beta, dt)
+        Bk, U = self._gap_index(state.mean, s, beta)
+        J = jnp.argmin(Bk)
+        j = jnp.argmax(jnp.where(jnp.arange(K) == J, -jnp.inf, U))
+        a = jnp.where(s[J] >= s[j], J, j)
+        better = Bk[J] < state.best_b
+        best_b = jnp.where(better, Bk[J], state.best_b)
+        rec = jnp.where(better, J, state.rec)
+        y = pull(key, instance, a)
+        phi_a = state.phi[a]
+        u = state.C @ phi_a
+        denom = s2 + phi_a @ u
+        resid = y - state.mean[a]
+        proj = state.phi @ u
+        return BayesGapState(state.t + 1, state.mean + proj * resid / denom, state.var - proj * proj / denom,
+                             state.C - jnp.outer(u, u) / denom, state.phi,
+                             state.kappa, best_b, rec.astype(jnp.int32), state.pulls.at[a].add(1.0))
+
+    def done(self, state: BayesGapState) -> jax.Array:
+        return state.t >= int(self.budget)
+
+    def outcome(self, state: BayesGapState, instance: Instance) -> Outcome:
+        return Outcome(answer_mask(state.rec, instance.num_items), state.t, state.pulls)

@@ -1,0 +1,299 @@
+"""GSE: Generalized Successive Elimination for fixed-budget best-arm identification (seed 002).
+
+Azizi, Kveton & Ghavamzadeh, "Fixed-Budget Best-Arm Identification in Structured Bandits", IJCAI
+2022, Algorithm 1.  s = ceil(log_eta K) stages share the budget B evenly (n = floor(B / s) pulls per
+stage; the B mod s left-over pulls go to the last stages, as in the authors' release).  Stage t:
+
+1. Projection (line 2): the surviving arms A_t are projected on their span (dimension d_t).  With
+   fixed shapes this is done by adding the projector P_perp onto span(A_t)^perp to every matrix
+   that is inverted (:func:`jaxbandits.design.core.null_projector`): for x in the span,
+   x^T (V + P_perp)^{-1} x = x^T V^+ x, i.e. exactly the projected problem.  ``projection="pinv"``
+   is the alternative the paper mentions (Huang et al. 2021): no projection, V^{-1} replaced by
+   the Moore-Penrose pseudo-inverse of the stage's Gram matrix.
+2. Exploration (line 3): an allocation Pi_t of the n pulls over A_t: ``"uniform"``;
+   ``"fwg"`` the G-optimal design by Frank-Wolfe with line search (Algorithm 2 / App C; the exact
+   line search is done on log det, the Kiefer-Wolfowitz-equivalent objective, which is what the
+   authors' release runs and what converges to the KW value d_t -- see
+   :func:`jaxbandits.design.gopt.g_optimal`), rounded to n pulls; ``"fwg_g"`` Algorithm 2 with
+   the line search on the G-objective itself (:func:`jaxbandits.design.gopt.fwg`; it can stall
+   above d_t); ``"wynn"`` Wynn's method (Fedorov 1972); ``"greedy"`` the sequential G-greedy
+   allocation of Soare et al. (2014).  Pulls are drawn with
+   :func:`jaxbandits.environment.pull_counts` (O(K) per stage).
+3. Estimation (line 4): least squares theta_t = V_t^{-1} b_t, mu_i = x_i^T theta_t (Eq. 1), or
+   the logistic maximum-likelihood estimate by IRLS (Eq. 4; :mod:`jaxbandits.algorithms.glm`),
+   mu_i = h(x_i^T theta_t) (same ranking as x_i^T theta_t).  Only the stage's own observations are
+   used (Algorithm 1; ``memory=True`` pools all stages, an option of the authors' code).
+4. Elimination (line 5): keep the ceil(|A_t| / eta) arms of largest estimated mean.
+
+One ``step`` is one stage; the algorithm is done after s stages and returns the single survivor.
+Outcome.samples is the budget spent (= B).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.glm import logistic_mle
+from jaxbandits.design.core import null_projector
+from jaxbandits.design.gopt import fwg as _fwg_literal
+from jaxbandits.design.gopt import g_optimal, greedy_allocation, wynn
+from jaxbandits.environment import pull_counts
+from jaxbandits.instances.base import Instance
+
+DESIGNS = ("uniform", "fwg", "fwg_g", "wynn", "greedy")
+ESTIMATORS = ("linear", "logistic")
+PROJECTIONS = ("span", "pinv")
+
+
+# ------------------------------------------------------------------------------------------------
+# schedule and allocation helpers (shared with OD-LinBAI and Peace)
+# ------------------------------------------------------------------------------------------------
+def halving_schedule(num_arms: int, eta: float = 2.0) -> list[int]:
+    """Survivor counts |A_1| = K, |A_{t+1}| = ceil(|A_t| / eta), ..., 1 (seed 002 Alg 1 line 5).
+
+    Its length minus one is the number of stages s (= ceil(log_eta K) for integer eta).
+    """
+    if eta <= 1:
+        raise ValueError(f"eta must be > 1, got {eta}")
+    sizes = [int(num_arms)]
+    while sizes[-1] > 1:
+        sizes.append(int(math.ceil(sizes[-1] / eta - 1e-12)))
+    return sizes
+
+
+def stage_budgets(budget: int, stages: int) -> np.ndarray:
+    """n_t = floor(B / s), with the B mod s left-over pulls added to the last stages."""
+    n = np.full(stages, budget // stages, dtype=np.int64)
+    extra = budget % stages
+    if extra:
+        n[-extra:] += 1
+    return n
+
+
+def round_allocation(lam: jax.Array, n: jax.Array, mask: jax.Array) -> jax.Array:
+    """Integer allocation of n pulls from a design lam (efficient apportionment, Pukelsheim 2006).
+
+    m_i = ceil((n - p/2) lam_i) on the support (size p), then single pulls are added to
+    argmin m_i / lam_i or removed from argmax (m_i - 1) / lam_i until the total is n (at most p
+    corrections).  Seed 002 Alg 2 line 9 (ROUND); seed 001 App B uses the same procedure.
+    Returns float counts [K] summing to n (jit/vmap safe, n may be traced).
+    """
+    dt = lam.dtype
+    lam = jnp.where(mask, jnp.maximum(lam, 0.0), 0.0)
+    lam = lam / jnp.maximum(jnp.sum(lam), 1e-300)
+    supp = lam > 0
+    p = jnp.sum(supp).astype(dt)
+    n = jnp.asarray(n, dt)
+    m = jnp.where(supp, jnp.maximum(jnp.ceil((n - p / 2.0) * lam), 0.0), 0.0)
+    K = lam.shape[0]
+    safe = jnp.where(supp, lam, 1.0)
+
+    def fix(_, m):
+        tot = jnp.sum(m)
+        up = jnp.where(supp, m / safe, jnp.inf)
+        down = jnp.where(supp & (m > 0), (m - 1.0) / safe, -jnp.inf)
+        i_up = jnp.argmin(up)
+        i_dn = jnp.argmax(down)
+        m = jnp.where(tot < n, m.at[i_up].add(1.0), m)
+        m = jnp.where(tot > n, m.at[i_dn].add(-1.0), m)
+        return m
+
+    return jax.lax.fori_loop(0, K, fix, m)
+
+
+def uniform_allocation(key: jax.Array, n: jax.Array, mask: jax.Array, dtype) -> jax.Array:
+    """floor(n / |A|) pulls per surviving arm, the n mod |A| extra pulls on random distinct arms
+    (as the authors' release does; a fixed choice would favour low-index arms)."""
+    size = jnp.sum(mask).astype(dtype)
+    n = jnp.asarray(n, dtype)
+    base = jnp.floor(n / size)
+    extra = n - base * size
+    u = jnp.where(mask, jax.random.uniform(key, mask.shape, dtype), jnp.inf)
+    rank = jnp.argsort(jnp.argsort(u))
+    return jnp.where(mask, base + (rank < extra).astype(dtype), 0.0)
+
+
+def keep_top(scores: jax.Array, alive: jax.Array, keep: jax.Array) -> jax.Array:
+    """Mask of the ``keep`` surviving arms of largest score (ties towards the smaller index)."""
+    s = jnp.where(alive, scores, -jnp.inf)
+    order = jnp.argsort(-s, stable=True)
+    rank = jnp.zeros_like(order).at[order].set(jnp.arange(s.shape[0]))
+    return alive & (rank < keep)
+
+
+def design_counts(design: str, key: jax.Array, X: jax.Array, alive: jax.Array, n: jax.Array,
+                  max_n: int, *, design_iters: int = 1000, design_tol: float = 1e-3) -> jax.Array:
+    """Pulls [K] (float) of one stage of n pulls on the surviving arms, for a named design."""
+    dt = X.dtype
+    if design == "uniform":
+        return uniform_allocation(key, n, alive, dt)
+    if design == "greedy":
+        return greedy_allocation(X, n, arm_mask=alive, max_n=max_n).astype(dt)
+    if design == "fwg":
+        sol = g_optimal(X, arm_mask=alive, tol=design_tol, max_iters=design_iters)
+    elif design == "fwg_g":
+        sol = _fwg_literal(X, arm_mask=alive, tol=design_tol, max_iters=design_iters)
+    elif design == "wynn":
+        sol = wynn(X, arm_mask=alive, tol=design_tol, max_iters=design_iters)
+    else:
+        raise ValueError(f"unknown design {design!r}; expected one of {DESIGNS}")
+    return round_allocation(sol.allocation, n, alive)
+
+
+def projected_least_squares(X: jax.Array, counts: jax.Array, sums: jax.Array, alive: jax.Array,
+                            projection: str = "span") -> jax.Array:
+    """theta_t from one stage's per-arm counts and reward sums (seed 002 Eq. 1).
+
+    ``"span"``: (V_t + P_perp)^{-1} b_t, V_t = sum_k n_k x_k x_k^T, P_perp the projector onto
+    span(A_t)^perp (the projection step, Sec 4 footnote 1).  ``"pinv"``: V_t^+ b_t.
+    """
+    V = (X.T * counts) @ X
+    b = X.T @ sums
+    if projection == "pinv":
+        return jnp.linalg.pinv(V, hermitian=True) @ b
+    perp, _ = null_projector(X, alive)
+    A = V + perp
+    d = A.shape[0]
+    A = A + (1e-12 * jnp.trace(A) / d) * jnp.eye(d, dtype=A.dtype)
+    L = jnp.linalg.cholesky(A)
+    return jax.scipy.linalg.cho_solve((L, True), b)
+
+
+# ------------------------------------------------------------------------------------------------
+# GSE
+# ------------------------------------------------------------------------------------------------
+class GSEState(NamedTuple):
+    alive: jax.Array        # [K] bool, A_t
+    stage: jax.Array        # t - 1 (0-based), int32
+    pulls: jax.Array        # [K] total pulls
+    sums: jax.Array         # [K] total reward sums (for memory=True)
+    theta: jax.Array        # [d] last estimate
+    unconverged: jax.Array  # number of IRLS fits that did not converge (logistic only)
+
+
+@dataclasses.dataclass(frozen=True)
+class GSE(Algorithm):
+    """Generalized Successive Elimination (seed 002 Algorithm 1), fixed budget.
+
+    Attributes:
+      budget: B, total number of pulls (>= K).
+      eta: elimination parameter (keep ceil(|A_t| / eta) arms per stage; default 2).
+      design: exploration allocation, one of ``DESIGNS`` (Sec 8 names: GSE-Lin = "uniform",
+        GSE-Lin-FWG = "fwg", GSE-Lin-Greedy = "greedy", GSE-Lin-Wynn = "wynn").
+      estimator: "linear" (Eq. 1) or "logistic" (Eq. 4, IRLS).
+      projection: "span" (Sec 4 projection) or "pinv" (pseudo-inverse alternative).
+      memory: pool the observations of all stages (False = Algorithm 1).
+      design_iters, design_tol: iteration cap (default 1000; 100 for "fwg_g", the N of Alg 2,
+        whose G-line search stalls and would otherwise run to the cap) and relative KW-gap
+        tolerance of the design solver.
+      irls_iters, irls_reg: IRLS iteration cap and ridge guard (logistic).
+    """
+
+    budget: int
+    eta: float = 2.0
+    design: str = "fwg"
+    estimator: str = "linear"
+    projection: str = "span"
+    memory: bool = False
+    design_iters: int | None = None
+    design_tol: float = 1e-3
+    irls_iters: int = 50
+    irls_reg: float = 1e-6
+
+    needs_span: ClassVar[bool] = False
+    fixed_budget: ClassVar[bool] = True
+
+    def __post_init__(self):
+        if self.design not in DESIGNS:
+            raise ValueError(f"unknown design {self.design!r}; expected one of {DESIGNS}")
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"unknown estimator {self.estimator!r}; expected one of {ESTIMATORS}")
+        if self.projection not in PROJECTIONS:
+            raise ValueError(f"unknown projection {self.projection!r}; expected one of {PROJECTIONS}")
+        if not self.eta > 1:
+            raise ValueError(f"eta must be > 1, got {self.eta}")
+
+    # -- static schedule ---------------------------------------------------------------------
+    def schedule(self, num_arms: int):
+        """(survivor counts [s + 1], stage budgets [s]) for K arms."""
+        sizes = halving_schedule(num_arms, self.eta)
+        return np.array(sizes), stage_budgets(int(self.budget), len(sizes) - 1)
+
+    @property
+    def iters(self) -> int:
+        if self.design_iters is not None:
+            return int(self.design_iters)
+        return 100 if self.design == "fwg_g" else 1000
+
+    def steps_needed(self, num_arms: int) -> int:
+        """Number of ``step`` calls a run takes (the ``max_steps`` to give the engine)."""
+        return self.num_stages(num_arms)
+
+    def num_stages(self, num_arms: int) -> int:
+        return len(halving_schedule(num_arms, self.eta)) - 1
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        K = instance.num_arms
+        if int(self.budget) < K:
+            raise ValueError(f"GSE needs a budget of at least K = {K} pulls (one per arm), got B = {self.budget}")
+        if self.estimator == "logistic" and instance.model == "gaussian":
+            pass  # allowed (misspecified), rewards are then not in {0, 1}
+        if instance.num_items != K:
+            raise ValueError("GSE identifies the best arm: items must be the arms (Z = X)")
+
+    # -- contract ----------------------------------------------------------------------------
+    def init(self, key, instance: Instance) -> GSEState:
+        K, d = instance.arms.shape
+        dt = instance.arms.dtype
+        return GSEState(jnp.ones(K, bool), jnp.zeros((), jnp.int32), jnp.zeros(K, dt), jnp.zeros(K, dt),
+                        jnp.zeros(d, dt), jnp.zeros((), jnp.int32))
+
+    def step(self, key, state: GSEState, instance: Instance) -> GSEState:
+        X = instance.arms
+        K = X.shape[0]
+        dt = X.dtype
+        sizes, budgets = self.schedule(K)
+        t = state.stage
+        n = jnp.asarray(budgets, dt)[t]
+        keep = jnp.asarray(sizes[1:])[t]
+        k_design, k_pull = jax.random.split(key)
+        alive = state.alive
+        counts = design_counts(self.design, k_design, X, alive, n, int(budgets.max()),
+                               design_iters=self.iters, design_tol=self.design_tol)
+        sums = pull_counts(k_pull, instance, counts)
+        tot_counts, tot_sums = state.pulls + counts, state.sums + sums
+        c_fit, s_fit = (tot_counts, tot_sums) if self.memory else (counts, sums)
+        if self.estimator == "linear":
+            theta = projected_least_squares(X, c_fit, s_fit, alive, self.projection)
+            bad = jnp.zeros((), jnp.int32)
+        else:
+            perp = None if self.projection == "pinv" else null_projector(X, alive)[0]
+            fit = logistic_mle(X, c_fit, s_fit, init=state.theta, reg=self.irls_reg, perp=perp,
+                               max_iters=self.irls_iters)
+            theta = fit.theta
+            bad = (~fit.converged).astype(jnp.int32)
+        new_alive = keep_top(X @ theta, alive, keep)
+        return GSEState(new_alive, t + 1, tot_counts, tot_sums, theta, state.unconverged + bad)
+
+    def done(self, state: GSEState) -> jax.Array:
+        return jnp.sum(state.alive) <= 1
+
+    def outcome(self, state: GSEState, instance: Instance) -> Outcome:
+        best = jnp.argmax(state.alive)
+        return Outcome(answer_mask(best, instance.num_items), jnp.sum(state.pulls).astype(jnp.int32), state.pulls)
+
+
+def theorem_4_1_bound(gap_min, budget, num_arms: int, dim, sigma, eta: float = 2.0):
+    """Seed 002 Theorem 4.1, Eq. (3): error <= 2 eta log_eta(K) exp(-B Delta^2 / (4 sigma^2 d log_eta K)).
+
+    The G-optimal-design case of GSE with the linear model (logarithms base eta, Sec 4.1)."""
+    logk = math.log(num_arms) / math.log(eta)
+    return 2.0 * eta * logk * np.exp(-np.asarray(budget) * np.asarray(gap_min) ** 2
+                                     / (4.0 * np.asarray(sigma) ** 2 * np.asarray(dim) * logk))

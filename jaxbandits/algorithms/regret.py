@@ -1,0 +1,178 @@
+"""Cumulative-regret and fixed-confidence baselines turned into fixed-budget identification
+(seed 002 Sec 8 and App F).
+
+* :class:`LinUCB` (Li et al. 2010; the shared-parameter, OFUL-style form of App F): pull
+  argmax_x x^T theta_hat + alpha ||x||_{V^{-1}} with ridge estimate theta_hat; after B pulls return
+  the most-pulled arm (App F: "we take the most frequently played arm").
+* :class:`UCBGLM` (Li, Lu & Zhou 2017, Algorithm 1): tau initial pulls (round-robin over the arms,
+  in place of Li et al.'s random ones), then argmax_x x^T theta_hat + alpha ||x||_{V^{-1}} with
+  theta_hat the logistic maximum-likelihood estimate (IRLS, warm-started, :mod:`.glm`) and
+  V = sum_s x_s x_s^T; returns the most-pulled arm.
+* :func:`budget_capped`: any fixed-confidence algorithm stopped at the budget, recommending its
+  current empirical best (App F: LinGapE "stopped at the budget limit", with delta chosen by grid
+  search -- see :func:`grid_search_delta`).
+
+One ``step`` is one pull; the runs spend exactly B pulls.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.glm import logistic_mle
+from jaxbandits.environment import pull
+from jaxbandits.instances.base import Instance
+
+
+def most_pulled(pulls: jax.Array) -> jax.Array:
+    """Index of the most-pulled arm (ties towards the smaller index)."""
+    return jnp.argmax(pulls)
+
+
+class UCBState(NamedTuple):
+    t: jax.Array        # pulls made
+    pulls: jax.Array    # [K]
+    sums: jax.Array     # [K] reward sums (successes for Bernoulli rewards)
+    theta: jax.Array    # [d] last estimate (warm start of the GLM fit)
+
+
+def _gram(X, pulls):
+    return (X.T * pulls) @ X
+
+
+def _ucb_pick(X, theta, V, alpha):
+    L = jnp.linalg.cholesky(V)
+    W = jax.scipy.linalg.solve_triangular(L, X.T, lower=True)
+    width = jnp.sqrt(jnp.sum(W * W, axis=0))
+    return jnp.argmax(X @ theta + alpha * width)
+
+
+@dataclasses.dataclass(frozen=True)
+class LinUCB(Algorithm):
+    """LinUCB / OFUL (Li et al. 2010; Abbasi-Yadkori et al. 2011) returning the most-pulled arm.
+
+    Attributes:
+      budget: B.
+      reg: ridge lambda (V = lambda I + sum x x^T).
+      alpha: confidence width multiplier; default (None) the OFUL radius
+        sigma sqrt(d log(1 + t L^2 / (lambda d)) + 2 log(1 / delta)) + sqrt(lambda) S.
+      delta, theta_norm: delta and the bound S on ||theta|| of that radius.
+    """
+
+    budget: int
+    reg: float = 1.0
+    alpha: float | None = None
+    delta: float = 0.05
+    theta_norm: float = 1.0
+
+    needs_span: ClassVar[bool] = False
+    fixed_budget: ClassVar[bool] = True
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        if instance.num_items != instance.num_arms:
+            raise ValueError("LinUCB recommends an arm: items must be the arms (Z = X)")
+
+    def steps_needed(self, num_arms: int) -> int:
+        return int(self.budget)
+
+    def init(self, key, instance: Instance) -> UCBState:
+        K, d = instance.arms.shape
+        dt = instance.arms.dtype
+        return UCBState(jnp.zeros((), jnp.int32), jnp.zeros(K, dt), jnp.zeros(K, dt), jnp.zeros(d, dt))
+
+    def radius(self, t, instance):
+        X = instance.arms
+        d = X.shape[1]
+        if self.alpha is not None:
+            return jnp.asarray(self.alpha, X.dtype)
+        L2 = jnp.max(jnp.sum(X * X, axis=-1))
+        sigma = instance.noise
+        return (sigma * jnp.sqrt(d * jnp.log1p(t * L2 / (self.reg * d)) + 2.0 * math.log(1.0 / self.delta))
+                + math.sqrt(self.reg) * self.theta_norm)
+
+    def step(self, key, state: UCBState, instance: Instance) -> UCBState:
+        X = instance.arms
+        d = X.shape[1]
+        V = _gram(X, state.pulls) + self.reg * jnp.eye(d, dtype=X.dtype)
+        theta = jnp.linalg.solve(V, X.T @ state.sums)
+        a = _ucb_pick(X, theta, V, self.radius(state.t.astype(X.dtype), instance))
+        y = pull(key, instance, a)
+        return UCBState(state.t + 1, state.pulls.at[a].add(1.0), state.sums.at[a].add(y), theta)
+
+    def done(self, state: UCBState) -> jax.Array:
+        return state.t >= int(self.budget)
+
+    def outcome(self, state: UCBState, instance: Instance) -> Outcome:
+        return Outcome(answer_mask(most_pulled(state.pulls), instance.num_items), state.t, state.pulls)
+
+
+@dataclasses.dataclass(frozen=True)
+class UCBGLM(Algorithm):
+    """UCB-GLM (Li, Lu & Zhou 2017, Algorithm 1) for logistic rewards, returning the most-pulled arm.
+
+    Attributes:
+      budget: B.
+      tau: initial exploration pulls, round-robin over the arms (default K: each arm once).
+      alpha: width multiplier; default (None) Li et al.'s
+        (sigma / kappa) sqrt(d/2 log(1 + 2 t / d) + log(1 / delta)) with sigma = 1/2 (Bernoulli).
+      kappa, delta: of that default (kappa a lower bound on the link's derivative).
+      reg: ridge guard of the MLE and of V; irls_iters: Newton steps per pull (warm-started).
+    """
+
+    budget: int
+    tau: int | None = None
+    alpha: float | None = None
+    kappa: float = 0.1
+    delta: float = 0.05
+    reg: float = 1e-3
+    irls_iters: int = 10
+
+    needs_span: ClassVar[bool] = False
+    fixed_budget: ClassVar[bool] = True
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        tau = instance.num_arms if self.tau is None else int(self.tau)
+        if int(self.budget) < tau:
+            raise ValueError(f"UCB-GLM needs B >= tau = {tau} initial pulls, got B = {self.budget}")
+        if instance.num_items != instance.num_arms:
+            raise ValueError("UCB-GLM recommends an arm: items must be the arms (Z = X)")
+
+    def steps_needed(self, num_arms: int) -> int:
+        return int(self.budget)
+
+    def init(self, key, instance: Instance) -> UCBState:
+        K, d = instance.arms.shape
+        dt = instance.arms.dtype
+        return UCBState(jnp.zeros((), jnp.int32), jnp.zeros(K, dt), jnp.zeros(K, dt), jnp.zeros(d, dt))
+
+    def step(self, key, state: UCBState, instance: Instance) -> UCBState:
+        X = instance.arms
+        K, d = X.shape
+        dt = X.dtype
+        tau = K if self.tau is None else int(self.tau)
+        t = state.t.astype(dt)
+        fit = logistic_mle(X, state.pulls, state.sums, init=state.theta, reg=self.reg, max_iters=self.irls_iters)
+        V = _gram(X, state.pulls) + self.reg * jnp.eye(d, dtype=dt)
+        if self.alpha is None:
+            alpha = (0.5 / self.kappa) * jnp.sqrt(0.5 * d * jnp.log1p(2.0 * t / d) + math.log(1.0 / self.delta))
+        else:
+            alpha = jnp.asarray(self.alpha, dt)
+        a_ucb = _ucb_pick(X, fit.theta, V, alpha)
+        a = jnp.where(state.t < tau, state.t % K, a_ucb)
+        y = pull(key, instance, a)
+        theta = jnp.where(state.t < tau, state.theta, fit.theta)
+        return UCBState(state.t + 1, state.pulls.at[a].add(1.0), state.sums.at[a].add(y), theta)
+
+    def done(self, state: UCBState) -> jax.Array:
+        return state.t >= int(self.budget)
+
+    def outcome(self, state: UCBState, instance: Instance) -> Outcome:
+        return Outcome(answer_mask(most_pulled(state.pulls), instance.num_items), state.t, state.pulls)
