@@ -1,0 +1,129 @@
+"""Engine throughput: replication-steps per second and lane efficiency (issue 2 benchmark).
+
+Workload: uniform (round-robin) sampling with the GLR stopping rule (seed 000 Sec 3.4) on the
+many-arms instance (K = 1000, d = 2; the authors' code generator, seed 000 Table 1), 1000
+replications, and on 100 random many-arms instances x 10 replications.  Compared layouts:
+
+* ``refill``: the engine's default (fixed lanes, finished lanes refilled inside the loop);
+* ``plain vmap``: all replications in one vmapped while_loop (lanes = replications, no refill:
+  every lane runs until the slowest stops), the usual way of batching;
+* the same on 2 XLA CPU devices (``--xla_force_host_platform_device_count=2``, subprocess);
+* a NumPy loop over single replications (same algorithm, incremental least squares), for the
+  steps-per-second ratio.
+
+Usage: ``python benchmarks/engine_throughput.py [--reps 1000] [--K 1000]``.  Numbers vary 15-25 %
+from run to run on a shared machine; ratios are measured within one run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def numpy_uniform_glr(X, theta, sigma, delta, rng, max_steps=10**7):
+    """Reference: one replication of round-robin + GLR stopping in plain NumPy."""
+    K, d = X.shape
+    A = np.zeros((d, d))
+    b = np.zeros(d)
+    c = np.max(np.sum(X**2, 1))
+    for t in range(1, max_steps + 1):
+        a = (t - 1) % K
+        r = X[a] @ theta + sigma * rng.normal()
+        A += np.outer(X[a], X[a])
+        b += r * X[a]
+        if t < d:
+            continue
+        L = np.linalg.cholesky(A + 1e-12 * np.trace(A) / d * np.eye(d))
+        th = np.linalg.solve(A, b)
+        v = X @ th
+        best = int(np.argmax(v))
+        D = X[best] - X
+        W = np.linalg.solve(L, D.T)
+        nrm = np.sum(W * W, 0)
+        gaps = v[best] - v
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(np.arange(K) == best, np.inf, gaps**2 / (2 * nrm))
+        beta = 2 * sigma**2 * (0.5 * np.linalg.slogdet(A / c + np.eye(d))[1] - np.log(delta))
+        if z.min() > beta and np.linalg.eigvalsh(A)[0] >= c:
+            return t, best
+    return max_steps, best
+
+
+def run_layouts(reps: int, K: int) -> dict:
+    import jax
+
+    import jaxbandits  # noqa: F401  (x64)
+    from jaxbandits.algorithms.uniform import UniformGLR
+    from jaxbandits.engine import simulate
+    from jaxbandits.instances import seeds
+
+    alg = UniformGLR(delta=0.05)
+    inst = seeds.many_arms_code(jax.random.key(0), K)
+    rand = seeds.batch(seeds.many_arms_code, jax.random.key(1), max(reps // 10, 1), num_arms=K)
+    out = {"devices": len(jax.devices())}
+    for name, instances, n in (("fixed", inst, reps), ("random", rand, 10)):
+        r = simulate(alg, instances, jax.random.key(2), n, 10**7)
+        p = simulate(alg, instances, jax.random.key(2), n, 10**7, lanes=10**9, chunk_size=10**9)
+        assert np.array_equal(r.samples, p.samples)
+        out[name] = {
+            lay: dict(wall=x.wall_time, compile=x.compile_time, efficiency=x.efficiency,
+                      steps_per_s=x.useful_steps / x.wall_time, reps_per_s=x.samples.size / x.wall_time,
+                      lanes=x.lanes, mean_samples=float(x.samples.mean()))
+            for lay, x in (("refill", r), ("plain_vmap", p))
+        }
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=1000)
+    ap.add_argument("--K", type=int, default=1000)
+    ap.add_argument("--child", action="store_true")
+    ap.add_argument("--numpy-reps", type=int, default=3)
+    a = ap.parse_args()
+    if a.child:
+        print(json.dumps(run_layouts(a.reps, a.K)))
+        return
+    env1 = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1")
+    env2 = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    cmd = [sys.executable, __file__, "--child", "--reps", str(a.reps), "--K", str(a.K)]
+    res = {}
+    for nd, env in ((1, env1), (2, env2)):
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        res[nd] = json.loads(p.stdout.strip().splitlines()[-1])
+
+    import jax
+
+    import jaxbandits  # noqa: F401
+    from jaxbandits.instances import seeds
+
+    inst = seeds.many_arms_code(jax.random.key(0), a.K)
+    X, th = np.asarray(inst.arms), np.asarray(inst.theta)
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    steps = sum(numpy_uniform_glr(X, th, 1.0, 0.05, rng)[0] for _ in range(a.numpy_reps))
+    np_sps = steps / (time.perf_counter() - t0)
+
+    print(f"Uniform + GLR stopping, many arms K = {a.K}, d = 2")
+    print(f"NumPy loop (one replication at a time): {np_sps:,.0f} steps/s")
+    print("| workload | devices | layout | lanes | reps/s | steps/s | efficiency | compile s | vs NumPy |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for nd in (1, 2):
+        for wl in ("fixed", "random"):
+            for lay in ("refill", "plain_vmap"):
+                x = res[nd][wl][lay]
+                print(f"| {wl} | {nd} | {lay} | {x['lanes']} | {x['reps_per_s']:.1f} | {x['steps_per_s']:,.0f} | "
+                      f"{x['efficiency']:.3f} | {x['compile']:.1f} | {x['steps_per_s'] / np_sps:.1f}x |")
+    for wl in ("fixed", "random"):
+        f = res[2][wl]["refill"]["steps_per_s"] / res[1][wl]["plain_vmap"]["steps_per_s"]
+        print(f"{wl}: refill on 2 devices vs plain vmap on 1 device: {f:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
