@@ -1,0 +1,113 @@
+"""Shared pieces of the design solvers: the solution record, design matrices, masks.
+
+Notation (seed 001, Sec 1.2): for a design lambda on the simplex over the arms X [K, d],
+A(lambda) = sum_x lambda_x x x^T, and ||y||^2_{A^-1} = y^T A(lambda)^{-1} y.
+
+Rank-deficient arm sets.  When the active arms span only an r-dimensional subspace S of R^d,
+A(lambda) is singular.  Every solver then works with A(lambda) + P_perp, where P_perp is the
+orthogonal projector onto the complement of S (computed once, from the uniform design on the
+active arms, and held constant).  For y in S this gives exactly y^T A(lambda)^+ y (the
+pseudo-inverse), so G-optimal values are r (Kiefer-Wolfowitz on S) and XY values are finite when
+the items' differences lie in span(X).  Directions with a component outside S are not estimable
+(their true value is +inf); they get a finite, meaningless value: do not pass them.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+
+class DesignSolution(NamedTuple):
+    """Result of a design solver (every field is an array, so it vmaps).
+
+    allocation: [K] design lambda on the simplex (zero outside ``arm_mask``).
+    value: objective at ``allocation`` (an upper bound on the optimum).
+    gap: certified upper bound on ``value - optimum`` (Frank-Wolfe / duality certificate).
+    iterations: number of solver iterations run.
+    converged: ``gap <= tol * value`` reached before ``max_iters``.
+    """
+
+    allocation: jax.Array
+    value: jax.Array
+    gap: jax.Array
+    iterations: jax.Array
+    converged: jax.Array
+
+
+def as_float(x) -> jax.Array:
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.result_type(float))
+    return x
+
+
+def full_mask(mask: Optional[jax.Array], n: int) -> jax.Array:
+    """Boolean mask of length n (all True when ``mask`` is None)."""
+    if mask is None:
+        return jnp.ones((n,), bool)
+    return jnp.asarray(mask, bool)
+
+
+def initial_design(mask: jax.Array, init: Optional[jax.Array], dtype) -> jax.Array:
+    """Uniform design on the active arms, or ``init`` restricted to them and renormalised.
+
+    A warm start with no mass on the active arms (or a non-finite one) falls back to uniform.
+    """
+    uniform = mask.astype(dtype) / jnp.maximum(jnp.sum(mask), 1)
+    if init is None:
+        return uniform
+    lam = jnp.where(mask, jnp.clip(jnp.asarray(init, dtype), 0.0, None), 0.0)
+    s = jnp.sum(lam)
+    ok = jnp.isfinite(s) & (s > 0)
+    # Mix a little uniform mass in so a warm start supported on a non-spanning subset still
+    # gives an invertible design (Frank-Wolfe can then remove it with away / drop steps).
+    lam = jnp.where(ok, lam / jnp.where(ok, s, 1.0), uniform)
+    return jnp.where(ok, 0.999 * lam + 0.001 * uniform, uniform)
+
+
+def design_matrix(lam: jax.Array, X: jax.Array) -> jax.Array:
+    """A(lambda) = sum_x lambda_x x x^T [d, d]."""
+    return (X * lam[:, None]).T @ X
+
+
+def null_projector(X: jax.Array, mask: jax.Array, rtol: float = 1e-9):
+    """(P_perp, r): projector onto span(active arms)^perp and the rank r of the active arms.
+
+    Computed from the uniform design on the active arms; not differentiated (the span is a
+    discrete property; gradients are taken on the span).
+    """
+    X = jax.lax.stop_gradient(X)
+    w = mask.astype(X.dtype)
+    A = design_matrix(w / jnp.maximum(jnp.sum(w), 1.0), X)
+    evals, evecs = jnp.linalg.eigh(A)
+    keep = evals > rtol * jnp.maximum(jnp.max(evals), jnp.finfo(X.dtype).tiny)
+    perp = (evecs * (~keep).astype(X.dtype)) @ evecs.T
+    return perp, jnp.sum(keep)
+
+
+def inverse_design(lam: jax.Array, X: jax.Array, perp: jax.Array) -> jax.Array:
+    """(A(lambda) + P_perp)^{-1}, symmetric, via Cholesky."""
+    A = design_matrix(lam, X) + perp
+    L = jnp.linalg.cholesky(A)
+    eye = jnp.eye(A.shape[0], dtype=A.dtype)
+    Linv = jax.scipy.linalg.solve_triangular(L, eye, lower=True)
+    return Linv.T @ Linv
+
+
+def quad_norms(V: jax.Array, Ainv: jax.Array) -> jax.Array:
+    """||v||^2_{A^-1} for every row of V [n, d]."""
+    return jnp.sum((V @ Ainv) * V, axis=-1)
+
+
+def masked_argmax(v: jax.Array, mask: jax.Array) -> jax.Array:
+    """Index of the largest entry of v among mask (first one on ties)."""
+    v = jnp.where(mask, v, -jnp.inf)
+    m = jnp.max(v)
+    idx = jnp.arange(v.shape[0])
+    return jnp.min(jnp.where(v == m, idx, v.shape[0]))
+
+
+def masked_argmin(v: jax.Array, mask: jax.Array) -> jax.Array:
+    return masked_argmax(-v, mask)

@@ -1,0 +1,279 @@
+"""G-optimal designs: Fedorov-Wynn / D-optimal Frank-Wolfe with exact line search, Wynn's
+method, the FWG algorithm of seed 002, and the greedy sequential allocation of Soare et al.
+
+G-optimal design (Kiefer & Wolfowitz 1960; seed 002 Sec 6 and App C): minimise over the simplex
+g(lambda) = max_x ||x||^2_{A(lambda)^-1}.  By the Kiefer-Wolfowitz theorem the minimisers are the
+D-optimal designs (maximisers of log det A(lambda)) and the optimal value is d, or r when the
+active arms span an r-dimensional subspace (then everything is computed on that subspace, see
+:mod:`jaxbandits.design.core`).  Because the optimum is known exactly, ``gap = value - r`` is an
+exact certificate.
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.design.core import (DesignSolution, as_float, full_mask, initial_design, inverse_design,
+                                    masked_argmax, masked_argmin, null_projector, quad_norms)
+
+_REFRESH = 32  # recompute A^-1 from scratch every this many rank-one updates (float64 drift ~1e-15)
+
+
+def _g_value(lam, X, mask, perp):
+    """Differentiable G-value at a fixed (stop-gradient) design.
+
+    Returns max_x ||x||^2_{A^-1} with the gradient of the Lagrangian sum_x lambda_x ||x||^2_{A^-1}:
+    at the G-optimum the dual weights equal lambda (Kiefer-Wolfowitz), so this is the envelope
+    (Danskin) derivative of the optimal value, which is 0 (the optimum is r for every X).
+    """
+    lam = jax.lax.stop_gradient(lam)
+    g = quad_norms(X, inverse_design(lam, X, perp))
+    f = jnp.max(jnp.where(mask, g, -jnp.inf))
+    lagr = jnp.sum(jnp.where(mask, lam * g, 0.0))
+    return jax.lax.stop_gradient(f) + lagr - jax.lax.stop_gradient(lagr), g
+
+
+def _fw_loop(X, mask, lam0, perp, r, tol, max_iters, step_rule: str):
+    """Shared D-optimal Frank-Wolfe loop on lambda with rank-one updates of A^-1 and of g.
+
+    step_rule: "exact" (Fedorov 1972 exact line search for log det, with Wolfe away / drop steps
+    as in Todd & Yildirim 2007: linear convergence) or "wynn" (step 1/(n0 + k + 1): Wynn 1970,
+    the weight of one added observation to a design of n0 + k observations, n0 = #active arms).
+    """
+    dtype = X.dtype
+    n0 = jnp.sum(mask).astype(dtype)
+
+    def refresh(lam):
+        Ainv = inverse_design(lam, X, perp)
+        return Ainv, quad_norms(X, Ainv)
+
+    def one_step(carry, _):
+        lam, Ainv, g, k, done = carry
+        gmax = jnp.max(jnp.where(mask, g, -jnp.inf))
+        done = done | (gmax - r <= tol * r) | (k >= max_iters)
+        j = masked_argmax(g, mask)
+        supp = mask & (lam > 0)
+        a = masked_argmin(g, supp)
+        ga = g[a]
+        if step_rule == "exact":
+            toward = (gmax - r) >= (r - ga)
+            t = jnp.where(toward, j, a)
+            gt = g[t]
+            alpha_star = (gt - r) / (r * (gt - 1.0))
+            lam_t = lam[t]
+            alpha_min = -lam_t / (1.0 - lam_t)
+            alpha_away = jnp.where(gt <= 1.0, alpha_min, jnp.maximum(alpha_star, alpha_min))
+            alpha = jnp.where(toward, jnp.clip(alpha_star, 0.0, 1.0 - 1e-12), alpha_away)
+            # a single-arm support cannot move away from itself
+            alpha = jnp.where(~toward & (lam_t >= 1.0 - 1e-15), 0.0, alpha)
+            drop = (~toward) & (alpha <= alpha_min)
+        else:
+            t = j
+            gt = g[t]
+            alpha = 1.0 / (n0 + k.astype(dtype) + 1.0)
+            drop = jnp.array(False)
+        alpha = jnp.where(done, 0.0, alpha)
+        x = X[t]
+        u = Ainv @ x
+        denom = (1.0 - alpha) + alpha * gt
+        c = X @ u
+        g_new = (g - alpha * c * c / denom) / (1.0 - alpha)
+        Ainv_new = (Ainv - alpha * jnp.outer(u, u) / denom) / (1.0 - alpha)
+        lam_new = (1.0 - alpha) * lam
+        lam_new = lam_new.at[t].add(alpha)
+        lam_new = jnp.where(drop & ~done, lam_new.at[t].set(0.0), lam_new)
+        lam_new = jnp.where(mask, jnp.clip(lam_new, 0.0, None), 0.0)
+        lam_new = lam_new / jnp.sum(lam_new)
+        k_new = k + jnp.where(done, 0, 1)
+        return (lam_new, Ainv_new, g_new, k_new, done), None
+
+    def cond(state):
+        lam, k, done = state
+        return ~done
+
+    def body(state):
+        lam, k, _ = state
+        Ainv, g = refresh(lam)
+        (lam, _, g, k, done), _ = jax.lax.scan(one_step, (lam, Ainv, g, k, jnp.array(False)), None,
+                                               length=_REFRESH)
+        return lam, k, done
+
+    lam, k, _ = jax.lax.while_loop(cond, body, (lam0, jnp.array(0, jnp.int32), jnp.array(False)))
+    return lam, k
+
+
+def _finish(lam, k, X, mask, perp, r, tol):
+    value, _ = _g_value(lam, X, mask, perp)
+    rr = r.astype(value.dtype)
+    gap = jnp.maximum(jax.lax.stop_gradient(value) - rr, 0.0)
+    return DesignSolution(allocation=lam, value=value, gap=gap, iterations=k, converged=gap <= tol * rr)
+
+
+@partial(jax.jit, static_argnames=("max_iters",))
+def g_optimal(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int = 10_000) -> DesignSolution:
+    """G-optimal design by D-optimal Frank-Wolfe (Fedorov-Wynn) with exact line search.
+
+    Solves min_lambda max_{x active} ||x||^2_{A(lambda)^-1} (seed 002 Sec 6 / App C; seed 001
+    Sec 2.2 with Y = X) through its Kiefer-Wolfowitz equivalent max_lambda log det A(lambda):
+    Frank-Wolfe on log det with the closed-form exact step (Fedorov 1972, the D-optimal variant
+    seed 002 App C mentions) plus Wolfe away/drop steps (Todd & Yildirim 2007, linearly
+    convergent; Khachiyan 1996 for the plain method).  A^-1 and the norms are kept by rank-one
+    updates (O(Kd) per iteration), refreshed from scratch every 32 iterations.
+
+    Args:
+      X: arms [K, d].
+      arm_mask: [K] bool, the active arms (default all).
+      init: warm-start design [K] (default uniform on the active arms).
+      tol: stop when value - r <= tol * r (relative gap).
+      max_iters: iteration cap (static).
+    Returns:
+      DesignSolution; value = max_x ||x||^2_{A^-1} (-> r = dim span of the active arms, d when
+      they span R^d); gap = value - r is exact.  The value's gradient w.r.t. X is the envelope
+      derivative (zero: the optimum is r for all X).
+    """
+    X = as_float(X)
+    K = X.shape[0]
+    mask = full_mask(arm_mask, K)
+    perp, r = null_projector(X, mask)
+    rr = r.astype(X.dtype)
+    Xs = jax.lax.stop_gradient(X)
+    lam0 = initial_design(mask, init, X.dtype)
+    lam, k = _fw_loop(Xs, mask, lam0, perp, rr, tol, max_iters, "exact")
+    return _finish(lam, k, X, mask, perp, r, tol)
+
+
+@partial(jax.jit, static_argnames=("max_iters",))
+def wynn(X, *, arm_mask=None, init=None, tol: float = 1e-3, max_iters: int = 1_000) -> DesignSolution:
+    """G-optimal design by Wynn's method (Wynn 1970; Fedorov 1972), as used by GSE-Lin-Wynn.
+
+    Each iteration adds the arm of largest ||x||^2_{A^-1} with weight alpha_k = 1/(n0 + k + 1)
+    (one more observation to a design of n0 + k observations, n0 = number of active arms, the
+    uniform start), i.e. Frank-Wolfe on log det with a harmonic step.  Seed 002 Sec 8 (Wynn's
+    G-optimal method, citing Fedorov 1972).  Converges slowly (O(1/k)); returned gap is exact.
+    """
+    X = as_float(X)
+    K = X.shape[0]
+    mask = full_mask(arm_mask, K)
+    perp, r = null_projector(X, mask)
+    rr = r.astype(X.dtype)
+    Xs = jax.lax.stop_gradient(X)
+    lam0 = initial_design(mask, init, X.dtype)
+    lam, k = _fw_loop(Xs, mask, lam0, perp, rr, tol, max_iters, "wynn")
+    return _finish(lam, k, X, mask, perp, r, tol)
+
+
+def _segment_max(g, c, gtt, gamma):
+    """max_i ||x_i||^2 in ((1-gamma) A + gamma x_t x_t^T)^-1, from g_i, c_i = x_i^T A^-1 x_t."""
+    denom = (1.0 - gamma) + gamma * gtt
+    return (g - gamma * c * c / denom) / (1.0 - gamma)
+
+
+@partial(jax.jit, static_argnames=("max_iters",))
+def fwg(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int = 100) -> DesignSolution:
+    """FWG: Frank-Wolfe on the G-objective itself with line search (seed 002 Algorithm 2, App C).
+
+    g(pi) = max_i ||x_i||^2_{V^-1}; the Danskin gradient is -(x_j^T V^-1 x_max)^2 (seed 002
+    Sec 6); the surrogate picks the vertex e_j of largest (x_j^T V^-1 x_max)^2, then a line search
+    over gamma in [0, 1] minimises g along pi + gamma (e_j - pi) (golden section on the exact
+    closed form of the segment, 60 evaluations).  Starts from uniform (Alg 2 line 2) and runs at
+    most ``max_iters`` iterations (the paper's N), stopping early once value - r <= tol * r.
+    FW on this non-smooth objective can stall above d; ``g_optimal`` is the accurate solver.
+    """
+    X = as_float(X)
+    K = X.shape[0]
+    mask = full_mask(arm_mask, K)
+    perp, r = null_projector(X, mask)
+    rr = r.astype(X.dtype)
+    Xs = jax.lax.stop_gradient(X)
+    lam0 = initial_design(mask, init, X.dtype)
+    phi = (math.sqrt(5.0) - 1.0) / 2.0
+
+    def body(state):
+        lam, k, _ = state
+        Ainv = inverse_design(lam, Xs, perp)
+        g = jnp.where(mask, quad_norms(Xs, Ainv), -jnp.inf)
+        imax = masked_argmax(g, mask)
+        c_max = Xs @ (Ainv @ Xs[imax])
+        j = masked_argmax(c_max * c_max, mask)
+        c = Xs @ (Ainv @ Xs[j])
+        gtt = c[j]
+        f = lambda gam: jnp.max(_segment_max(g, c, gtt, gam))
+
+        def gs(_, ab):
+            a, b = ab
+            x1 = b - phi * (b - a)
+            x2 = a + phi * (b - a)
+            left = f(x1) <= f(x2)
+            return jnp.where(left, a, x1), jnp.where(left, x2, b)
+
+        a, b = jax.lax.fori_loop(0, 60, gs, (jnp.zeros((), X.dtype), jnp.ones((), X.dtype) - 1e-9))
+        gam = 0.5 * (a + b)
+        gam = jnp.where(f(gam) < jnp.max(g), gam, 0.0)
+        lam = (1.0 - gam) * lam
+        lam = lam.at[j].add(gam)
+        return lam, k + 1, jnp.max(g) - rr
+
+    def cond(state):
+        lam, k, gap = state
+        return (k < max_iters) & (gap > tol * rr)
+
+    lam, k, _ = jax.lax.while_loop(cond, body, (lam0, jnp.array(0, jnp.int32), jnp.array(jnp.inf, X.dtype)))
+    return _finish(lam, k, X, mask, perp, r, tol)
+
+
+def greedy_allocation(X, n, *, arm_mask=None, max_n: Optional[int] = None):
+    """Greedy sequential G-allocation of Soare et al. (2014), used by GSE-Lin-Greedy (seed 002 Sec 8).
+
+    Pulls are chosen one at a time: x_t = argmin_x max_{x' active} ||x'||^2_{(A_{t-1} + x x^T)^-1}
+    (ties to the lowest index).  The first r = rank pulls are a spanning set chosen by greedy
+    volume maximisation (pivoted Gram-Schmidt: the arm of largest residual norm), so that A_{t-1}
+    is invertible on span(X) from then on.  Returns integer counts [K] summing to n (n may be
+    traced when ``max_n`` bounds it statically; otherwise n must be a Python int).
+    """
+    if max_n is None:
+        max_n = int(n)
+    return _greedy(X, n, arm_mask, max_n)
+
+
+@partial(jax.jit, static_argnames=("max_n",))
+def _greedy(X, n, arm_mask, max_n):
+    X = as_float(jax.lax.stop_gradient(X))
+    K, d = X.shape
+    mask = full_mask(arm_mask, K)
+    perp, r = null_projector(X, mask)
+    n = jnp.asarray(n, jnp.int32)
+    scale = jnp.max(jnp.where(mask, jnp.sum(X * X, 1), 0.0))
+
+    def pivot(i, carry):
+        counts, R = carry
+        nr = jnp.where(mask, jnp.sum(R * R, 1), -1.0)
+        j = masked_argmax(nr, mask)
+        ok = (i < jnp.minimum(n, r)) & (nr[j] > 1e-10 * scale)
+        q = R[j] / jnp.sqrt(jnp.where(ok, nr[j], 1.0))
+        R = jnp.where(ok, R - jnp.outer(R @ q, q), R)
+        return counts.at[j].add(jnp.where(ok, 1, 0)), R
+
+    counts, _ = jax.lax.fori_loop(0, min(d, max_n), pivot, (jnp.zeros((K,), jnp.int32), X))
+    A = (X * counts[:, None].astype(X.dtype)).T @ X + perp
+    Ainv0 = jnp.linalg.inv(A)
+
+    def step(i, carry):
+        counts, Ainv = carry
+        C = X @ Ainv @ X.T  # C[i, j] = x_i^T A^-1 x_j
+        g = jnp.diag(C)
+        # value after adding x_j: max_i g_i - C_ij^2 / (1 + g_j)
+        after = g[:, None] - C * C / (1.0 + g[None, :])
+        worst = jnp.max(jnp.where(mask[:, None], after, -jnp.inf), axis=0)
+        j = masked_argmin(worst, mask)
+        u = Ainv @ X[j]
+        Ainv_new = Ainv - jnp.outer(u, u) / (1.0 + X[j] @ u)
+        active = (i + jnp.sum(counts) - i) < n  # pulls so far < n
+        counts = counts.at[j].add(jnp.where(active, 1, 0))
+        return counts, jnp.where(active, Ainv_new, Ainv)
+
+    counts, _ = jax.lax.fori_loop(0, max_n, step, (counts, Ainv0))
+    return counts

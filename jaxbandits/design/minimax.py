@@ -1,0 +1,372 @@
+"""Minimax (XY / transductive / oracle) designs: min over the simplex of max over directions y of
+||y||^2_{A(lambda)^-1}, with a certified duality gap.
+
+Seed 001 Sec 1.2 defines rho(Y) = min_lambda max_{y in Y} ||y||^2_{A(lambda)^-1} (the algorithm
+and Prop 2 use the squared norm, as here); Thm 1 / eq. (1) define psi*(theta); seed 000 eq. (1)
+defines T*(theta).
+
+Solver ("smooth", the default).  f(lambda) = max_y g_y(lambda), g_y = ||y||^2_{A^-1}, is convex and
+non-smooth.  We run Frank-Wolfe with away steps on the log-sum-exp smoothing
+f_beta = beta^-1 log sum_y exp(beta g_y) (convex, since log-sum-exp is convex and increasing and
+each g_y is convex), beta = s / f, with an exact line search (bisection on the derivative of the
+closed form of g_y along the segment, restricted to the 512 largest g_y), and continuation
+(s x4 once the smoothed FW gap is below f/s).
+
+Certificate.  For any distribution mu over Y, g_mu = sum_y mu_y g_y = tr(A^-1 B_mu),
+B_mu = sum_y mu_y y y^T, is convex and below f, so min f >= min_lambda g_mu(lambda) >=
+g_mu(lambda_k) + min_x <grad g_mu(lambda_k), e_x - lambda_k> = 2 g_mu(lambda_k) - max_x
+x^T A^-1 B_mu A^-1 x.  We use mu = softmax(beta g) (the smoothed gradient's weights), which tends
+to an optimal dual as s grows, so the gap closes.  ``gap = value - best lower bound``.
+
+Gradients.  value = max_y g_y at the (stop-gradient) solution; its derivative is that of the
+Lagrangian tr(A(lambda*)^-1 B_mu*) (envelope / Danskin for the saddle point (lambda*, mu*)), which
+is the gradient of the optimal value when the saddle point is unique.  Where several directions
+are active, mu* weights them (the dual solution), i.e. the gradient is the element of the
+subdifferential selected by the optimal dual; with a unique active direction it is that
+direction's partial gradient.
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.design.core import (DesignSolution, as_float, design_matrix, full_mask, initial_design,
+                                    inverse_design, masked_argmax, masked_argmin, null_projector, quad_norms)
+
+_TOPK = 512
+_BISECT = 40
+
+
+class _Directions(NamedTuple):
+    """How the solver sees the direction set Y (explicit rows, or implicit pairwise differences)."""
+
+    norms: Callable  # Ainv -> g [N] (masked entries -inf)
+    bmat: Callable  # mu [N] -> B_mu [d, d]
+    inner: Callable  # (idx [T], v [d]) -> y_idx^T v [T]
+    size: int
+
+
+def _explicit(Y, y_mask) -> _Directions:
+    def norms(Ainv):
+        return jnp.where(y_mask, quad_norms(Y, Ainv), -jnp.inf)
+
+    def bmat(mu):
+        return (Y * mu[:, None]).T @ Y
+
+    def inner(idx, v):
+        return Y[idx] @ v
+
+    return _Directions(norms, bmat, inner, Y.shape[0])
+
+
+def _pairs(Z, item_mask) -> _Directions:
+    """Y = {z_i - z_j : i < j active}, never materialised: ||z_i - z_j||^2 = Q_ii + Q_jj - 2 Q_ij."""
+    M = Z.shape[0]
+    iu = jnp.arange(M)
+    pmask = item_mask[:, None] & item_mask[None, :] & (iu[:, None] < iu[None, :])
+
+    def norms(Ainv):
+        W = Z @ Ainv
+        Q = W @ Z.T
+        q = jnp.diag(Q)
+        G = q[:, None] + q[None, :] - 2.0 * Q
+        return jnp.where(pmask, G, -jnp.inf).reshape(-1)
+
+    def bmat(mu):
+        mu = mu.reshape(M, M)
+        C = Z.T @ (mu @ Z)  # sum mu_ij z_i z_j^T
+        w = jnp.sum(mu, 0) + jnp.sum(mu, 1)
+        return (Z * w[:, None]).T @ Z - C - C.T
+
+    def inner(idx, v):
+        p = Z @ v
+        return p[idx // M] - p[idx % M]
+
+    return _Directions(norms, bmat, inner, M * M)
+
+
+def _softmax_weights(g, beta):
+    f = jnp.max(g)
+    w = jnp.where(jnp.isfinite(g), jnp.exp(beta * (g - f)), 0.0)
+    return w / jnp.sum(w)
+
+
+def _lower_bound(X, mask, Ainv, B, g_mu):
+    W = X @ Ainv
+    h = jnp.sum((W @ B) * W, axis=-1)
+    return 2.0 * g_mu - jnp.max(jnp.where(mask, h, -jnp.inf)), h
+
+
+def _certificate(X, mask, lam, perp, dirs, scales=(1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6)):
+    """(f(lambda), best lower bound over softmax duals at several temperatures, that dual)."""
+    Ainv = inverse_design(lam, X, perp)
+    g = dirs.norms(Ainv)
+    f = jnp.max(g)
+    best, best_mu = -jnp.inf, jnp.zeros_like(g)
+    for s in scales:
+        mu = _softmax_weights(g, s / f)
+        B = dirs.bmat(mu)
+        lb, _ = _lower_bound(X, mask, Ainv, B, jnp.sum(jnp.where(mu > 0, mu * g, 0.0)))
+        better = lb > best
+        best = jnp.where(better, lb, best)
+        best_mu = jnp.where(better, mu, best_mu)
+    return f, best, best_mu
+
+
+def _smooth_fw(X, mask, lam0, perp, dirs: _Directions, tol, max_iters, s0=10.0):
+    dtype = X.dtype
+    T = min(_TOPK, dirs.size)
+    s_max = jnp.maximum(1e3, 30.0 / tol)
+
+    def body(state):
+        lam, k, s, lb, mu_best, _gap = state
+        Ainv = inverse_design(lam, X, perp)
+        g = dirs.norms(Ainv)
+        f = jnp.max(g)
+        beta = s / f
+        mu = _softmax_weights(g, beta)
+        B = dirs.bmat(mu)
+        g_mu = jnp.sum(jnp.where(mu > 0, mu * g, 0.0))
+        LB, h = _lower_bound(X, mask, Ainv, B, g_mu)
+        better = LB > lb
+        lb = jnp.where(better, LB, lb)
+        mu_best = jnp.where(better, mu, mu_best)
+        gap = f - lb
+        # Frank-Wolfe (toward) and away directions for f_beta, whose gradient is -h.
+        j = masked_argmax(h, mask)
+        supp = mask & (lam > 0)
+        a = masked_argmin(h, supp)
+        tg = h[j] - g_mu
+        ag = g_mu - h[a]
+        toward = tg >= ag
+        t = jnp.where(toward, j, a)
+        lam_t = lam[t]
+        lo = jnp.where(toward, 0.0, -lam_t / jnp.maximum(1.0 - lam_t, 1e-300))
+        hi = jnp.where(toward, 1.0 - 1e-9, 0.0)
+        v = Ainv @ X[t]
+        gtt = X[t] @ v
+        gT, idx = jax.lax.top_k(g, T)
+        valid = jnp.isfinite(gT)
+        gT = jnp.where(valid, gT, 0.0)
+        cT = jnp.where(valid, dirs.inner(idx, v), 0.0)
+
+        def phi(gam):
+            gg = (gT - gam * cT * cT / ((1.0 - gam) + gam * gtt)) / (1.0 - gam)
+            return jax.nn.logsumexp(beta * gg, b=valid.astype(dtype)) / beta
+
+        dphi = jax.grad(phi)
+
+        def bis(_, ab):
+            a_, b_ = ab
+            m = 0.5 * (a_ + b_)
+            pos = dphi(m) > 0
+            return jnp.where(pos, a_, m), jnp.where(pos, m, b_)
+
+        a_, b_ = jax.lax.fori_loop(0, _BISECT, bis, (lo, hi))
+        gam = jnp.where(toward, a_, b_)  # conservative end: never overshoot past the minimiser
+        gam = jnp.where(phi(gam) <= phi(jnp.zeros((), dtype)), gam, 0.0)
+        drop = (~toward) & (gam <= lo + 1e-12 * jnp.abs(lo))
+        lam_new = (1.0 - gam) * lam
+        lam_new = lam_new.at[t].add(gam)
+        lam_new = jnp.where(drop, lam_new.at[t].set(0.0), lam_new)
+        lam_new = jnp.where(mask, jnp.clip(lam_new, 0.0, None), 0.0)
+        lam_new = lam_new / jnp.sum(lam_new)
+        sharpen = (tg <= f / s) & (s < s_max)
+        s = jnp.where(sharpen, jnp.minimum(4.0 * s, s_max), s)
+        converged = gap <= tol * f
+        lam_new = jnp.where(converged, lam, lam_new)
+        return lam_new, k + 1, s, lb, mu_best, gap / f
+
+    def cond(state):
+        lam, k, s, lb, mu_best, rgap = state
+        return (k < max_iters) & (rgap > tol)
+
+    init = (lam0, jnp.array(0, jnp.int32), jnp.asarray(s0, dtype), jnp.asarray(-jnp.inf, dtype),
+            jnp.zeros((dirs.size,), dtype), jnp.asarray(jnp.inf, dtype))
+    lam, k, s, lb, mu_best, _ = jax.lax.while_loop(cond, body, init)
+    return lam, k, lb, mu_best
+
+
+def _paper_fw(X, mask, lam0, perp, dirs: _Directions, max_iters):
+    """Seed 001 App F: Frank-Wolfe with step 2/(k+2) on f, Danskin gradient of the max direction,
+    stop when ||lambda_{k+1} - lambda_k||_2 / ||lambda_k||_2 < 0.01 or after 5000 iterations, then
+    set lambda < 1e-5 to 0 and renormalise."""
+    dtype = X.dtype
+
+    def body(state):
+        lam, k, _ = state
+        Ainv = inverse_design(lam, X, perp)
+        g = dirs.norms(Ainv)
+        ymax = jnp.argmax(g)
+        mu = jax.nn.one_hot(ymax, g.shape[0], dtype=dtype)
+        B = dirs.bmat(mu)
+        W = X @ Ainv
+        h = jnp.sum((W @ B) * W, axis=-1)  # minus the gradient: (x^T A^-1 y_max)^2
+        j = masked_argmax(h, mask)
+        gam = 2.0 / (k.astype(dtype) + 3.0)  # the reference code counts iterations from 1
+        lam_new = (1.0 - gam) * lam
+        lam_new = lam_new.at[j].add(gam)
+        rel = jnp.linalg.norm(lam_new - lam) / jnp.linalg.norm(lam)
+        return lam_new, k + 1, rel
+
+    def cond(state):
+        lam, k, rel = state
+        return (k < max_iters) & (rel >= 0.01)
+
+    lam, k, _ = jax.lax.while_loop(cond, body, (lam0, jnp.array(0, jnp.int32), jnp.asarray(jnp.inf, dtype)))
+    thr = jnp.where(lam < 1e-5, 0.0, lam)
+    thr = thr / jnp.sum(thr)
+    # keep the thresholded design unless it lost invertibility (then the paper's pinv would give
+    # a design that cannot estimate every direction; we keep the unthresholded one instead)
+    ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(design_matrix(thr, X) + perp)))
+    return jnp.where(ok, thr, lam), k
+
+
+def _solve(X, mask, init, perp, dirs, tol, max_iters, method):
+    lam0 = initial_design(mask, init, X.dtype)
+    if method == "smooth":
+        lam, k, lb, mu = _smooth_fw(X, mask, lam0, perp, dirs, tol, max_iters)
+        f, lb2, mu2 = _certificate(X, mask, lam, perp, dirs)
+        use2 = lb2 > lb
+        lb = jnp.maximum(lb, lb2)
+        mu = jnp.where(use2, mu2, mu)
+    elif method == "paper":
+        lam, k = _paper_fw(X, mask, lam0, perp, dirs, max_iters)
+        f, lb, mu = _certificate(X, mask, lam, perp, dirs)
+    else:
+        raise ValueError(f"unknown method {method!r}; expected 'smooth' or 'paper'")
+    return lam, k, f, lb, mu
+
+
+def _value(lam, mu, X, perp, bmat_fn, f):
+    """f at the stop-gradient solution, with the envelope gradient of tr(A^-1 B_mu)."""
+    lam = jax.lax.stop_gradient(lam)
+    mu = jax.lax.stop_gradient(mu)
+    Ainv = inverse_design(lam, X, perp)
+    lagr = jnp.sum(Ainv * bmat_fn(mu))
+    return jax.lax.stop_gradient(f) + lagr - jax.lax.stop_gradient(lagr)
+
+
+def _solution(lam, k, f, lb, value, tol):
+    gap = jnp.maximum(f - lb, 0.0)
+    return DesignSolution(allocation=lam, value=value, gap=gap, iterations=k, converged=gap <= tol * f)
+
+
+@partial(jax.jit, static_argnames=("max_iters", "method"))
+def minimax_design(X, Y, *, y_mask=None, arm_mask=None, init=None, tol: float = 1e-4,
+                   max_iters: int = 5_000, method: str = "smooth") -> DesignSolution:
+    """min over the simplex (on ``arm_mask``) of max_{y in Y, y_mask} ||y||^2_{A(lambda)^-1}.
+
+    This is rho(Y) of seed 001 Sec 1.2 (squared norm, as in Algorithm 1 and App B) for an
+    arbitrary direction set.  ``method="smooth"`` (default): smoothed Frank-Wolfe with away steps,
+    exact line search and a certified duality gap (module docstring); stops when
+    gap <= tol * value.  ``method="paper"``: seed 001 App F exactly (step 2/(k+2); stop on a
+    relative l2 change of lambda below 0.01 or after ``max_iters`` = 5000 iterations; lambda < 1e-5
+    set to 0 and renormalised), for baselines that replicate the paper; its gap is still certified.
+
+    Args:
+      X: arms [K, d]; Y: directions [N, d]; y_mask: [N] bool; arm_mask: [K] bool;
+      init: warm start [K]; tol: relative gap; max_iters: cap (static).
+    """
+    X = as_float(X)
+    Y = as_float(Y)
+    mask = full_mask(arm_mask, X.shape[0])
+    ym = full_mask(y_mask, Y.shape[0])
+    perp, _ = null_projector(X, mask)
+    Xs, Ys = jax.lax.stop_gradient(X), jax.lax.stop_gradient(Y)
+    lam, k, f, lb, mu = _solve(Xs, mask, init, perp, _explicit(Ys, ym), tol, max_iters, method)
+    value = _value(lam, mu, X, perp, lambda m: (Y * m[:, None]).T @ Y, f)
+    return _solution(lam, k, f, lb, value, tol)
+
+
+@partial(jax.jit, static_argnames=("max_iters", "method"))
+def xy_allocation(X, Z=None, *, item_mask=None, arm_mask=None, init=None, tol: float = 1e-4,
+                  max_iters: int = 5_000, method: str = "smooth") -> DesignSolution:
+    """XY allocation: the design attaining rho(Y(Z)) with Y(Z) = {z - z' : z != z' active items}.
+
+    Seed 001 Sec 1.2 (rho) and Sec 2.2 / Alg 1 (lambda_t of RAGE on the active items; XY-static
+    when Z = X).  The M^2 differences are never materialised: ||z_i - z_j||^2_{A^-1} =
+    Q_ii + Q_jj - 2 Q_ij with Q = Z A^-1 Z^T, and B_mu = Z^T (diag(mu 1 + mu^T 1) - mu - mu^T) Z.
+    Memory is O(M^2) (an [M, M] matrix per iteration).  Z defaults to X.  Value = rho(Y(Z)).
+    Same ``method`` / ``tol`` semantics as :func:`minimax_design`.
+    """
+    X = as_float(X)
+    Z = X if Z is None else as_float(Z)
+    M = Z.shape[0]
+    mask = full_mask(arm_mask, X.shape[0])
+    im = full_mask(item_mask, M)
+    perp, _ = null_projector(X, mask)
+    Xs, Zs = jax.lax.stop_gradient(X), jax.lax.stop_gradient(Z)
+    lam, k, f, lb, mu = _solve(Xs, mask, init, perp, _pairs(Zs, im), tol, max_iters, method)
+    value = _value(lam, mu, X, perp, _pairs(Z, im).bmat, f)
+    return _solution(lam, k, f, lb, value, tol)
+
+
+def _oracle_directions(Z, theta, item_mask):
+    """Directions (z* - z) / |(z* - z)^T theta| for active z != z* (seed 001 eq. (1))."""
+    vals = Z @ theta
+    star = masked_argmax(vals, item_mask)
+    diff = Z[star][None, :] - Z
+    gaps = diff @ theta
+    ym = item_mask & (jnp.arange(Z.shape[0]) != star)
+    safe = jnp.where(ym & (gaps > 0), gaps, 1.0)
+    Y = diff / safe[:, None]
+    # a tie with z* (gap 0) makes psi* infinite; keep it as a direction of huge weight
+    Y = jnp.where((ym & (gaps <= 0))[:, None], diff * 1e150, Y)
+    return Y, ym
+
+
+@partial(jax.jit, static_argnames=("max_iters", "method"))
+def oracle_allocation(X, Z, theta, *, item_mask=None, arm_mask=None, init=None, tol: float = 1e-4,
+                      max_iters: int = 5_000, method: str = "smooth") -> DesignSolution:
+    """Oracle allocation lambda* and psi*(theta) (seed 001 Thm 1 and eq. (1)).
+
+    psi*(theta) = min_lambda max_{z != z*} ||z* - z||^2_{A(lambda)^-1} / ((z* - z)^T theta)^2,
+    z* = argmax over active items of z^T theta; the minimax problem with directions
+    (z* - z) / Delta(z).  Returns psi* (no factor 2).  The characteristic time of seed 000 eq. (1)
+    (X = Z) is T*(theta) = 2 psi*(theta): see :func:`characteristic_time`.  The value is
+    differentiable in X, Z and theta (envelope theorem; z* is held fixed, valid away from ties).
+    """
+    X = as_float(X)
+    Z = as_float(Z)
+    theta = as_float(theta)
+    mask = full_mask(arm_mask, X.shape[0])
+    im = full_mask(item_mask, Z.shape[0])
+    perp, _ = null_projector(X, mask)
+    Ys, ym = _oracle_directions(jax.lax.stop_gradient(Z), jax.lax.stop_gradient(theta), im)
+    lam, k, f, lb, mu = _solve(jax.lax.stop_gradient(X), mask, init, perp, _explicit(Ys, ym), tol,
+                               max_iters, method)
+    Y, _ = _oracle_directions(Z, theta, im)
+    value = _value(lam, mu, X, perp, lambda m: (Y * m[:, None]).T @ Y, f)
+    return _solution(lam, k, f, lb, value, tol)
+
+
+def characteristic_time(inst, *, tol: float = 1e-4, max_iters: int = 5_000) -> jax.Array:
+    """T*(theta) of seed 000 eq. (1) (Thm 1), generalised to items Z: T* = 2 psi*(theta).
+
+    Seed 000: (T*)^-1 = sup_w min_{a != a*} (theta^T (a* - a))^2 / (2 ||a* - a||^2_{(sum_a w_a a a^T)^-1}),
+    so T* = 2 psi* with psi* of seed 001 eq. (1) (which has no 1/2).  Unit noise; multiply by
+    sigma^2 for the lower bound (:func:`lower_bound`).  Works on one instance or a batch.
+    """
+    fn = lambda X, Z, th: 2.0 * oracle_allocation(X, Z, th, tol=tol, max_iters=max_iters).value
+    if inst.is_batched:
+        fn = jax.vmap(fn)
+    return fn(inst.arms, inst.items, inst.theta)
+
+
+def kl_bernoulli(p, q):
+    """kl(p, q) = p log(p/q) + (1-p) log((1-p)/(1-q))."""
+    p = jnp.asarray(p, jnp.result_type(float))
+    q = jnp.asarray(q, jnp.result_type(float))
+    return p * jnp.log(p / q) + (1 - p) * jnp.log((1 - p) / (1 - q))
+
+
+def lower_bound(inst, delta, *, tol: float = 1e-4, max_iters: int = 5_000) -> jax.Array:
+    """Seed 000 Thm 1: E[tau] >= sigma^2 T*(theta) kl(delta, 1 - delta) for any delta-PAC algorithm.
+
+    sigma = ``inst.noise`` (Gaussian noise standard deviation).  Batched instances give a batch.
+    """
+    return inst.noise ** 2 * characteristic_time(inst, tol=tol, max_iters=max_iters) * kl_bernoulli(delta, 1 - delta)
