@@ -1,0 +1,60 @@
+"""The experiments runner: CSV per replication, resume from disk, metadata, listing."""
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxbandits as jb
+from experiments import _runner
+from jaxbandits.algorithms.uniform import UniformGLR
+
+
+def _inst():
+    X = jnp.array([[1.0, 0.0], [0.0, 1.0], [np.cos(0.5), np.sin(0.5)]])
+    return jb.make_instance(X, jnp.array([1.0, 0.0]), 1.0)
+
+
+def test_simulate_writes_csv_and_resumes(tmp_path):
+    ctx = _runner.Context("t", None, 7, tmp_path, quick=True, quiet=True)
+    label = dict(alg="uniform", K=3)
+    full = ctx.simulate(label, UniformGLR(delta=0.1), _inst(), 40, 10**5)
+    lines = (tmp_path / "results.csv").read_text().strip().splitlines()
+    assert len(lines) == 41  # header + one row per replication
+
+    # an interrupted run: keep the first 15 rows only, then rerun with the same arguments
+    (tmp_path / "results.csv").write_text("\n".join(lines[:16]) + "\n")
+    ctx2 = _runner.Context("t", None, 7, tmp_path, quick=True, quiet=True)
+    again = ctx2.simulate(label, UniformGLR(delta=0.1), _inst(), 40, 10**5)
+    assert ctx2.resumed == 15
+    np.testing.assert_array_equal(full.samples, again.samples)
+    np.testing.assert_array_equal(full.answer, again.answer)
+    assert len((tmp_path / "results.csv").read_text().strip().splitlines()) == 41
+
+    # a different seed is a different study: nothing is read back
+    ctx3 = _runner.Context("t", None, 8, tmp_path, quick=True, quiet=True)
+    other = ctx3.simulate(label, UniformGLR(delta=0.1), _inst(), 40, 10**5)
+    assert ctx3.resumed == 0 and not np.array_equal(other.samples, full.samples)
+
+
+def test_labels_get_independent_keys(tmp_path):
+    ctx = _runner.Context("t", None, 0, tmp_path, quick=True, quiet=True)
+    k1 = ctx.label_key(dict(a=1))
+    k2 = ctx.label_key(dict(a=2))
+    assert not np.array_equal(jax.random.key_data(k1), jax.random.key_data(k2))
+    np.testing.assert_array_equal(jax.random.key_data(ctx.label_key(dict(a=1))), jax.random.key_data(k1))
+
+
+def test_table_metadata_and_listing(tmp_path, capsys):
+    ctx = _runner.Context("t", None, 0, tmp_path, quick=True, quiet=True)
+    ctx.config["K"] = 3
+    ctx.table([dict(alg="x", mean=1.5), dict(alg="y", mean=float("nan"))], name="summary")
+    assert "| alg | mean |" in (tmp_path / "summary.md").read_text()
+    ctx.write_metadata(dict(name="t"), "done")
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    for k in ("jax", "jaxbandits", "devices", "seed", "config", "wall_time", "python"):
+        assert k in meta
+    assert meta["config"] == {"K": 3}
+    assert _runner.main([]) == 0
+    assert "Experiments" in capsys.readouterr().out
+    assert _runner.main(["no-such-experiment"]) == 2
