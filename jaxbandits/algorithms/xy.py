@@ -1,0 +1,340 @@
+"""The XY-allocation family: XY-static, XY-oracle (seed 001 App F) and XY-adaptive (Soare et al.).
+
+* **XY-static** (seed 001 Sec 2 and App F): the design lambda minimising
+  max_{y in Y(Z)} ||y||^2_{A(lambda)^-1} over all differences of items is computed once; round t
+  draws ceil(gamma^t) pulls from it (gamma = 1.35) and, at the end of the round, with all pulls
+  so far (A_t, theta_t), stops if
+  exists z' in Z, for all z in Z: ||z' - z||_{A_t^-1} sqrt(2 log(2 t^2 |Z|^2 / delta))
+  <= (z' - z)^T theta_t,
+  returning that z'.
+* **XY-oracle** (seed 001 App F): the same with the oracle design on Y*(Z) normalised by the gaps
+  (lambda* of psi*, :func:`jaxbandits.design.oracle_allocation`, which knows theta), gamma = 1.1
+  and the union bound over |Z| only: log(2 t^2 |Z| / delta).
+* **XY-adaptive** (Soare, Lazaric, Munos, NeurIPS 2014, "Best-Arm Identification in Linear
+  Bandits", Fig. 3 / Sec 5; as run in seed 001 App F): phases j = 1, 2, ...; each phase restarts
+  from A = I, b = 0 and pulls greedily x_t = argmin_x max_{y in Y_j} y^T (A + x x^T)^{-1} y over
+  Y_j = Y(Z_j) (the differences of the active items) while
+  rho_j / n >= alpha rho_{j-1} / n_{j-1}  (alpha = 0.1, n counting d for the prior A = I,
+  rho_0 = 1, n_0 = d(d+1) + 1); at the end of the phase theta_j = A^{-1} b and every item z with
+  some z' in Z_j such that ||z' - z||_{A^-1} sqrt(2 log(pi^2 |Z|^2 j^2 / (3 delta))) <= (z' -
+  z)^T theta_j is discarded; the active set is not reset between phases and the confidence
+  interval uses the phase index j (App F: "we include the phase index and not the number of
+  samples"); it stops when one item is left.  The constants of the width and of the phase rule
+  are those of seed 001's released XY_ADAPTIVE.py, which produced Fig. 1a.
+
+Sampling within a round of XY-static / XY-oracle: ``sampling="multinomial"`` draws the round's
+pulls i.i.d. from the design as seed 001's released code does (default);
+``sampling="round"`` uses the efficient rounding of App B instead.  Either way rewards come as
+exact per-arm sums (:func:`jaxbandits.environment.pull_counts`), so a round costs O(K).
+
+Departures from the released code, on purpose: its XY-static/oracle start the sample count at d
+without pulling and increment the round index twice per round (rounds of gamma^1, gamma^3, ...);
+we follow the text (rounds t = 1, 2, ..., samples counted as pulled).  Stopping is only allowed
+once the arms pulled so far span R^d (before that the least-squares estimate is undetermined;
+the released code used a pseudo-inverse).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits import design
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.common import safe_cholesky, whiten
+from jaxbandits.algorithms.rage import (eliminate, gram_from_counts, single_answer,
+                                        threshold_design)
+from jaxbandits.environment import pull_counts
+from jaxbandits.instances.base import Instance
+
+
+# ------------------------------------------------------------------------------------------------
+# XY-static and XY-oracle
+# ------------------------------------------------------------------------------------------------
+class XYPhasedState(NamedTuple):
+    """State of XY-static / XY-oracle.
+
+    design: [K] the fixed design; phase: index t of the next round (from 1); pulls, sums: [K]
+    per-arm counts and reward sums of every round so far; samples: total pulls; stopped: the
+    stopping condition held; best: [] index of the item returned (the empirical best).
+    """
+
+    design: jax.Array
+    phase: jax.Array
+    pulls: jax.Array
+    sums: jax.Array
+    samples: jax.Array
+    stopped: jax.Array
+    best: jax.Array
+
+
+def spans(X: jax.Array, counts: jax.Array, rtol: float = 1e-9) -> jax.Array:
+    """Whether the arms with a positive count span R^d (unweighted, so heavy imbalance between
+    counts does not matter)."""
+    A = gram_from_counts(X, (counts > 0).astype(X.dtype))
+    ev = jnp.linalg.eigvalsh(A)
+    return ev[0] > rtol * jnp.maximum(ev[-1], 1e-300)
+
+
+def certified_best(items: jax.Array, theta_hat: jax.Array, L: jax.Array, log_term: jax.Array):
+    """(holds, z'): whether some z' has ||z' - z||_{A^-1} sqrt(2 log_term) <= (z' - z)^T theta_hat
+    for every z != z' (items equal to z' skipped), and that z'.
+
+    Only the empirical best item can satisfy it (for any other z' the gap to the best is < 0), so
+    only its row is computed: O(M d^2).  Seed 001 App F.
+    """
+    values = items @ theta_hat
+    best = single_answer(jnp.ones(values.shape, bool), values)
+    diffs = items[best][None, :] - items
+    W = whiten(L, diffs)
+    sq = jnp.sum(W * W, axis=0)
+    gaps = values[best] - values
+    same = jnp.all(diffs == 0, axis=-1)
+    ok = same | (jnp.sqrt(2.0 * log_term * sq) <= gaps)
+    return jnp.all(ok), best
+
+
+@dataclasses.dataclass(frozen=True)
+class XYStatic(Algorithm):
+    """XY-static allocation with the stopping rule of seed 001 App F.  One ``step`` = one round.
+
+    Attributes:
+      delta: confidence level.
+      gamma: growth of the rounds (ceil(gamma^t) pulls in round t; 1.35 in seed 001).
+      sampling: "multinomial" (released code) or "round" (App B rounding).
+      design_cutoff: design weights below it are zeroed (App F: 1e-5).
+      design_tol, design_iters: solver tolerance and cap.
+      design_method: "smooth" (certified solver, default) or "paper" (App F's Frank-Wolfe).
+    """
+
+    delta: float = 0.05
+    gamma: float = 1.35
+    sampling: str = "multinomial"
+    design_cutoff: float = 1e-5
+    design_tol: float = 1e-4
+    design_iters: int = 5000
+    design_method: str = "smooth"
+
+    def _design(self, instance: Instance) -> jax.Array:
+        sol = design.xy_allocation(instance.arms, instance.items, tol=self.design_tol,
+                                   max_iters=self.design_iters, method=self.design_method)
+        return sol.allocation
+
+    def _log_term(self, phase: jax.Array, num_items: int) -> jax.Array:
+        t = phase.astype(jnp.result_type(float))
+        return jnp.log(2.0 * t**2 * num_items**2 / self.delta)
+
+    def init(self, key: jax.Array, instance: Instance) -> XYPhasedState:
+        K = instance.num_arms
+        dt = instance.arms.dtype
+        lam = threshold_design(self._design(instance), self.design_cutoff)
+        return XYPhasedState(design=lam, phase=jnp.asarray(1, jnp.int32), pulls=jnp.zeros((K,), dt),
+                             sums=jnp.zeros((K,), dt), samples=jnp.zeros((), dt),
+                             stopped=jnp.asarray(False), best=jnp.asarray(0, jnp.int32))
+
+    def round_counts(self, key: jax.Array, lam: jax.Array, n: jax.Array) -> jax.Array:
+        if self.sampling == "multinomial":
+            return jax.random.multinomial(key, n, lam, dtype=lam.dtype)
+        return design.round_design(lam, n).astype(lam.dtype)
+
+    def step(self, key: jax.Array, state: XYPhasedState, instance: Instance) -> XYPhasedState:
+        X, Z = instance.arms, instance.items
+        k_alloc, k_pull = jax.random.split(key)
+        t = state.phase.astype(X.dtype)
+        n = jnp.ceil(self.gamma**t)
+        counts = self.round_counts(k_alloc, state.design, n)
+        sums = state.sums + pull_counts(k_pull, instance, counts)
+        pulls = state.pulls + counts
+        L = safe_cholesky(gram_from_counts(X, pulls))
+        theta = jax.scipy.linalg.cho_solve((L, True), X.T @ sums)
+        holds, best = certified_best(Z, theta, L, self._log_term(state.phase, Z.shape[0]))
+        return XYPhasedState(design=state.design, phase=state.phase + 1, pulls=pulls, sums=sums,
+                             samples=state.samples + jnp.sum(counts),
+                             stopped=holds & spans(X, pulls), best=best.astype(jnp.int32))
+
+    def done(self, state: XYPhasedState) -> jax.Array:
+        return state.stopped
+
+    def outcome(self, state: XYPhasedState, instance: Instance) -> Outcome:
+        return Outcome(answer=answer_mask(state.best, instance.num_items), samples=state.samples,
+                       pulls=state.pulls)
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        if not (self.gamma > 1.0):
+            raise ValueError(f"gamma must be > 1, got {self.gamma}")
+        if self.sampling not in ("multinomial", "round"):
+            raise ValueError(f"sampling must be 'multinomial' or 'round', got {self.sampling!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class XYOracle(XYStatic):
+    """XY-oracle (seed 001 App F): the oracle design lambda* (knows theta), gamma = 1.1, union
+    bound over |Z| only: log(2 t^2 |Z| / delta)."""
+
+    gamma: float = 1.1
+
+    def _design(self, instance: Instance) -> jax.Array:
+        sol = design.oracle_allocation(instance.arms, instance.items, instance.theta,
+                                       tol=self.design_tol, max_iters=self.design_iters,
+                                   method=self.design_method)
+        return sol.allocation
+
+    def _log_term(self, phase: jax.Array, num_items: int) -> jax.Array:
+        t = phase.astype(jnp.result_type(float))
+        return jnp.log(2.0 * t**2 * num_items / self.delta)
+
+
+# ------------------------------------------------------------------------------------------------
+# XY-adaptive
+# ------------------------------------------------------------------------------------------------
+class XYAdaptiveState(NamedTuple):
+    """State of XY-adaptive.
+
+    active: [M] bool active items; phase: index j of the current phase (from 1);
+    phase_counts: [K] pulls of the current phase; n: pulls of the phase + d (the prior A = I);
+    rho: last greedy value max_y ||y||^2_{A^-1}; rho_past, n_past: those of the previous phase;
+    pulls: [K] all pulls; samples: total pulls; theta_hat: [d] last phase's estimate.
+    """
+
+    active: jax.Array
+    phase: jax.Array
+    phase_counts: jax.Array
+    n: jax.Array
+    rho: jax.Array
+    rho_past: jax.Array
+    n_past: jax.Array
+    pulls: jax.Array
+    samples: jax.Array
+    theta_hat: jax.Array
+
+
+def _pair_index(M: int):
+    i, j = jnp.triu_indices(M, 1)
+    return i, j
+
+
+@dataclasses.dataclass(frozen=True)
+class XYAdaptive(Algorithm):
+    """XY-adaptive (Soare et al. 2014, Fig. 3; seed 001 App F).  One ``step`` = up to
+    ``pulls_per_step`` greedy pulls of the current phase, and the phase's end (estimate,
+    elimination) when the phase rule stops it.
+
+    The greedy choice needs no rewards, so the phase's rewards are drawn at its end as exact
+    per-arm sums.  Inside a step the greedy quantities x^T A^-1 x', x^T A^-1 y and ||y||^2_{A^-1}
+    are kept by rank-one (Sherman-Morrison) downdates, O(K (K + P)) per pull with P = M(M-1)/2
+    pairs; they are recomputed from the exact A = I + sum counts x x^T at the start of every step,
+    so rounding errors never accumulate over more than ``pulls_per_step`` pulls.
+
+    Attributes:
+      delta: confidence level.  alpha: phase-length parameter (0.1 as in Soare et al. and seed 001).
+      pulls_per_step: greedy pulls per ``step`` at most (a speed knob; results do not depend on it
+        except through the step count).
+    """
+
+    delta: float = 0.05
+    alpha: float = 0.1
+    pulls_per_step: int = 32
+
+    def init(self, key: jax.Array, instance: Instance) -> XYAdaptiveState:
+        K, d = instance.arms.shape
+        M = instance.num_items
+        dt = instance.arms.dtype
+        return XYAdaptiveState(
+            active=jnp.ones((M,), bool), phase=jnp.asarray(1, jnp.int32),
+            phase_counts=jnp.zeros((K,), dt), n=jnp.asarray(float(d), dt),
+            rho=jnp.ones((), dt), rho_past=jnp.ones((), dt),
+            n_past=jnp.asarray(float(d * (d + 1) + 1), dt), pulls=jnp.zeros((K,), dt),
+            samples=jnp.zeros((), dt), theta_hat=jnp.zeros((d,), dt))
+
+    def _log_term(self, phase, num_items):
+        j = phase.astype(jnp.result_type(float))
+        return jnp.log(2.0 * math.pi**2 * num_items**2 * j**2 / (6.0 * self.delta))
+
+    def step(self, key: jax.Array, state: XYAdaptiveState, instance: Instance) -> XYAdaptiveState:
+        X, Z = instance.arms, instance.items
+        K, d = X.shape
+        M = Z.shape[0]
+        pi, pj = _pair_index(M)
+        Y = Z[pi] - Z[pj]                                   # [P, d]
+        pair_on = state.active[pi] & state.active[pj]
+        eye = jnp.eye(d, dtype=X.dtype)
+        L = jnp.linalg.cholesky(eye + gram_from_counts(X, state.phase_counts))
+        Xw = whiten(L, X)                                   # [d, K]
+        Yw = whiten(L, Y)                                   # [d, P]
+        G = Xw.T @ Xw                                       # x^T A^-1 x'
+        C = Xw.T @ Yw                                       # x^T A^-1 y
+        yn = jnp.sum(Yw * Yw, axis=0)                       # ||y||^2_{A^-1}
+        bar = self.alpha * state.rho_past / state.n_past
+
+        k_ties, k_pull = jax.random.split(key)
+
+        def pull_one(i, c):
+            G, C, yn, counts, n, rho, going = c
+            going = going & (rho / n >= bar)
+            score = yn[None, :] - C**2 / (1.0 + jnp.diagonal(G))[:, None]
+            worst = jnp.max(jnp.where(pair_on[None, :], score, -jnp.inf), axis=1)   # [K]
+            m = jnp.min(worst)
+            # Ties broken uniformly at random, as the released code's randargmin: with A = I
+            # many arms tie, and a fixed rule would pull one arm forever.
+            u = jax.random.uniform(jax.random.fold_in(k_ties, i), (K,), X.dtype)
+            k = jnp.argmax(jnp.where(worst <= m, u, -1.0))
+            den = 1.0 + G[k, k]
+            gk, ck = G[:, k], C[k, :]
+            upd = going.astype(X.dtype)
+            G = G - upd * jnp.outer(gk, gk) / den
+            C = C - upd * jnp.outer(gk, ck) / den
+            yn = yn - upd * ck**2 / den
+            counts = counts.at[k].add(upd)
+            n = n + upd
+            rho = jnp.where(going, m, rho)
+            return G, C, yn, counts, n, rho, going
+
+        going0 = jnp.sum(state.active) > 1
+        G, C, yn, counts, n, rho, going = jax.lax.fori_loop(
+            0, self.pulls_per_step, pull_one,
+            (G, C, yn, state.phase_counts, state.n, state.rho, going0))
+        new_pulls = counts - state.phase_counts
+        ended = going0 & (rho / n < bar)
+
+        # Phase end: rewards of the phase (exact sums), ridge estimate with A = I + sum x x^T,
+        # elimination with the phase index in the width.
+        sums = pull_counts(k_pull, instance, counts)
+        La = jnp.linalg.cholesky(eye + gram_from_counts(X, counts))
+        theta = jax.scipy.linalg.cho_solve((La, True), X.T @ sums)
+        active_end = eliminate(state.active, Z, theta, La, self._log_term(state.phase, M))
+
+        sel = lambda a, b: jnp.where(ended, a, b)  # noqa: E731
+        return XYAdaptiveState(
+            active=sel(active_end, state.active),
+            phase=state.phase + ended.astype(jnp.int32),
+            phase_counts=sel(jnp.zeros_like(counts), counts),
+            n=sel(jnp.asarray(float(d), X.dtype), n),
+            rho=rho,
+            rho_past=sel(rho, state.rho_past),
+            n_past=sel(n, state.n_past),
+            pulls=state.pulls + new_pulls,
+            samples=state.samples + jnp.sum(new_pulls),
+            theta_hat=sel(theta, state.theta_hat))
+
+    def done(self, state: XYAdaptiveState) -> jax.Array:
+        return jnp.sum(state.active) <= 1
+
+    def outcome(self, state: XYAdaptiveState, instance: Instance) -> Outcome:
+        idx = single_answer(state.active, instance.items @ state.theta_hat)
+        return Outcome(answer=answer_mask(idx, instance.num_items), samples=state.samples,
+                       pulls=state.pulls)
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        if not (0.0 < self.alpha < 1.0):
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        if self.pulls_per_step < 1:
+            raise ValueError("pulls_per_step must be >= 1")
+
+
+__all__ = ["XYStatic", "XYOracle", "XYAdaptive", "XYPhasedState", "XYAdaptiveState",
+           "certified_best", "spans"]
