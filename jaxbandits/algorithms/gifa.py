@@ -107,13 +107,21 @@ def topm_mask(v: jax.Array, m: int) -> jax.Array:
     return jnp.zeros(v.shape, bool).at[idx].set(True)
 
 
-def argmax_random_ties(key: jax.Array, v: jax.Array, valid: jax.Array) -> jax.Array:
+TIE_RTOL = 1e-9
+
+
+def argmax_random_ties(key: jax.Array | None, v: jax.Array, valid: jax.Array) -> jax.Array:
     """argmax of ``v`` over ``valid`` entries, ties broken uniformly at random (seed 003 Sec 3.1).
 
-    One uniform draw per call: the k-th tied index, k = floor(u * #ties)."""
+    Values within a relative ``TIE_RTOL`` of the maximum are ties: the selection rules produce
+    exact ties (equal counts, w* = e_b - e_c) that rounding would otherwise break arbitrarily.
+    One uniform draw per call: the k-th tied index, k = floor(u * #ties); ``key=None``: the first.
+    """
     v = jnp.where(valid, v, -jnp.inf)
     mx = jnp.max(v)
-    ties = valid & (v >= mx - 1e-12 * jnp.abs(mx))
+    ties = valid & (v >= mx - TIE_RTOL * jnp.abs(mx))
+    if key is None:
+        return argmax_fast(ties)
     n = jnp.sum(ties)
     k = jnp.floor(jax.random.uniform(key, (), v.dtype) * n).astype(jnp.int32)
     k = jnp.minimum(k, n - 1)
@@ -244,9 +252,7 @@ class GIFA(Algorithm):
                               done=stat <= self.epsilon)
 
     def _pick(self, key, v, valid):
-        if self.tie_break == "random":
-            return argmax_random_ties(key, v, valid)
-        return argmax_fast(jnp.where(valid, v, -jnp.inf))
+        return argmax_random_ties(key if self.tie_break == "random" else None, v, valid)
 
     def select(self, key: jax.Array, state: GIFAState, inst: Instance):
         """The selection rule: (arm, new state with the w* cache) (seed 003 Sec 3.2, eq. (1))."""
