@@ -1,0 +1,114 @@
+"""Fixed-budget baselines of seed 002: OD-LinBAI, BayesGap, approximate Peace, LinUCB, UCB-GLM,
+budget-capped LinGapE; budget contract (samples = budget spent), errors, no recompilation."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxbandits  # noqa: F401
+from jaxbandits.algorithms.bayesgap import BayesGap, feature_map, kernel_matrix
+from jaxbandits.algorithms.gse import GSE
+from jaxbandits.algorithms.od_linbai import ODLinBAI, od_linbai_schedule
+from jaxbandits.algorithms.peace import Peace, gaussian_width_objective, peace_allocation
+from jaxbandits.algorithms.regret import LinUCB, UCBGLM, lingape_budgeted
+from jaxbandits.design.core import null_projector
+from jaxbandits.engine import simulate
+from jaxbandits.instances import seeds
+from jaxbandits.instances.base import make_instance
+
+
+def _easy(K=8, gap=1.0, noise=1.0):
+    """Arms e_1..e_K, theta = gap e_1 (seed 002 Sec 8.2 static instance, large gap)."""
+    return seeds.static_basis(gap, d=K, noise=noise)
+
+
+def test_od_linbai_schedule_and_first_phase():
+    R, keep, m, allowance = od_linbai_schedule(1000, 64, 10)
+    assert R == 4 and keep == [5, 3, 2, 1]  # the first phase keeps ceil(d/2) arms (seed 002 Sec 7)
+    assert m == pytest.approx((1000 - 55 - (5 + 3 + 2)) / 4)
+    assert sum(allowance) <= 1000
+    R, keep, _, _ = od_linbai_schedule(200, 20, 2)  # corner case d = 2: one phase (App E.3)
+    assert R == 1 and keep == [1]
+    with pytest.raises(ValueError, match="too small for OD-LinBAI"):
+        ODLinBAI(budget=20).validate(seeds.sphere_odlinbai(jax.random.key(0), 16))
+
+
+def test_od_linbai_runs_within_budget_and_is_accurate():
+    inst = _easy(8, gap=1.0)
+    alg = ODLinBAI(budget=400)
+    res = simulate(alg, inst, jax.random.key(0), 200, max_steps=alg.steps_needed(8, 8))
+    assert np.all(res.stopped) and np.all(res.samples <= 400) and np.all(res.samples >= 300)
+    assert res.correct.mean() >= 0.97
+    # the first phase keeps ceil(8 / 2) = 4 arms: pulls of the eliminated arms are phase-1 only
+    assert np.all((res.pulls > 0).sum(axis=-1) == 8)
+
+
+def test_bayesgap_kernels_and_accuracy():
+    X = jax.random.normal(jax.random.key(1), (12, 3))
+    for kern in ("linear", "exponential", "matern"):
+        G = kernel_matrix(X, kern, 1.0)
+        Phi = feature_map(X, kern, 1.0)
+        np.testing.assert_allclose(np.asarray(Phi @ Phi.T), np.asarray(G), atol=1e-9)
+        assert np.all(np.linalg.eigvalsh(np.asarray(G)) > -1e-9)
+    with pytest.raises(ValueError, match="B >= K"):
+        BayesGap(budget=5).validate(_easy(8))
+    inst = _easy(8, gap=1.0)
+    alg = BayesGap(budget=160)
+    res = simulate(alg, inst, jax.random.key(0), 200, max_steps=alg.steps_needed(8))
+    assert np.all(res.samples == 160) and np.all(res.stopped) and np.all(res.pulls.sum(-1) == 160)
+    assert res.correct.mean() >= 0.9
+
+
+def test_peace_allocation_and_run():
+    # The mirror-descent design lowers the Monte Carlo Gaussian width versus uniform (on a
+    # common set of eta draws) on the Soare instance, where e_2 must be sampled most.
+    inst = seeds.soare_adaptive_gse(4)
+    X = inst.arms
+    alive = jnp.ones(5, bool)
+    theta0 = jnp.array([1.0, 0.0, 0.0, 0.0])
+    lam = peace_allocation(jax.random.key(0), X, alive, theta0, iters=200, samples=8)
+    perp, _ = null_projector(X, alive)
+    etas = jax.random.normal(jax.random.key(9), (4000, 4))
+    z0 = X[0]
+    f = lambda l: float(gaussian_width_objective(l, X, alive, perp, theta0, z0, 1.0, etas))
+    assert f(lam) < f(jnp.ones(5) / 5)
+    assert abs(float(lam.sum()) - 1) < 1e-9
+    alg = Peace(budget=100, md_iters=30)
+    res = simulate(alg, _easy(8, gap=1.5), jax.random.key(0), 100, max_steps=alg.steps_needed(8))
+    assert np.all(res.samples == 100) and np.all(res.steps == 3)
+    assert res.correct.mean() >= 0.9
+
+
+def test_linucb_and_lingape_capped():
+    inst = _easy(6, gap=2.0, noise=0.5)
+    alg = LinUCB(budget=120)
+    res = simulate(alg, inst, jax.random.key(0), 100, max_steps=alg.steps_needed(6))
+    assert np.all(res.samples == 120) and np.all(res.stopped)
+    assert res.correct.mean() >= 0.95  # the most-pulled arm is the best one
+    alg = lingape_budgeted(60, 0.1)
+    res = simulate(alg, inst, jax.random.key(0), 100, max_steps=alg.steps_needed(6))
+    assert np.all(res.samples <= 60) and np.all(res.stopped)
+    assert res.correct.mean() >= 0.9
+    with pytest.raises(ValueError, match="below K"):
+        lingape_budgeted(4, 0.1).validate(inst)
+
+
+def test_ucb_glm_runs_on_logistic_instance():
+    X = jnp.eye(4)
+    inst = make_instance(X, jnp.array([3.0, -2.0, -2.0, -3.0]), 0.5, model="logistic")
+    alg = UCBGLM(budget=100, alpha=0.5)
+    res = simulate(alg, inst, jax.random.key(0), 60, max_steps=alg.steps_needed(4))
+    assert np.all(res.samples == 100)
+    assert res.correct.mean() >= 0.9
+
+
+def test_gse_no_recompile_and_batching_invariance():
+    inst = _easy(8, gap=0.5)
+    alg = GSE(budget=64, design="uniform")
+    r1 = simulate(alg, inst, jax.random.key(3), 64, max_steps=3)
+    r2 = simulate(alg, inst, jax.random.key(3), 64, max_steps=3, chunk_size=64)
+    r3 = simulate(alg, inst, jax.random.key(3), 64, max_steps=3)
+    assert r3.compile_time < 0.5 * max(r1.compile_time, 1e-9) or r3.compile_time < 0.05
+    np.testing.assert_array_equal(r1.answer, r2.answer)
+    np.testing.assert_array_equal(r1.pulls, r3.pulls)
+    assert np.all(r1.pulls.sum(-1) == 64)
