@@ -107,7 +107,8 @@ class XYStatic(Algorithm):
       sampling: "multinomial" (released code) or "round" (App B rounding).
       design_cutoff: design weights below it are zeroed (App F: 1e-5).
       design_tol, design_iters: solver tolerance and cap.
-      design_method: "smooth" (certified solver, default) or "paper" (App F's Frank-Wolfe).
+      design_method: "paper" (default: App F's Frank-Wolfe with step 2/(k+2)) or "smooth"
+        (the certified solver; see :class:`jaxbandits.algorithms.rage.RAGE`).
     """
 
     delta: float = 0.05
@@ -116,7 +117,7 @@ class XYStatic(Algorithm):
     design_cutoff: float = 1e-5
     design_tol: float = 1e-4
     design_iters: int = 5000
-    design_method: str = "smooth"
+    design_method: str = "paper"
 
     def _design(self, instance: Instance) -> jax.Array:
         sol = design.xy_allocation(instance.arms, instance.items, tol=self.design_tol,
