@@ -47,6 +47,7 @@ from jaxbandits.stats import summarize
 class _Lane(NamedTuple):
     slot: jax.Array      # index in the chunk's task list (>= C: no task)
     active: jax.Array    # running a replication
+    finished: jax.Array  # replication over, outcome not yet written to the output buffer
     steps: jax.Array     # steps taken by this replication
     key: jax.Array       # the replication's run key
     state: Any           # the algorithm state
@@ -155,8 +156,13 @@ def _default_lanes(instances: Instance, per_device_tasks: int) -> int:
 
 
 def _make_chunk_runner(algorithm: Algorithm, n_reps: int, max_steps: int, lanes: int,
-                       chunk: int, record_pulls: bool):
-    """Per-device loop over one chunk of ``chunk`` task ids with ``lanes`` refilled lanes."""
+                       chunk: int, record_pulls: bool, refill_min: int):
+    """Per-device loop over one chunk of ``chunk`` task ids with ``lanes`` refilled lanes.
+
+    Finished lanes wait (idle) until ``refill_min`` lanes are free, then all are written out and
+    refilled in one batched ``init``: algorithms whose ``init`` is expensive (a design solve) do
+    not pay a full-width ``init`` every iteration.
+    """
     L, C = lanes, chunk
 
     def lane_for(slot, task_ids, instances, key):
@@ -168,7 +174,7 @@ def _make_chunk_runner(algorithm: Algorithm, n_reps: int, max_steps: int, lanes:
         inst = jax.tree.map(lambda a: a[j], instances)
         k_init, k_run = jax.random.split(replication_key(key, j, i))
         state = algorithm.init(k_init, inst)
-        return _Lane(slot, valid, jnp.zeros((), jnp.int32), k_run, state, inst)
+        return _Lane(slot, valid, jnp.zeros((), bool), jnp.zeros((), jnp.int32), k_run, state, inst)
 
     def run(task_ids, instances, key):
         lane_init = jax.vmap(lane_for, in_axes=(0, None, None, None))
@@ -192,7 +198,28 @@ def _make_chunk_runner(algorithm: Algorithm, n_reps: int, max_steps: int, lanes:
 
         def cond(carry):
             lanes_, _, _, _ = carry
-            return jnp.any(lanes_.active)
+            return jnp.any(lanes_.active | lanes_.finished)
+
+        def refill(args):
+            lanes_, nxt, out = args
+            fin = lanes_.finished
+            oc = jax.vmap(algorithm.outcome)(lanes_.state, lanes_.instance)
+            corr = jax.vmap(lambda a, inst: is_correct(a, inst, m, eps))(oc.answer, lanes_.instance)
+            idx = jnp.where(fin, lanes_.slot, C)  # C is out of bounds: dropped
+            upd = lambda buf, val: buf.at[idx].set(val, mode="drop")
+            out = _Out(
+                answer=upd(out.answer, oc.answer),
+                samples=upd(out.samples, oc.samples),
+                steps=upd(out.steps, lanes_.steps),
+                stopped=upd(out.stopped, jax.vmap(algorithm.done)(lanes_.state)),
+                correct=upd(out.correct, corr),
+                pulls=upd(out.pulls, oc.pulls) if record_pulls else out.pulls,
+            )
+            free = ~lanes_.active
+            new_slots = nxt + jnp.cumsum(free, dtype=nxt.dtype) - 1
+            fresh = lane_init(jnp.where(free, new_slots, C), task_ids, instances, key)
+            lanes_ = _select(free, fresh, lanes_)
+            return lanes_, jnp.minimum(nxt + jnp.sum(free, dtype=nxt.dtype), C), out
 
         def body(carry):
             lanes_, nxt, out, iters = carry
@@ -201,28 +228,12 @@ def _make_chunk_runner(algorithm: Algorithm, n_reps: int, max_steps: int, lanes:
             steps = lanes_.steps + lanes_.active.astype(jnp.int32)
             stop = jax.vmap(algorithm.done)(state)
             fin = lanes_.active & (stop | (steps >= max_steps))
-            lanes_ = lanes_._replace(state=state, steps=steps)
-
-            def refill(args):
-                lanes_, nxt, out = args
-                oc = jax.vmap(algorithm.outcome)(lanes_.state, lanes_.instance)
-                corr = jax.vmap(lambda a, inst: is_correct(a, inst, m, eps))(oc.answer, lanes_.instance)
-                idx = jnp.where(fin, lanes_.slot, C)  # C is out of bounds: dropped
-                upd = lambda buf, val: buf.at[idx].set(val, mode="drop")
-                out = _Out(
-                    answer=upd(out.answer, oc.answer),
-                    samples=upd(out.samples, oc.samples),
-                    steps=upd(out.steps, lanes_.steps),
-                    stopped=upd(out.stopped, jax.vmap(algorithm.done)(lanes_.state)),
-                    correct=upd(out.correct, corr),
-                    pulls=upd(out.pulls, oc.pulls) if record_pulls else out.pulls,
-                )
-                new_slots = nxt + jnp.cumsum(fin, dtype=nxt.dtype) - 1
-                fresh = lane_init(jnp.where(fin, new_slots, C), task_ids, instances, key)
-                lanes_ = _select(fin, fresh, lanes_)
-                return lanes_, nxt + jnp.sum(fin, dtype=nxt.dtype), out
-
-            lanes_, nxt, out = jax.lax.cond(jnp.any(fin), refill, lambda a: a, (lanes_, nxt, out))
+            lanes_ = lanes_._replace(state=state, steps=steps, active=lanes_.active & ~fin,
+                                     finished=lanes_.finished | fin)
+            n_free = jnp.sum(~lanes_.active)
+            trigger = jnp.any(lanes_.finished) & (
+                ((n_free >= refill_min) & (nxt < C)) | ~jnp.any(lanes_.active))
+            lanes_, nxt, out = jax.lax.cond(trigger, refill, lambda a: a, (lanes_, nxt, out))
             return lanes_, nxt, out, iters + 1
 
         carry = (lanes0, jnp.asarray(L, jnp.int32), out0, jnp.zeros((), jnp.int64))
@@ -245,14 +256,15 @@ def _validate_run(algorithm, instances, n_reps, max_steps):
 _RUNNERS: dict = {}
 
 
-def _compiled_runner(algorithm, instances, key, n_reps, max_steps, lanes, chunk_per_dev, record_pulls, devices):
+def _compiled_runner(algorithm, instances, key, n_reps, max_steps, lanes, chunk_per_dev, record_pulls, devices,
+                     refill_min):
     """Compile (once per configuration and shapes) the multi-device chunk runner."""
     D = len(devices)
-    sig = (algorithm, n_reps, max_steps, lanes, chunk_per_dev, record_pulls, tuple(devices),
+    sig = (algorithm, n_reps, max_steps, lanes, chunk_per_dev, record_pulls, tuple(devices), refill_min,
            jax.tree.map(lambda a: (a.shape, a.dtype), instances), instances.model)
     if sig in _RUNNERS:
         return _RUNNERS[sig], 0.0
-    run = _make_chunk_runner(algorithm, n_reps, max_steps, lanes, chunk_per_dev, record_pulls)
+    run = _make_chunk_runner(algorithm, n_reps, max_steps, lanes, chunk_per_dev, record_pulls, refill_min)
     if D > 1:
         mesh = Mesh(np.asarray(devices), ("d",))
         run = jax.shard_map(run, mesh=mesh, in_specs=(P("d"), P(), P()), out_specs=(P("d"), P("d")),
@@ -278,6 +290,7 @@ def simulate(
     lanes: int | None = None,
     chunk_size: int | None = None,
     record_pulls: bool = True,
+    refill_min: int | None = None,
     devices: list | None = None,
     tasks: np.ndarray | None = None,
     progress: bool | Callable[[str], None] = False,
@@ -296,6 +309,9 @@ def simulate(
       chunk_size: replications per compiled call over all devices (bounds memory; default
         16 lanes' worth per device).  Results never depend on it.
       record_pulls: keep per-arm pull counts [.., K].
+      refill_min: refill finished lanes once at least this many lanes are free (default
+        ``max(1, lanes // 16)``: each refill is one batched ``init`` over all lanes, so waiting for
+        a few free lanes amortises expensive inits at the price of a few idle lane-steps).
       devices: devices to spread over (default: all of ``jax.devices()``).
       tasks: flat task ids ``j * n_reps + i`` to run (default all): resume support.
       progress: True to print progress after every chunk, or a callable receiving the line.
@@ -321,6 +337,7 @@ def simulate(
     else:
         chunk_per_dev = max(1, math.ceil(int(chunk_size) / D))
     L = min(L, chunk_per_dev)
+    refill_min = max(1, min(L, int(refill_min) if refill_min is not None else L // 16))
     if T >= 2**31:
         raise ValueError("too many replications for int32 task ids; split the run")
 
@@ -335,7 +352,7 @@ def simulate(
 
     key = jnp.asarray(key)
     compiled, compile_time = _compiled_runner(algorithm, inst, key, int(n_reps), int(max_steps), L,
-                                              chunk_per_dev, record_pulls, devices)
+                                              chunk_per_dev, record_pulls, devices, refill_min)
     say = progress if callable(progress) else (print if progress else None)
     per_call = D * chunk_per_dev
     lane_steps = 0
