@@ -272,6 +272,7 @@ class XYAdaptive(Algorithm):
         bar = self.alpha * state.rho_past / state.n_past
 
         k_ties, k_pull = jax.random.split(key)
+        u_all = jax.random.uniform(k_ties, (self.pulls_per_step, K), X.dtype)   # one draw per step
 
         def pull_one(i, c):
             G, C, yn, counts, n, rho, going = c
@@ -281,7 +282,7 @@ class XYAdaptive(Algorithm):
             m = jnp.min(worst)
             # Ties broken uniformly at random, as the released code's randargmin: with A = I
             # many arms tie, and a fixed rule would pull one arm forever.
-            u = jax.random.uniform(jax.random.fold_in(k_ties, i), (K,), X.dtype)
+            u = u_all[i]
             k = jnp.argmax(jnp.where(worst <= m, u, -1.0))
             den = 1.0 + G[k, k]
             gk, ck = G[:, k], C[k, :]

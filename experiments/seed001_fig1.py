@@ -1,0 +1,150 @@
+"""Seed 001 Figure 1 (Fiez et al. 2019, Sec 5): mean sample complexity of RAGE and the baselines
+at delta = 0.05, unit Gaussian noise, on
+
+  (a) the Soare benchmark, X = Z = {e_1..e_d, cos(.01) e_1 + sin(.01) e_2}, theta = 2 e_1, over d;
+  (b) many arms with moderate gaps (d = 2, the released code's instance), over K;
+  (c) arms uniform on the unit sphere of R^9, theta = the closer of the two closest arms, over K;
+  (d) the transductive example (X = {e_i}, Z of d items), over d.
+
+Algorithms as in the paper: RAGE, XY-adaptive (panel a only, as the paper), LinGapE (as analysed,
+"optimized" selection, App F; panels a-c when :mod:`jaxbandits.algorithms.gifa` is present), ALBA
+(panels a-c; X = Z only), XY-static, XY-oracle.  Every row reports the lower bound
+sigma^2 T*(theta) kl(delta, 1 - delta) (averaged over the random instances), the mean with its
+standard error and standard deviation, and the error rate with its Clopper-Pearson interval.
+The paper plots means over 20 runs with standard-error bars; we run ``reps`` replications
+(default 100) on each of ``instances`` random instances (panels b, c: one fresh instance per
+replication in the released code; here ``instances`` instances x reps/instances replications).
+"""
+from __future__ import annotations
+
+import math
+
+NAME = "seed001_fig1"
+DESCRIPTION = "Seed 001 Fig. 1 (a)-(d): RAGE vs XY-adaptive, LinGapE, ALBA, XY-static, XY-oracle"
+
+DELTA = 0.05
+
+
+def algorithms(names, delta=DELTA):
+    """name -> configured algorithm (LinGapE only when gifa.py provides it)."""
+    from jaxbandits.algorithms.alba import ALBA
+    from jaxbandits.algorithms.rage import RAGE
+    from jaxbandits.algorithms.xy import XYAdaptive, XYOracle, XYStatic
+
+    out = {}
+    for n in names:
+        if n == "RAGE":
+            out[n] = RAGE(delta=delta)
+        elif n == "XY-adaptive":
+            out[n] = XYAdaptive(delta=delta, alpha=0.1)
+        elif n == "ALBA":
+            out[n] = ALBA(delta=delta)
+        elif n == "XY-static":
+            out[n] = XYStatic(delta=delta, gamma=1.35)
+        elif n == "XY-oracle":
+            out[n] = XYOracle(delta=delta, gamma=1.1)
+        elif n == "LinGapE":
+            try:
+                from jaxbandits.algorithms.gifa import LinGapE
+            except ImportError:
+                continue
+            out[n] = LinGapE(delta=delta, selection="optimized")
+    return out
+
+
+# Step caps: phase-based algorithms need few steps; per-pull ones many.
+STEP_CAPS = {"RAGE": 60, "XY-static": 400, "XY-oracle": 1200, "ALBA": 2000, "XY-adaptive": 2_000_000,
+             "LinGapE": 20_000_000}
+
+
+def summarize_point(ctx, res, lb, **label):
+    from jaxbandits.stats import clopper_pearson
+
+    s = res.summary()
+    n = int(res.ran.sum())
+    errors = int((~res.correct[res.ran]).sum())
+    lo, hi = clopper_pearson(errors, n) if n else (math.nan, math.nan)
+    return dict(**label, mean=s["mean"], se=s["se"], std=s["std"], lower_bound=lb,
+                ratio_to_lb=s["mean"] / lb if lb > 0 else math.nan, error=errors / max(n, 1),
+                err_lo=lo, err_hi=hi, capped=s["frac_capped"], reps=n,
+                wall_s=res.wall_time + res.compile_time)
+
+
+def run_panel(ctx, rows, panel, xname, points, names, reps, n_instances=1, caps=None):
+    """points: list of (x, instances); runs every algorithm of ``names`` at every point."""
+    import numpy as np
+
+    from jaxbandits.design import lower_bound
+
+    caps = dict(STEP_CAPS, **(caps or {}))
+    for x, inst in points:
+        lb = float(np.mean(np.asarray(lower_bound(inst, DELTA))))
+        J = inst.batch_shape[0] if inst.is_batched else 1
+        per = max(1, math.ceil(reps / J))
+        for name, alg in algorithms(names).items():
+            if name == "ALBA" and inst.arms.shape != inst.items.shape:
+                continue
+            res = ctx.simulate(dict(panel=panel, x=x, algorithm=name), alg, inst, per, caps[name])
+            rows.append(summarize_point(ctx, res, lb, panel=panel, **{xname: x}, algorithm=name))
+            r = rows[-1]
+            ctx.log(f"  {panel} {xname}={x} {name}: mean {r['mean']:.1f} (se {r['se']:.1f}), "
+                    f"LB {lb:.1f}, error {r['error']:.3f}, {r['wall_s']:.1f}s")
+
+
+def plot(ctx, rows, panels, name):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    for ax, (panel, xname, title) in zip(axes[0], panels):
+        pr = [r for r in rows if r["panel"] == panel]
+        xs = sorted({r[xname] for r in pr})
+        for alg in dict.fromkeys(r["algorithm"] for r in pr):
+            ar = sorted([r for r in pr if r["algorithm"] == alg], key=lambda r: r[xname])
+            ax.errorbar([r[xname] for r in ar], [r["mean"] for r in ar], yerr=[r["se"] for r in ar],
+                        marker="o", ms=3, capsize=2, label=alg)
+        lb = {r[xname]: r["lower_bound"] for r in pr}
+        ax.plot(xs, [lb[x] for x in xs], "k--", lw=1, label="lower bound")
+        ax.set_yscale("log")
+        ax.set_xlabel(xname)
+        ax.set_ylabel("sample complexity")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=6)
+    ctx.savefig(fig, name)
+
+
+def run(ctx):
+    import jax
+
+    from jaxbandits.instances import seeds
+
+    q = ctx.quick
+    reps = ctx.n_reps(100, 8)
+    ds_a = [3, 4] if q else [5, 10, 15, 20, 25, 30, 35]
+    ks_b = [50, 100] if q else [250, 500, 1000, 2000]
+    ks_c = [50, 100] if q else [250, 500, 1000]
+    ds_d = [4, 8] if q else [20, 40, 60, 80]
+    n_inst = 4 if q else 20
+    omega_a = 0.3 if q else 0.01          # quick: an easy angle so it finishes in seconds
+    names_a = (["RAGE", "XY-adaptive", "ALBA", "XY-static", "XY-oracle"] if q else
+               ["RAGE", "XY-adaptive", "LinGapE", "ALBA", "XY-static", "XY-oracle"])
+    names_bc = ["RAGE", "ALBA", "XY-static", "XY-oracle"] + ([] if q else ["LinGapE"])
+    names_d = ["RAGE", "XY-static", "XY-oracle"]
+    ctx.config.update(delta=DELTA, reps=reps, d_a=ds_a, omega_a=omega_a, K_b=ks_b, K_c=ks_c, d_d=ds_d,
+                      instances_bc=n_inst, algorithms_a=names_a, algorithms_bc=names_bc,
+                      algorithms_d=names_d, noise=1.0)
+    rows = []
+    run_panel(ctx, rows, "a", "d", [(d, seeds.soare_benchmark(d, omega=omega_a)) for d in ds_a],
+              names_a, reps)
+    kb = jax.random.fold_in(ctx.key, 1)
+    run_panel(ctx, rows, "b", "K",
+              [(k, seeds.batch(seeds.many_arms_code, jax.random.fold_in(kb, k), n_inst, num_arms=k))
+               for k in ks_b], names_bc, reps)
+    kc = jax.random.fold_in(ctx.key, 2)
+    run_panel(ctx, rows, "c", "K",
+              [(k, seeds.batch(seeds.sphere_rage, jax.random.fold_in(kc, k), n_inst, num_arms=k))
+               for k in ks_c], names_bc, reps)
+    run_panel(ctx, rows, "d", "d", [(d, seeds.transductive_example(d)) for d in ds_d], names_d, reps)
+    ctx.table(rows, "summary", f"Seed 001 Fig. 1, delta = {DELTA}, {reps} replications per point")
+    plot(ctx, rows, [("a", "d", f"(a) Soare benchmark, omega={omega_a}"),
+                     ("b", "K", "(b) many arms (code instance)"),
+                     ("c", "K", "(c) unit sphere, d = 9"), ("d", "d", "(d) transductive")], "fig1")
