@@ -21,7 +21,7 @@ RANDOM = [
     (S.many_arms_paper, dict(num_arms=400), 400, 400, 2),
     (S.many_arms_code, dict(num_arms=400), 400, 400, 2),
     (S.many_arms_corner, dict(num_arms=400), 400, 400, 2),
-    (S.sphere_rage, dict(num_arms=30), 30, 30, 9),
+    (S.sphere_rage, dict(num_arms=30, dim=10), 30, 30, 10),  # dim=10 shares sphere_gse's program
     (S.sphere_gse, dict(num_arms=30), 30, 30, 10),
     (S.sphere_odlinbai, dict(num_arms=30), 30, 30, 10),
     (S.multivariate_testing, dict(num_factors=4), 16, 16, 11),
@@ -30,6 +30,7 @@ RANDOM = [
 ]
 DETERMINISTIC = [
     (S.soare_benchmark(5), 6, 6, 5),
+    (S.sphere_rage(KEY, 30, dim=10), 30, 30, 10),
     (S.soare_adaptive_gse(7), 8, 8, 7),
     (S.transductive_example(8), 8, 8, 8),
     (S.static_basis(0.2), 16, 16, 16),
@@ -103,16 +104,15 @@ def test_jit_vmap_and_no_recompilation():
 
     def gen(k):
         traces.append(1)
-        return S.sphere_gse(k, 30)
+        return S.multivariate_testing(k, 4)
 
-    f = jax.jit(gen)
-    a = f(KEY)
-    f(jax.random.fold_in(KEY, 1))
-    assert len(traces) == 1
-    np.testing.assert_allclose(a.arms, S.sphere_gse(KEY, 30).arms, rtol=1e-12)
+    f = jax.jit(jax.vmap(gen))
     keys = jax.vmap(lambda j: jax.random.fold_in(KEY, j))(jnp.arange(NB))
-    v = jax.jit(jax.vmap(lambda k: S.multivariate_testing(k, 4)))(keys)
+    v = f(keys)
+    f(jax.random.split(KEY, NB))
+    assert len(traces) == 1
     np.testing.assert_allclose(v.theta, _batch(S.multivariate_testing, num_factors=4).theta, rtol=1e-12)
+    np.testing.assert_allclose(v.arms, _batch(S.multivariate_testing, num_factors=4).arms, rtol=1e-12)
     # the eager generators are jitted: a second call with a new key does not retrace
     S.many_arms_code(jax.random.fold_in(KEY, 7), num_arms=400)
     n0 = S.many_arms_code._cache_size()
@@ -186,7 +186,7 @@ def _brute_closest(X):
 @pytest.mark.parametrize("gen,alpha,var", [(S.sphere_rage, 0.0, 1.0), (S.sphere_gse, 0.01, 10.0),
                                            (S.sphere_odlinbai, 0.01, 1.0)])
 def test_sphere_theta_construction(gen, alpha, var):
-    b = _batch(gen, num_arms=30)
+    b = _batch(gen, num_arms=30, dim=10) if gen is S.sphere_rage else _batch(gen, num_arms=30)
     np.testing.assert_allclose(b.noise ** 2, var)
     for j in range(0, NB, 8):
         inst = b[j]
