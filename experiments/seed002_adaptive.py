@@ -1,0 +1,179 @@
+"""Seed 002 Sec 8.1 (Fig. 2): the adaptive instance of Soare et al. (omega = 0.1, theta = e_1,
+noise variance 10, d = K - 1), accuracy versus K at fixed B / K.
+
+Also holds the helpers shared by the seed 002 experiments (``seed002_*``): the algorithm roster
+with Sec 8's names, the accuracy sweep with Clopper-Pearson intervals, and the plot.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+NAME = "seed002_adaptive"
+DESCRIPTION = "Seed 002 Fig. 2: Soare et al.'s adaptive instance (w = 0.1, var 10), accuracy vs K"
+
+
+# ------------------------------------------------------------------------------------------------
+# shared helpers
+# ------------------------------------------------------------------------------------------------
+def roster(names, budget: int, num_arms: int, dim: int, *, lingape_deltas=None):
+    """(name, algorithm, max_steps) for seed 002 Sec 8's algorithm names.
+
+    GSE-Lin = uniform exploration, GSE-Lin-FWG / -Greedy / -Wynn = the G-optimal allocations,
+    GSE-Log(-FWG) = logistic model; BayesGap-Lin / -exp / -M = linear / exponential / Matern
+    kernels (App E.1); LinGapE is expanded into one entry per delta of the grid (App F: the best
+    is reported, see :func:`best_of_grid`).
+    """
+    from jaxbandits.algorithms.bayesgap import BayesGap
+    from jaxbandits.algorithms.gse import GSE
+    from jaxbandits.algorithms.od_linbai import ODLinBAI
+    from jaxbandits.algorithms.peace import Peace
+    from jaxbandits.algorithms.regret import LINGAPE_DELTA_GRID, UCBGLM, LinUCB, lingape_budgeted
+
+    B, K = int(budget), int(num_arms)
+    out = []
+    for name in names:
+        if name.startswith("GSE"):
+            est = "logistic" if "Log" in name else "linear"
+            design = {"FWG": "fwg", "Greedy": "greedy", "Wynn": "wynn"}.get(name.split("-")[-1], "uniform")
+            alg = GSE(budget=B, design=design, estimator=est)
+            out.append((name, alg, alg.steps_needed(K)))
+        elif name == "OD-LinBAI":
+            alg = ODLinBAI(budget=B)
+            out.append((name, alg, alg.steps_needed(K, dim)))
+        elif name.startswith("BayesGap"):
+            kern = {"Lin": "linear", "exp": "exponential", "M": "matern"}[name.split("-")[1]]
+            alg = BayesGap(budget=B, kernel=kern)
+            out.append((name, alg, alg.steps_needed(K)))
+        elif name == "Peace":
+            alg = Peace(budget=B)
+            out.append((name, alg, alg.steps_needed(K)))
+        elif name == "LinUCB":
+            out.append((name, LinUCB(budget=B), B))
+        elif name == "UCB-GLM":
+            out.append((name, UCBGLM(budget=B), B))
+        elif name == "LinGapE":
+            for dl in (lingape_deltas or LINGAPE_DELTA_GRID):
+                out.append((f"LinGapE[delta={dl}]", lingape_budgeted(B, dl), B))
+        else:
+            raise ValueError(f"unknown algorithm name {name!r}")
+    return out
+
+
+def accuracy_row(res, **label):
+    """Summary row: accuracy = 1 - error rate with its 95 % Clopper-Pearson interval."""
+    from jaxbandits.stats import clopper_pearson
+
+    n = int(res.ran.sum())
+    k = int(res.correct[res.ran].sum())
+    lo, hi = clopper_pearson(k, n)
+    row = dict(label)
+    row.update(accuracy=k / max(n, 1), acc_lo=lo, acc_hi=hi, reps=n,
+               mean_pulls=float(res.samples[res.ran].mean()) if n else float("nan"),
+               wall_s=round(res.wall_time, 2), compile_s=round(res.compile_time, 2))
+    return row
+
+
+def best_of_grid(rows, x_key: str):
+    """Replace the LinGapE[delta=...] rows by the best delta per x (seed 002 App F)."""
+    keep, best = [], {}
+    for r in rows:
+        if r["algorithm"].startswith("LinGapE[delta="):
+            k = (r[x_key],) + tuple(v for kk, v in sorted(r.items()) if kk in ("panel",))
+            if k not in best or r["accuracy"] > best[k]["accuracy"]:
+                best[k] = r
+        else:
+            keep.append(r)
+    for r in best.values():
+        r = dict(r)
+        r["algorithm"] = "LinGapE (best delta " + r["algorithm"].split("=")[1].rstrip("]") + ")"
+        keep.append(r)
+    return keep
+
+
+def run_point(ctx, rows, label: dict, names, instances, budget, num_arms, dim, n_reps, **kw):
+    """Run every algorithm of ``names`` on ``instances`` and append one summary row each."""
+    for name, alg, steps in roster(names, budget, num_arms, dim, **kw):
+        lab = dict(label, algorithm=name)
+        res = ctx.simulate(lab, alg, instances, n_reps, max_steps=steps, record_pulls=False)
+        rows.append(accuracy_row(res, **lab))
+
+
+def run_batched_point(ctx, rows, label: dict, names, instances, x_key: str, x_values, budget, num_arms,
+                      dim, n_reps, **kw):
+    """Like :func:`run_point` for a batch of fixed instances (one per x value, same shapes): one
+    compiled program per algorithm covers every x; rows are split per instance."""
+    for name, alg, steps in roster(names, budget, num_arms, dim, **kw):
+        lab = dict(label, algorithm=name)
+        res = ctx.simulate(lab, alg, instances, n_reps, max_steps=steps, record_pulls=False)
+        for j, x in enumerate(x_values):
+            sub = _Sub(res, j)
+            rows.append(accuracy_row(sub, **dict(lab, **{x_key: x})))
+
+
+class _Sub:
+    """Results of one instance j of a batched run (the fields accuracy_row reads)."""
+
+    def __init__(self, res, j):
+        self.ran = res.ran[j]
+        self.correct = res.correct[j]
+        self.samples = res.samples[j]
+        self.wall_time = res.wall_time / res.n_instances
+        self.compile_time = res.compile_time
+
+
+def plot_accuracy(ctx, rows, x_key: str, xlabel: str, title: str, *, panel_key: str | None = None,
+                  logx: bool = False, name: str = "accuracy"):
+    """Accuracy versus ``x_key`` per algorithm, with Clopper-Pearson error bars (one panel per
+    value of ``panel_key``)."""
+    import matplotlib.pyplot as plt
+
+    panels = sorted({r[panel_key] for r in rows}) if panel_key else [None]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4), squeeze=False)
+    for ax, pv in zip(axes[0], panels):
+        sub = [r for r in rows if panel_key is None or r[panel_key] == pv]
+        for alg in dict.fromkeys(r["algorithm"] for r in sub):
+            pts = sorted((r[x_key], r["accuracy"], r["acc_lo"], r["acc_hi"]) for r in sub if r["algorithm"] == alg)
+            x = np.array([p[0] for p in pts], float)
+            y = np.array([p[1] for p in pts])
+            err = np.array([[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]])
+            ax.errorbar(x, y, yerr=err, marker="o", ms=3, capsize=2, label=alg)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("accuracy (1 - error), 95% CP")
+        ax.set_ylim(-0.02, 1.02)
+        if logx:
+            ax.set_xscale("log", base=2)
+        ax.set_title(title if pv is None else f"{title}, {panel_key} = {pv}", fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=7, loc="best")
+    ctx.savefig(fig, name)
+
+
+# ------------------------------------------------------------------------------------------------
+# Sec 8.1
+# ------------------------------------------------------------------------------------------------
+ALGORITHMS = ["GSE-Lin", "GSE-Lin-FWG", "GSE-Lin-Greedy", "GSE-Lin-Wynn", "OD-LinBAI", "Peace",
+              "LinUCB", "LinGapE", "BayesGap-Lin"]
+BUDGET_PER_ARM = 100  # ours: Sec 8.1 does not state B; Fig. 2 fixes B / K and varies K
+
+
+def run(ctx):
+    from jaxbandits.instances import seeds
+
+    Ks = [4] if ctx.quick else [4, 8, 16, 32, 64]
+    names = ["GSE-Lin-FWG", "LinUCB"] if ctx.quick else ALGORITHMS
+    reps = ctx.n_reps(1000, 40)
+    ctx.config.update(Ks=Ks, budget_per_arm=BUDGET_PER_ARM, algorithms=names, reps=reps,
+                      instance="soare_adaptive_gse(d = K - 1): omega = 0.1, theta = e1, sigma^2 = 10")
+    rows = []
+    t0 = time.perf_counter()
+    for K in Ks:
+        inst = seeds.soare_adaptive_gse(K - 1)
+        run_point(ctx, rows, dict(K=K, B=BUDGET_PER_ARM * K), names, inst, BUDGET_PER_ARM * K, K, K - 1, reps,
+                  lingape_deltas=(0.1,) if ctx.quick else None)
+    rows = best_of_grid(rows, "K")
+    ctx.table(rows, "summary", f"Seed 002 Fig. 2 (adaptive instance), B = {BUDGET_PER_ARM} K, {reps} reps")
+    plot_accuracy(ctx, rows, "K", "K (d = K - 1)", f"Soare instance, B = {BUDGET_PER_ARM}K", logx=True)
+    ctx.log(f"[{NAME}] total {time.perf_counter() - t0:.1f} s")
