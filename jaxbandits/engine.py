@@ -152,6 +152,10 @@ def _default_lanes(instances: Instance, per_device_tasks: int) -> int:
     M = instances.items.shape[-2]
     per_lane = 8 * (K * d + M * d + K + M + d * d) * 4
     lanes = int(np.clip(2**22 // max(per_lane, 1), 16, 512))
+    # At least ~16 replications per lane, so the idle tail at the end of a run (lanes waiting for
+    # the slowest replication) stays a small fraction: measured on m-LinGapE, classic instance,
+    # 1000 reps: 64 lanes 0.94 efficiency / 309 reps/s against 512 lanes 0.59 / 246 reps/s.
+    lanes = min(lanes, max(32, per_device_tasks // 16))
     return max(1, min(lanes, per_device_tasks))
 
 
