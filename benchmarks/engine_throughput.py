@@ -1,17 +1,19 @@
 """Engine throughput: replication-steps per second and lane efficiency (issue 2 benchmark).
 
-Workload: uniform (round-robin) sampling with the GLR stopping rule (seed 000 Sec 3.4) on the
-many-arms instance (K = 1000, d = 2; the authors' code generator, seed 000 Table 1), 1000
-replications, and on 100 random many-arms instances x 10 replications.  Compared layouts:
+Workload (``--alg``): LT&S (seed 000 Algorithm 1, default) or uniform round-robin sampling with
+the GLR stopping rule (seed 000 Sec 3.4) on the many-arms instance (K = 1000, d = 2; the authors'
+code generator, seed 000 Table 1), 1000 replications, and on 100 random many-arms instances x 10
+replications.  (Uniform sampling needs ~1e5 pulls per run there: the arms are nearly collinear,
+which is the point of the instance; use a smaller ``--K`` with it.)  Compared layouts:
 
 * ``refill``: the engine's default (fixed lanes, finished lanes refilled inside the loop);
 * ``plain vmap``: all replications in one vmapped while_loop (lanes = replications, no refill:
   every lane runs until the slowest stops), the usual way of batching;
 * the same on 2 XLA CPU devices (``--xla_force_host_platform_device_count=2``, subprocess);
-* a NumPy loop over single replications (same algorithm, incremental least squares), for the
+* with ``--alg uniform``, a NumPy loop over single replications (same algorithm), for the
   steps-per-second ratio.
 
-Usage: ``python benchmarks/engine_throughput.py [--reps 1000] [--K 1000]``.  Numbers vary 15-25 %
+Usage: ``python benchmarks/engine_throughput.py [--alg lts|uniform] [--reps 1000] [--K 1000]``.  Numbers vary 15-25 %
 from run to run on a shared machine; ratios are measured within one run.
 """
 from __future__ import annotations
@@ -55,15 +57,24 @@ def numpy_uniform_glr(X, theta, sigma, delta, rng, max_steps=10**7):
     return max_steps, best
 
 
-def run_layouts(reps: int, K: int) -> dict:
+def make_algorithm(name: str):
+    if name == "uniform":
+        from jaxbandits.algorithms.uniform import UniformGLR
+
+        return UniformGLR(delta=0.05)
+    from jaxbandits.algorithms.track_and_stop import LazyTrackAndStop
+
+    return LazyTrackAndStop(delta=0.05, averaging=False)
+
+
+def run_layouts(reps: int, K: int, alg_name: str) -> dict:
     import jax
 
     import jaxbandits  # noqa: F401  (x64)
-    from jaxbandits.algorithms.uniform import UniformGLR
     from jaxbandits.engine import simulate
     from jaxbandits.instances import seeds
 
-    alg = UniformGLR(delta=0.05)
+    alg = make_algorithm(alg_name)
     inst = seeds.many_arms_code(jax.random.key(0), K)
     rand = seeds.batch(seeds.many_arms_code, jax.random.key(1), max(reps // 10, 1), num_arms=K)
     out = {"devices": len(jax.devices())}
@@ -84,34 +95,36 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--K", type=int, default=1000)
+    ap.add_argument("--alg", choices=("lts", "uniform"), default="lts")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--numpy-reps", type=int, default=3)
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(run_layouts(a.reps, a.K)))
+        print(json.dumps(run_layouts(a.reps, a.K, a.alg)))
         return
     env1 = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1")
     env2 = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    cmd = [sys.executable, __file__, "--child", "--reps", str(a.reps), "--K", str(a.K)]
+    cmd = [sys.executable, __file__, "--child", "--reps", str(a.reps), "--K", str(a.K), "--alg", a.alg]
     res = {}
     for nd, env in ((1, env1), (2, env2)):
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
         res[nd] = json.loads(p.stdout.strip().splitlines()[-1])
 
-    import jax
+    np_sps = float("nan")
+    if a.alg == "uniform":
+        import jax
 
-    import jaxbandits  # noqa: F401
-    from jaxbandits.instances import seeds
+        import jaxbandits  # noqa: F401
+        from jaxbandits.instances import seeds
 
-    inst = seeds.many_arms_code(jax.random.key(0), a.K)
-    X, th = np.asarray(inst.arms), np.asarray(inst.theta)
-    rng = np.random.default_rng(0)
-    t0 = time.perf_counter()
-    steps = sum(numpy_uniform_glr(X, th, 1.0, 0.05, rng)[0] for _ in range(a.numpy_reps))
-    np_sps = steps / (time.perf_counter() - t0)
-
-    print(f"Uniform + GLR stopping, many arms K = {a.K}, d = 2")
-    print(f"NumPy loop (one replication at a time): {np_sps:,.0f} steps/s")
+        inst = seeds.many_arms_code(jax.random.key(0), a.K)
+        X, th = np.asarray(inst.arms), np.asarray(inst.theta)
+        rng = np.random.default_rng(0)
+        t0 = time.perf_counter()
+        steps = sum(numpy_uniform_glr(X, th, 1.0, 0.05, rng)[0] for _ in range(a.numpy_reps))
+        np_sps = steps / (time.perf_counter() - t0)
+        print(f"NumPy loop (one replication at a time): {np_sps:,.0f} steps/s")
+    print(f"{a.alg}, many arms K = {a.K}, d = 2, {a.reps} replications")
     print("| workload | devices | layout | lanes | reps/s | steps/s | efficiency | compile s | vs NumPy |")
     print("|---|---|---|---|---|---|---|---|---|")
     for nd in (1, 2):
