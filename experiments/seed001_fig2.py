@@ -21,9 +21,9 @@ def run(ctx):
 
     q = ctx.quick
     reps = ctx.n_reps(100, 8)
-    Ds = [2, 3] if q else [3, 4, 5, 6]
+    Ds = [3] if q else [3, 4, 5, 6]
     n_inst = 4 if q else 50
-    names = ["RAGE", "ALBA", "XY-static", "XY-oracle"] + ([] if q else ["LinGapE"])
+    names = ["RAGE", "XY-static"] if q else ["RAGE", "LinGapE", "ALBA", "XY-static", "XY-oracle"]
     ctx.config.update(delta=DELTA, reps=reps, D=Ds, instances=n_inst, algorithms=names, noise=1.0)
     rows = []
     k = jax.random.fold_in(ctx.key, 7)
