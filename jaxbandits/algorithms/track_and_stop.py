@@ -1,0 +1,346 @@
+"""Lazy Track-and-Stop (LT&S), seed 000 (Jedra & Proutiere, NeurIPS 2020), Algorithm 1.
+
+One step = one round.  In round t + 1 (t rounds played):
+
+* **Forced exploration** (Lemma 5): with A_0 = {a_0(1), ..., a_0(d)} a spanning set of arms drawn
+  at random (Sec 5, "A_0 is chosen at random"), c_{A_0} = lambda_min(sum_{a in A_0} a a^T) / sqrt(d)
+  and f(t) = c_{A_0} sqrt(t): if lambda_min(A_t) < f(t), pull a_0(i) and advance i cyclically.  The
+  first d rounds are therefore A_0 (f is evaluated at max(t, 1)), after which lambda_min(A_d) = c.
+* **Tracking** (eq. (6), Algorithm 1) otherwise: ``averaging=True`` pulls
+  argmin_{b in supp(sum_s w(s))} N_b(t) - sum_{s <= t} w_b(s) (the cumulative allocation of
+  Algorithm 1); ``averaging=False`` is the "no averaging" variant of Sec 5,
+  argmin_{b in supp(w(t))} N_b(t) - t w_b(t).
+* **Lazy updates** (Sec 3.3, eq. (7), (10)): after round t, if t is in the update set T,
+  w(t) = argmax_w psi(mu_hat_t, w), the plug-in optimal allocation (the design solver
+  :func:`jaxbandits.design.oracle_allocation` on Z with theta = mu_hat_t, warm-started from
+  w(t - 1) as Sec 5 says); otherwise w(t) = w(t - 1).  Schedules: ``"exponential"``
+  T = {t_0, 2 t_0, 4 t_0, ...} (Sec 5: T = {2^k}; with t_0 = d = 2 exactly that; the released
+  code uses t_0 = d), ``"periodic"`` T = {t_0 + k P} (Sec 3.5 example (i)), ``"every"`` (P = 1).
+  w(0) is uniform over the arms (as the released code).
+* **Stopping** (Sec 3.4, eq. (8)): stop when lambda_min(A_t) >= c and Z(t) > beta(delta_t, t), with
+  Z(t) the GLR statistic of Lemma 7 over the items, beta the threshold of Prop 2 / eq. (9), and the
+  Sec 5 choices c = c_{A_0} sqrt(d), u = 1, delta_t = 6 delta / (pi^2 t^2).  The decision rule
+  returns argmax_z z^T mu_hat_tau.
+
+Where the paper's text and the authors' released code differ, the paper is the default and the
+code's choice an option: the code uses u = 0.1 (``u``), the plain delta rather than
+6 delta / (pi^2 t^2) (``anytime=False``), a Frank-Wolfe with step 2 / (k + 2) restarted from the
+uniform design at every update, stopped on a relative change < 0.01, max 1000 iterations
+(``method="paper", warm_start=False, max_iters=1000``), and it adds the Gram matrix of A_0 to A_t as a prior without rewards
+(not reproduced: it changes the estimator).
+
+Performance.  Under ``vmap`` a ``lax.cond`` whose predicate differs across lanes runs both
+branches, so the design solve would run on every lane at every step.  The solve therefore goes
+through :func:`solve_where`, a ``custom_vmap`` primitive whose batching rule gathers the lanes
+that need an update (a few per step under the exponential schedule) into a small fixed-size
+buffer, solves only those, and scatters the results back; steps where no lane updates pay only a
+``jnp.any``.  Per step the rest costs O(M d^2 + d^3) (least squares, GLR statistic, threshold,
+one symmetric eigenvalue problem for lambda_min(A_t), which is carried to the next round's
+forced-exploration test).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
+
+from jaxbandits.algorithms import common
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.design import oracle_allocation
+from jaxbandits.environment import pull
+from jaxbandits.instances.base import Instance
+
+SCHEDULES = ("exponential", "periodic", "every")
+METHODS = ("smooth", "paper")
+
+
+# ------------------------------------------------------------------------------------------------
+# solving only on the lanes that need it
+# ------------------------------------------------------------------------------------------------
+def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int = 1, batched_solve: bool = False):
+    """``fn(*args)`` where ``pred`` holds, ``old`` elsewhere; under ``vmap`` only the lanes with
+    ``pred`` run ``fn``.
+
+    Unbatched it is ``lax.cond``.  Batched (``custom_vmap``), the lanes with ``pred`` are gathered
+    ``capacity`` at a time (``jnp.nonzero(size=capacity)``), ``vmap(fn)`` runs on that small buffer
+    and the results are scattered back; a ``while_loop`` repeats until every such lane is served,
+    so it runs zero times on steps where no lane needs ``fn``.  With ``batched_solve=False`` the
+    gathered lanes are solved one after the other (``lax.map``), each unbatched.  Results are identical to the
+    ``cond`` version (tested).  ``fn`` must return a pytree with the structure of ``old``.
+    """
+    leaves, treedef = jax.tree.flatten(args)
+    old_leaves, old_def = jax.tree.flatten(old)
+    n_in = len(leaves)
+
+    def f_flat(*flat):
+        a = jax.tree.unflatten(treedef, list(flat[:n_in]))
+        return jax.tree.leaves(fn(*a))
+
+    @custom_vmap
+    def run(p, *flat):
+        o = list(flat[n_in:])
+        return jax.lax.cond(p, lambda: f_flat(*flat[:n_in]), lambda: o)
+
+    @run.def_vmap
+    def _rule(axis_size, in_batched, p, *flat):
+        p_b, flat_b = in_batched[0], in_batched[1:]
+        p = p if p_b else jnp.broadcast_to(p, (axis_size,))
+        ins, outs = list(flat[:n_in]), list(flat[n_in:])
+        ins_b = list(flat_b[:n_in])
+        outs = [o if b else jnp.broadcast_to(o, (axis_size,) + o.shape) for o, b in zip(outs, flat_b[n_in:])]
+        C = min(int(capacity), axis_size)
+        if batched_solve:
+            solver = jax.vmap(f_flat, in_axes=tuple(0 if b else None for b in ins_b))
+        else:
+            # one lane at a time: batched Cholesky/triangular solves inside a solver are far
+            # slower on CPU than a loop over unbatched ones (measured ~100x for d = 2)
+            def solver(*a):
+                xs = tuple(x for x, b in zip(a, ins_b) if b)
+
+                def one(xs_):
+                    it = iter(xs_)
+                    return f_flat(*[next(it) if b else x for x, b in zip(a, ins_b)])
+                return jax.lax.map(one, xs)
+
+        def chunk(carry):
+            res, served = carry
+            todo = p & ~served
+            idx = jnp.nonzero(todo, size=C, fill_value=axis_size)[0]
+            valid = idx < axis_size
+            safe = jnp.where(valid, idx, 0)
+            got = solver(*[a[safe] if b else a for a, b in zip(ins, ins_b)])
+            tgt = jnp.where(valid, idx, axis_size)  # out of bounds: dropped
+            res = [r.at[tgt].set(g.astype(r.dtype), mode="drop") for r, g in zip(res, got)]
+            return res, served.at[tgt].set(True, mode="drop")
+
+        res, _ = jax.lax.while_loop(lambda c: jnp.any(p & ~c[1]), chunk, (outs, jnp.zeros((axis_size,), bool)))
+        return res, [True] * len(res)
+
+    out = run(jnp.asarray(pred, bool), *leaves, *old_leaves)
+    return jax.tree.unflatten(old_def, out)
+
+
+# ------------------------------------------------------------------------------------------------
+# the allocation solver and the per-round statistics
+# ------------------------------------------------------------------------------------------------
+def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters: int):
+    """w = argmax_w psi(theta, w) (seed 000 eq. (1)-(2); seed 001 eq. (1)): the oracle allocation of
+    the plug-in parameter, from :func:`jaxbandits.design.oracle_allocation`.
+
+    ``method="smooth"``: the project's certified smoothed Frank-Wolfe (stops at relative duality
+    gap ``tol``).  ``method="paper"``: the Frank-Wolfe of the released code (step 2 / (k + 2),
+    relative change < 0.01, weights < 1e-5 dropped; seed 001 App F, seed 000 App A.3).
+    """
+    return oracle_allocation(X, Z, theta, init=init, tol=tol, max_iters=max_iters, method=method).allocation
+
+
+def inverse_gram(gram: jax.Array) -> jax.Array:
+    """A_t^{-1} from a fresh Cholesky factorisation of the float64 sufficient statistic A_t (tiny
+    relative jitter while A_t is singular, see :func:`common.safe_cholesky`).  d x d, so it is
+    cheap; the M quadratic forms are then plain matrix products (a batched triangular solve over
+    M right-hand sides is ~100x slower under vmap on CPU)."""
+    L = common.safe_cholesky(gram)
+    return jax.scipy.linalg.cho_solve((L, True), jnp.eye(gram.shape[0], dtype=gram.dtype))
+
+
+def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array):
+    """Z(t) = max_a min_{b != a} Z_{a,b}(t) of seed 000 Lemma 7 (epsilon = 0) and the empirical best
+    item, from A_t^{-1}: the same quantity as :func:`common.glr_statistic`, computed in O(M d) after
+    the O(d^3) inverse.  Items identical to the empirical best are skipped."""
+    values = theta_hat @ items.T
+    best = common.argmax_fast(values)
+    diffs = items[best][None, :] - items
+    norms = jnp.sum((diffs @ Ainv) * diffs, axis=-1)
+    gaps = values[best] - values
+    z = gaps * gaps / (2.0 * jnp.maximum(norms, 1e-300))
+    same = jnp.sum(diffs * diffs, axis=-1) == 0
+    return jnp.min(jnp.where(same, jnp.inf, z)), best
+
+
+# ------------------------------------------------------------------------------------------------
+# forced exploration set
+# ------------------------------------------------------------------------------------------------
+def random_spanning_set(key: jax.Array, X: jax.Array, rtol: float = 1e-9) -> jax.Array:
+    """d arm indices, drawn at random one at a time among the arms that increase the rank
+    (seed 000 Lemma 5 / Sec 5: "the initial exploration matrix A_0 is chosen at random", as the
+    released code: uniform among the arms not in the span of those already chosen).  O(K d^2)."""
+    K, d = X.shape
+    norms = jnp.sqrt(jnp.sum(X * X, axis=-1))
+    Q = jnp.zeros((d, d), X.dtype)
+    idx = jnp.zeros((d,), jnp.int32)
+    for r in range(d):
+        resid = X - (X @ Q.T) @ Q
+        rn = jnp.sqrt(jnp.sum(resid * resid, axis=-1))
+        ok = rn > rtol * jnp.maximum(norms, 1e-300)
+        g = jax.random.gumbel(jax.random.fold_in(key, r), (K,), X.dtype)
+        i = common.argmax_fast(jnp.where(ok, g, -jnp.inf)).astype(jnp.int32)
+        q = resid[i] / jnp.maximum(rn[i], 1e-300)
+        Q = Q.at[r].set(q)
+        idx = idx.at[r].set(i)
+    return idx
+
+
+# ------------------------------------------------------------------------------------------------
+# the algorithm
+# ------------------------------------------------------------------------------------------------
+class LTSState(NamedTuple):
+    stats: common.LinearStats
+    t: jax.Array            # rounds played
+    lmin: jax.Array         # lambda_min(A_t)
+    w: jax.Array            # current allocation w(t) [K]
+    cum_w: jax.Array        # sum_{s <= t} w(s) [K] (averaging variant)
+    forced_arms: jax.Array  # A_0 [d]
+    c0: jax.Array           # c_{A_0}
+    i0: jax.Array           # forced-exploration pointer
+    next_update: jax.Array  # next round in the lazy update set T
+    best: jax.Array         # empirical best item
+    stopped: jax.Array
+    n_forced: jax.Array     # diagnostics: forced rounds, allocation updates
+    n_updates: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class LazyTrackAndStop(Algorithm):
+    """LT&S (seed 000 Algorithm 1; Lemma 5, eq. (5)-(10), Prop 2, Sec 5 experimental choices).
+
+    Attributes:
+      delta: confidence level.
+      averaging: track the cumulative allocation sum_s w(s) (Algorithm 1) or only w(t)
+        ("no averaging", Sec 5).
+      schedule: lazy update set T: "exponential" (Sec 5, T = {2^k}), "periodic" (period
+        ``period``), "every".
+      factor: growth factor of the exponential schedule (2 in the paper).
+      period: P of the periodic schedule.
+      first_update: first round of T (default d: the first round with A_t invertible).
+      u: the constant u of Prop 2 (Sec 5: u = 1; the released code: 0.1).
+      anytime: use beta(6 delta / (pi^2 t^2), t) (Sec 5) instead of beta(delta, t).
+      method: design solver method of :func:`jaxbandits.design.oracle_allocation`: "smooth" (the
+        project's certified Frank-Wolfe) or "paper" (the released code's Frank-Wolfe).
+      tol, max_iters: solver tolerance (relative duality gap) and iteration cap.
+      warm_start: warm-start the solver from w(t - 1) (Sec 5).
+      solve_capacity: lanes solved together by :func:`solve_where` under vmap.
+      sigma: sub-Gaussian noise scale (default: the instance's).
+    """
+
+    delta: float = 0.05
+    averaging: bool = True
+    schedule: str = "exponential"
+    factor: float = 2.0
+    period: int = 10
+    first_update: int | None = None
+    u: float = 1.0
+    anytime: bool = True
+    method: str = "paper"
+    tol: float = 1e-3
+    max_iters: int = 1000
+    warm_start: bool = True
+    solve_capacity: int = 1
+    sigma: float | None = None
+
+    @classmethod
+    def released_code(cls, **kw) -> "LazyTrackAndStop":
+        """The choices of the released LT&S code (lazy_ts.py) where they differ from the text:
+        u = 0.1, threshold beta(delta, t) (no union over t), Frank-Wolfe of seed 001 App F restarted
+        from uniform at every update (1000 iterations max).  Not reproduced: the code also adds the
+        Gram matrix of A_0 to A_t as a reward-free prior."""
+        base = dict(u=0.1, anytime=False, method="paper", warm_start=False, max_iters=1000)
+        base.update(kw)
+        return cls(**base)
+
+    def __post_init__(self):
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.schedule == "exponential" and not self.factor > 1.0:
+            raise ValueError(f"the exponential schedule needs factor > 1, got {self.factor}")
+        if self.schedule == "periodic" and int(self.period) < 1:
+            raise ValueError(f"period must be >= 1, got {self.period}")
+
+    # -- pieces --------------------------------------------------------------------------------
+    def _sigma(self, instance):
+        if self.sigma is not None:
+            return jnp.asarray(self.sigma, instance.arms.dtype)
+        return instance.noise if instance.model == "gaussian" else jnp.asarray(0.5, instance.arms.dtype)
+
+    def _next(self, t):
+        if self.schedule == "exponential":
+            return jnp.maximum(jnp.ceil(self.factor * t).astype(t.dtype), t + 1)
+        if self.schedule == "periodic":
+            return t + int(self.period)
+        return t + 1
+
+    def _solve(self, X, Z, theta, init):
+        return plug_in_allocation(X, Z, theta, init if self.warm_start else None,
+                                  method=self.method, tol=self.tol, max_iters=self.max_iters)
+
+    # -- contract ------------------------------------------------------------------------------
+    def init(self, key, instance: Instance) -> LTSState:
+        X = instance.arms
+        K, d = X.shape
+        A0 = random_spanning_set(key, X)
+        XA = X[A0]
+        c0 = common.lambda_min(XA.T @ XA) / math.sqrt(d)
+        first = d if self.first_update is None else int(self.first_update)
+        i32 = lambda v: jnp.asarray(v, jnp.int32)
+        return LTSState(
+            stats=common.init_stats(instance), t=i32(0), lmin=jnp.zeros((), X.dtype),
+            w=jnp.full((K,), 1.0 / K, X.dtype), cum_w=jnp.zeros((K,), X.dtype), forced_arms=A0,
+            c0=c0, i0=i32(0), next_update=i32(max(first, 1)), best=i32(0),
+            stopped=jnp.zeros((), bool), n_forced=i32(0), n_updates=i32(0))
+
+    def step(self, key, state: LTSState, instance: Instance) -> LTSState:
+        X, Z = instance.arms, instance.items
+        K, d = X.shape
+        dtype = X.dtype
+        t = state.t
+        tf = t.astype(dtype)
+        # forced exploration (Lemma 5): f evaluated at max(t, 1); relative slack so that
+        # lambda_min(A_d) = c_{A0} sqrt(d) after the d first (forced) rounds counts as reached.
+        f = state.c0 * jnp.sqrt(jnp.maximum(tf, 1.0))
+        forced = state.lmin < f * (1.0 - 1e-9)
+        counts = state.stats.counts
+        if self.averaging:
+            track = counts - state.cum_w
+            supp = state.cum_w > 0
+        else:
+            track = counts - tf * state.w
+            supp = state.w > 0
+        tracked = common.argmax_fast(jnp.where(supp, -track, -jnp.inf))
+        arm = jnp.where(forced, state.forced_arms[state.i0], tracked)
+        i0 = jnp.where(forced, (state.i0 + 1) % d, state.i0)
+
+        reward = pull(key, instance, arm)
+        stats = common.add_pull(state.stats, instance, arm, reward)
+        t1 = t + 1
+        t1f = t1.astype(dtype)
+        Ainv = inverse_gram(stats.gram)
+        theta = Ainv @ stats.b
+        z, best = glr_statistic_inv(theta, Ainv, Z)
+        lmin = common.lambda_min(stats.gram)
+        c = state.c0 * math.sqrt(d)
+        dl = common.anytime_delta(self.delta, t1f) if self.anytime else jnp.asarray(self.delta, dtype)
+        beta = common.glr_threshold(stats.gram, dl, self._sigma(instance), c, self.u)
+        stop = (lmin >= c * (1.0 - 1e-9)) & (z > beta)
+
+        upd = (t1 == state.next_update) & ~stop
+        w = solve_where(upd, self._solve, (X, Z, theta, state.w), state.w, self.solve_capacity)
+        # a failed solve (non-finite, e.g. mu_hat = 0) keeps the previous allocation
+        w = jnp.where(jnp.all(jnp.isfinite(w)) & (jnp.sum(w) > 0), w, state.w)
+        nxt = jnp.where(t1 == state.next_update, self._next(t1), state.next_update)
+        return LTSState(
+            stats=stats, t=t1, lmin=lmin, w=w, cum_w=state.cum_w + w, forced_arms=state.forced_arms,
+            c0=state.c0, i0=i0, next_update=nxt, best=best.astype(jnp.int32), stopped=stop,
+            n_forced=state.n_forced + forced.astype(jnp.int32),
+            n_updates=state.n_updates + upd.astype(jnp.int32))
+
+    def done(self, state: LTSState) -> jax.Array:
+        return state.stopped
+
+    def outcome(self, state: LTSState, instance: Instance) -> Outcome:
+        return Outcome(answer_mask(state.best, instance.num_items), state.t,
+                       state.stats.counts.astype(jnp.int32))
