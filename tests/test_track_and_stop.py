@@ -1,5 +1,6 @@
 """LT&S (seed 000 Algorithm 1): solve_where, delta-correctness, lower bound, tracking of w*."""
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -76,8 +77,7 @@ def test_delta_correct_and_above_lower_bound():
     delta = 0.2 so that the test has power: 400 replications detect an error rate of 0.27."""
     inst = small_instance()
     delta = 0.2
-    alg = LazyTrackAndStop(delta=delta, averaging=False, schedule="periodic", period=5, method="smooth",
-                           tol=1e-2, max_iters=200)
+    alg = LazyTrackAndStop(delta=delta, averaging=False, method="smooth", tol=1e-2, max_iters=200)
     r = simulate(alg, inst, jax.random.PRNGKey(0), 400, 50_000)
     assert r.stopped.all()
     errors = int((~r.correct).sum())
@@ -91,12 +91,13 @@ def test_delta_correct_and_above_lower_bound():
     np.testing.assert_array_equal(r.samples, r2.samples)
 
 
-def _run_fixed(alg, inst, key, n_reps, n_steps):
+@partial(jax.jit, static_argnums=0)
+def _run_fixed(alg, inst, keys, n_steps):
     """Own harness: jit(vmap(fori_loop(step))) for a fixed number of rounds (no stopping)."""
     def one(k):
         st = alg.init(jax.random.fold_in(k, 0), inst)
         return jax.lax.fori_loop(0, n_steps, lambda t, s: alg.step(jax.random.fold_in(k, t + 1), s, inst), st)
-    return jax.jit(jax.vmap(one))(jax.random.split(key, n_reps))
+    return jax.vmap(one)(keys)
 
 
 def test_proportions_approach_optimal_allocation():
@@ -107,7 +108,7 @@ def test_proportions_approach_optimal_allocation():
     key = jax.random.PRNGKey(7)
     dists = []
     for n in (100, 3000):
-        st = _run_fixed(alg, inst, key, 16, n)
+        st = _run_fixed(alg, inst, jax.random.split(key, 16), n)
         prop = st.stats.counts / n
         dists.append(np.asarray(jnp.max(jnp.abs(prop - w_star[None]), axis=1)))
     d_small, d_large = dists
