@@ -46,8 +46,8 @@ def _gram(X, pulls):
     return (X.T * pulls) @ X
 
 
-def _ucb_pick(X, theta, V, alpha):
-    L = jnp.linalg.cholesky(V)
+def _ucb_pick(X, theta, V, alpha, L=None):
+    L = jnp.linalg.cholesky(V) if L is None else L
     W = jax.scipy.linalg.solve_triangular(L, X.T, lower=True)
     width = jnp.sqrt(jnp.sum(W * W, axis=0))
     return jnp.argmax(X @ theta + alpha * width)
@@ -101,8 +101,9 @@ class LinUCB(Algorithm):
         X = instance.arms
         d = X.shape[1]
         V = _gram(X, state.pulls) + self.reg * jnp.eye(d, dtype=X.dtype)
-        theta = jnp.linalg.solve(V, X.T @ state.sums)
-        a = _ucb_pick(X, theta, V, self.radius(state.t.astype(X.dtype), instance))
+        L = jnp.linalg.cholesky(V)
+        theta = jax.scipy.linalg.cho_solve((L, True), X.T @ state.sums)
+        a = _ucb_pick(X, theta, V, self.radius(state.t.astype(X.dtype), instance), L)
         y = pull(key, instance, a)
         return UCBState(state.t + 1, state.pulls.at[a].add(1.0), state.sums.at[a].add(y), theta)
 
