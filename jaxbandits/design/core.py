@@ -88,10 +88,16 @@ def null_projector(X: jax.Array, mask: jax.Array, rtol: float = 1e-9):
 
 
 def inverse_design(lam: jax.Array, X: jax.Array, perp: jax.Array) -> jax.Array:
-    """(A(lambda) + P_perp)^{-1}, symmetric, via Cholesky."""
+    """(A(lambda) + P_perp + eps I)^{-1}, symmetric, via Cholesky.
+
+    eps = 1e-13 tr(A) / d keeps designs whose support does not span (optimal c-/minimax designs
+    can be singular: one direction needs a single arm) invertible; directions outside the range of
+    A(lambda) then get a huge (~1e13) value instead of inf, and values inside it are exact to ~1e-13.
+    """
     A = design_matrix(lam, X) + perp
-    L = jnp.linalg.cholesky(A)
     eye = jnp.eye(A.shape[0], dtype=A.dtype)
+    A = A + (1e-13 * jnp.trace(A) / A.shape[0]) * eye
+    L = jnp.linalg.cholesky(A)
     Linv = jax.scipy.linalg.solve_triangular(L, eye, lower=True)
     return Linv.T @ Linv
 

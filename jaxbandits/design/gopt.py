@@ -113,7 +113,7 @@ def _finish(lam, k, X, mask, perp, r, tol):
     return DesignSolution(allocation=lam, value=value, gap=gap, iterations=k, converged=gap <= tol * rr)
 
 
-@partial(jax.jit, static_argnames=("max_iters",))
+@jax.jit
 def g_optimal(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int = 10_000) -> DesignSolution:
     """G-optimal design by D-optimal Frank-Wolfe (Fedorov-Wynn) with exact line search.
 
@@ -146,7 +146,7 @@ def g_optimal(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int 
     return _finish(lam, k, X, mask, perp, r, tol)
 
 
-@partial(jax.jit, static_argnames=("max_iters",))
+@jax.jit
 def wynn(X, *, arm_mask=None, init=None, tol: float = 1e-3, max_iters: int = 1_000) -> DesignSolution:
     """G-optimal design by Wynn's method (Wynn 1970; Fedorov 1972), as used by GSE-Lin-Wynn.
 
@@ -172,7 +172,7 @@ def _segment_max(g, c, gtt, gamma):
     return (g - gamma * c * c / denom) / (1.0 - gamma)
 
 
-@partial(jax.jit, static_argnames=("max_iters",))
+@jax.jit
 def fwg(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int = 100) -> DesignSolution:
     """FWG: Frank-Wolfe on the G-objective itself with line search (seed 002 Algorithm 2, App C).
 
