@@ -7,8 +7,8 @@ the unit sphere, the gap-normalised hardness
     H(theta) = Delta_min(theta)^2 T*(theta) / 2,
 
 the number of samples T* needs relative to what the smallest gap alone costs (H >= 1 for X = Z:
-the best arm's direction to its closest competitor needs at least 2 / Delta_min^2 / ... samples).
-H is scale free and bounded.  Projected gradient ascent with optax (Adam, then renormalise theta
+the direction from the best arm to its closest competitor alone needs 2 ||y||^2_{A^-1} / Delta_min^2
+samples).  H is scale free and bounded.  Projected gradient ascent with optax (Adam, then renormalise theta
 to the sphere) runs from many batched starting points, with gradients of T* from the envelope
 theorem (jaxbandits.design.differentiable) and of Delta_min (a subgradient).  It is compared with
 batched random search over uniformly drawn thetas (100,000 by default).  Then RAGE (seed 001
@@ -26,7 +26,7 @@ DESCRIPTION = "Issue 6: hardest theta (gap-normalised T*) by batched optax ascen
 DELTA = 0.05
 
 
-def hardness_fns(X):
+def hardness_fns(X, tol=1e-6):
     import jax
     import jax.numpy as jnp
 
@@ -40,7 +40,7 @@ def hardness_fns(X):
         star = jnp.argmax(v)
         gaps = jnp.where(jnp.arange(X.shape[0]) == star, jnp.inf, v[star] - v)
         dmin = jnp.min(gaps)
-        return 0.5 * dmin ** 2 * t_star(X, X, theta, tol=1e-6, max_iters=3_000)
+        return 0.5 * dmin ** 2 * t_star(X, X, theta, tol=tol, max_iters=3_000)
 
     return hardness, jax.jit(jax.vmap(hardness)), jax.jit(jax.vmap(jax.value_and_grad(hardness)))
 
@@ -96,7 +96,8 @@ def run(ctx):
 
     rows, sims = [], []
     for name, X in arm_sets.items():
-        _, hv, vg = hardness_fns(X)
+        _, _, vg = hardness_fns(X)
+        _, hv, _ = hardness_fns(X, tol=1e-3)  # random search: values to 0.1 % are enough
         t0 = time.perf_counter()
         best_v, best_t = ascend(vg, jax.random.fold_in(ctx.key, len(rows)), n_starts, steps, d)
         t_grad = time.perf_counter() - t0

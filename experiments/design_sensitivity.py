@@ -6,9 +6,8 @@ The lower bound sigma^2 T*(w) kl(delta, 1 - delta) is computed two ways: brute f
 design solve per grid point) and from gradients (d T*/d w by the envelope theorem at a few anchor
 angles, then a first-order extrapolation to the neighbouring grid points; the sigma direction is
 exact: d log(sigma^2 T*)/d log sigma = 2).  The table reports T*, its gradient, a central finite
-difference, the extrapolation error, and w^2 T* (T* ~ c / w^2 as w -> 0, since the gap of the
-rotated arm is 2 (1 - cos w) ~ w^2 and its direction needs ~1/w^2 more samples... the product shows
-the scaling actually obtained).
+difference, the extrapolation errors, the elasticity w dT*/dw / T* and w^2 T* (the scaling of T*
+as w -> 0 that the computation actually gives; the quick run finds T* ~ 2 / w^2).
 """
 from __future__ import annotations
 

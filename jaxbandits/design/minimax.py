@@ -233,7 +233,10 @@ def _polish(X, mask, perp, dirs: _Directions, lam, s, steps=_NEWTON):
         v, mS, mA = carry
         r = resid(v, mS, mA)
         J = jax.jacfwd(resid)(v, mS, mA)
-        dv = jnp.linalg.lstsq(J, -r)[0]
+        # Gauss-Newton via regularised normal equations (cheaper to compile than an SVD lstsq)
+        JtJ = J.T @ J
+        dv = jnp.linalg.solve(JtJ + 1e-12 * jnp.trace(JtJ) / JtJ.shape[0] * jnp.eye(JtJ.shape[0], dtype=dtype),
+                              -J.T @ r)
         v = v + dv
         l, m, t = v[:S], v[S:S + T], v[-1]
         mS = mS & (l > 0)
