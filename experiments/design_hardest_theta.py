@@ -82,9 +82,9 @@ def run(ctx):
 
     quick = ctx.quick
     d = 3
-    n_starts, steps = (8, 15) if quick else (64, 150)
-    n_random = 2_000 if quick else 100_000
-    reps = ctx.n_reps(200, 20)
+    n_starts, steps = (4, 5) if quick else (64, 150)
+    n_random = 500 if quick else 100_000
+    reps = ctx.n_reps(200, 10)
     ctx.config.update(d=d, n_starts=n_starts, steps=steps, n_random=n_random, reps=reps, delta=DELTA)
     w = 0.1
     soare = np.vstack([np.eye(d), [np.cos(w), np.sin(w), 0.0]])

@@ -34,10 +34,10 @@ def run(ctx):
 
     quick = ctx.quick
     d, M, K = 4, 12, 6
-    n_prior, steps = (8, 10) if quick else (64, 150)
-    n_test = 16 if quick else 256
-    n_val = 2 if quick else 6
-    reps = ctx.n_reps(100, 10)
+    n_prior, steps = (4, 3) if quick else (64, 150)
+    n_test = 8 if quick else 256
+    n_val = 1 if quick else 6
+    reps = ctx.n_reps(100, 5)
     ctx.config.update(d=d, M=M, K=K, n_prior=n_prior, steps=steps, n_test=n_test, n_val=n_val, reps=reps)
     rng = np.random.default_rng(ctx.seed)
     Z = np.eye(d)[0] + 0.3 * rng.normal(size=(M, d))

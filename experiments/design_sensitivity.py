@@ -36,7 +36,7 @@ def run(ctx):
     from jaxbandits.design import kl_bernoulli
 
     d = 3 if ctx.quick else 5
-    n_w = 6 if ctx.quick else 25
+    n_w = 4 if ctx.quick else 25
     omegas = np.geomspace(0.01, 0.5, n_w)
     sigmas = np.array([0.5, 1.0, 2.0]) if ctx.quick else np.linspace(0.25, 3.0, 12)
     delta = 0.05

@@ -42,8 +42,8 @@ from jaxbandits.design.core import (DesignSolution, as_float, design_matrix, ful
 
 _TOPK = 512
 _BISECT = 40
-_CHUNK = 16  # Frank-Wolfe iterations between Newton polishes
-_NEWTON = 6
+_CHUNK = 48  # Frank-Wolfe iterations between Newton polishes (a polish costs ~50 iterations)
+_NEWTON = 4
 
 
 class _Directions(NamedTuple):
