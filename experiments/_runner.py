@@ -35,11 +35,14 @@ EXPERIMENTS_DIR = Path(__file__).resolve().parent
 
 
 def _set_cpu_devices(n: int | None) -> None:
-    """Expose the host's cores as separate XLA CPU devices (must run before jax is imported):
-    the engine then runs one loop per core, 1.4-2.4x faster on 2 cores (DESIGN.md)."""
-    if "jax" in sys.modules:
+    """Expose ``n`` XLA CPU devices (must run before jax is imported): the engine then runs one
+    loop per device, 1.4-2.4x faster on 2 cores in DESIGN.md's probe.
+
+    Not the default: runs of some kernels (GSE, LinUCB with an LU solve) were seen to stall, all
+    threads asleep, with 2 forced host devices on a loaded 2-core machine; one device never did.
+    """
+    if "jax" in sys.modules or not n:
         return
-    n = n or os.cpu_count() or 1
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags and n > 1:
         os.environ["XLA_FLAGS"] = (flags + f" --xla_force_host_platform_device_count={n}").strip()
@@ -237,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=str, default=None, help="output folder (default results/NAME)")
     parser.add_argument("--quick", action="store_true", help="small version finishing in seconds")
     parser.add_argument("--devices", type=int, default=None,
-                        help="XLA CPU devices to expose (default: one per core)")
+                        help="XLA CPU devices to expose (default: 1; try the number of cores)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     _set_cpu_devices(args.devices)

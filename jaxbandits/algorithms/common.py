@@ -98,10 +98,22 @@ def whiten(L: jax.Array, V: jax.Array) -> jax.Array:
     return jax.scipy.linalg.solve_triangular(L, V.T, lower=True)
 
 
+def inverse_from_cholesky(L: jax.Array) -> jax.Array:
+    """A^{-1} (d x d, symmetrised) from the Cholesky factor of A."""
+    d = L.shape[0]
+    Ainv = jax.scipy.linalg.cho_solve((L, True), jnp.eye(d, dtype=L.dtype))
+    return 0.5 * (Ainv + Ainv.T)
+
+
 def matrix_norms(L: jax.Array, V: jax.Array) -> jax.Array:
-    """Squared norms ||v||^2_{A^{-1}} of the rows of V [n, d], given the Cholesky factor of A."""
-    W = whiten(L, V)
-    return jnp.sum(W * W, axis=0)
+    """Squared norms ||v||^2_{A^{-1}} of the rows of V [n, d], given the Cholesky factor of A.
+
+    Goes through the explicit d x d inverse and one matrix product: under vmap on CPU a batched
+    triangular solve against n right-hand sides was ~100x slower (95 ms vs 0.9 ms for 32 lanes x
+    1000 items, measured in the LT&S work), and in float64 the two agree to ~1e-12 relative.
+    """
+    Ainv = inverse_from_cholesky(L)
+    return jnp.sum((V @ Ainv) * V, axis=-1)
 
 
 def glr_statistic(theta_hat: jax.Array, L: jax.Array, items: jax.Array):
