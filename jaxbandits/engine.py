@@ -22,7 +22,7 @@ every (j, i) and returns per-replication results.  How (DESIGN.md, "two hard pro
   (``jax.shard_map``; each device has its own "any lane running" test, so no cross-device
   reduction per iteration).  On a CPU-only machine, set
   ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` before importing jax to use all
-  cores (the command-line entry point does this by default).
+  cores (`python -m experiments NAME --devices 2` does this).
 
 Everything is compiled once per (algorithm, shapes, lanes, chunk size): all chunks share one
 executable, and ``compile_time`` is reported apart from the run's wall time.
