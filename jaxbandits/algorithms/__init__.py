@@ -1,2 +1,24 @@
-"""Algorithm kernels, one module per family (see :mod:`jaxbandits.algorithms.base`)."""
+"""Algorithm kernels, one module per family (the contract is in :mod:`jaxbandits.algorithms.base`).
+
+Fixed confidence (seeds 000, 001): :class:`LazyTrackAndStop`, :class:`Oracle`, :class:`RAGE`,
+:class:`XYStatic`, :class:`XYOracle`, :class:`XYAdaptive`, :class:`ALBA`, :class:`SphereBAI`
+(continuous arms), :class:`UniformGLR` (reference), LinGapE (``gifa.LinGapE``).
+Top-m (seed 003): the :class:`GIFA` framework and its assemblies ``LUCB``, ``UGapE``,
+``LinGapE``, ``MLinGapE``, ``LinGIFA``; complexity constants in :mod:`.complexity`.
+Fixed budget (seed 002): :class:`GSE`, :class:`ODLinBAI`, :class:`BayesGap`, :class:`Peace`,
+:class:`LinUCB`, :class:`UCBGLM`, :class:`BudgetCapped`.
+"""
+from jaxbandits.algorithms.alba import ALBA  # noqa: F401
 from jaxbandits.algorithms.base import Algorithm, Outcome, is_correct  # noqa: F401
+from jaxbandits.algorithms.bayesgap import BayesGap  # noqa: F401
+from jaxbandits.algorithms.gifa import GIFA, LUCB, LinGapE, LinGIFA, MLinGapE, UGapE  # noqa: F401
+from jaxbandits.algorithms.gse import GSE  # noqa: F401
+from jaxbandits.algorithms.od_linbai import ODLinBAI  # noqa: F401
+from jaxbandits.algorithms.oracle import Oracle  # noqa: F401
+from jaxbandits.algorithms.peace import Peace  # noqa: F401
+from jaxbandits.algorithms.rage import RAGE  # noqa: F401
+from jaxbandits.algorithms.regret import BudgetCapped, LinUCB, UCBGLM  # noqa: F401
+from jaxbandits.algorithms.sphere import SphereBAI  # noqa: F401
+from jaxbandits.algorithms.track_and_stop import LazyTrackAndStop  # noqa: F401
+from jaxbandits.algorithms.uniform import UniformGLR  # noqa: F401
+from jaxbandits.algorithms.xy import XYAdaptive, XYOracle, XYStatic  # noqa: F401
