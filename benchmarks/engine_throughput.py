@@ -82,6 +82,10 @@ def run_layouts(reps: int, K: int, alg_name: str) -> dict:
         r = simulate(alg, instances, jax.random.key(2), n, 10**7)
         p = simulate(alg, instances, jax.random.key(2), n, 10**7, lanes=10**9, chunk_size=10**9)
         assert np.array_equal(r.samples, p.samples)
+        for lay, x in (("refill", r), ("plain_vmap", p)):
+            print(f"[{len(jax.devices())} dev] {name} {lay}: lanes {x.lanes}, {x.samples.size / x.wall_time:.1f} reps/s, "
+                  f"{x.useful_steps / x.wall_time:,.0f} steps/s, efficiency {x.efficiency:.3f}, "
+                  f"compile {x.compile_time:.1f}s", file=sys.stderr, flush=True)
         out[name] = {
             lay: dict(wall=x.wall_time, compile=x.compile_time, efficiency=x.efficiency,
                       steps_per_s=x.useful_steps / x.wall_time, reps_per_s=x.samples.size / x.wall_time,
@@ -94,6 +98,7 @@ def run_layouts(reps: int, K: int, alg_name: str) -> dict:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=1000)
+    ap.add_argument("--max-devices", type=int, default=2)
     ap.add_argument("--K", type=int, default=1000)
     ap.add_argument("--alg", choices=("lts", "uniform"), default="lts")
     ap.add_argument("--child", action="store_true")
@@ -106,8 +111,8 @@ def main():
     env2 = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
     cmd = [sys.executable, __file__, "--child", "--reps", str(a.reps), "--K", str(a.K), "--alg", a.alg]
     res = {}
-    for nd, env in ((1, env1), (2, env2)):
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    for nd, env in ((1, env1), (2, env2))[:a.max_devices]:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=True)
         res[nd] = json.loads(p.stdout.strip().splitlines()[-1])
 
     np_sps = float("nan")
@@ -127,13 +132,13 @@ def main():
     print(f"{a.alg}, many arms K = {a.K}, d = 2, {a.reps} replications")
     print("| workload | devices | layout | lanes | reps/s | steps/s | efficiency | compile s | vs NumPy |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for nd in (1, 2):
+    for nd in sorted(res):
         for wl in ("fixed", "random"):
             for lay in ("refill", "plain_vmap"):
                 x = res[nd][wl][lay]
                 print(f"| {wl} | {nd} | {lay} | {x['lanes']} | {x['reps_per_s']:.1f} | {x['steps_per_s']:,.0f} | "
                       f"{x['efficiency']:.3f} | {x['compile']:.1f} | {x['steps_per_s'] / np_sps:.1f}x |")
-    for wl in ("fixed", "random"):
+    for wl in ("fixed", "random") if 2 in res else ():
         f = res[2][wl]["refill"]["steps_per_s"] / res[1][wl]["plain_vmap"]["steps_per_s"]
         print(f"{wl}: refill on 2 devices vs plain vmap on 1 device: {f:.2f}x")
 
