@@ -191,7 +191,7 @@ def _polish(X, mask, perp, dirs: _Directions, lam, s, steps=_NEWTON):
     point (lambda*, mu*, t = value) solves  g_y(lambda) = t (y in A),  sum_y mu_y (x_i^T A^-1 y)^2
     = t (i in S),  sum lambda = sum mu = 1  (KKT of min_lambda max_mu tr(A^-1 B_mu)).  Gauss-Newton
     (least squares) steps on this small system, dropping arms / directions whose weight turns
-    negative.  Its output is only a candidate: the caller accepts it through the certificate.
+    negative and entering candidates whose condition is violated (h_i > t or g_y > t).  Its output is only a candidate: the caller accepts it through the certificate.
     """
     K, d = X.shape
     dtype = X.dtype
@@ -200,10 +200,23 @@ def _polish(X, mask, perp, dirs: _Directions, lam, s, steps=_NEWTON):
     Ainv = inverse_design(lam, X, perp)
     g = dirs.norms(Ainv)
     f = jnp.max(g)
-    lamS, iS = jax.lax.top_k(jnp.where(mask, lam, -1.0), S)
-    mS = lamS > 1e-4 * jnp.max(lamS)
+    # Candidate arms: the support of lambda first, then the arms of largest h = sum_y mu_y
+    # (x^T A^-1 y)^2 (the arms the KKT conditions would add), so that an arm the optimal design
+    # needs but lambda lacks can enter (below) instead of the polish stalling at the optimum
+    # restricted to a wrong support (seen on seed 001's unit-sphere instances: FW then cannot
+    # close the last 0.1-1% of the gap and every solve ran to max_iters).
+    insupp = mask & (lam > 1e-4 * jnp.max(jnp.where(mask, lam, 0.0)))
+    mu_all = _softmax_weights(g, s / f)
+    _, h_all = _lower_bound(X, mask, Ainv, dirs.bmat(mu_all), jnp.zeros((), dtype))
+    h_all = h_all / jnp.maximum(jnp.max(jnp.where(mask, h_all, 0.0)), 1e-300)
+    score = jnp.where(insupp, 2.0 + lam, jnp.where(mask, jnp.clip(h_all, 0.0, 1.0), -1.0))
+    _, iS = jax.lax.top_k(score, S)
+    lamS = lam[iS]
+    vS = mask[iS]
+    mS = insupp[iS]
     gA, iA = jax.lax.top_k(g, T)
     mu0 = _softmax_weights(gA, s / f)
+    vA = jnp.isfinite(gA)
     mA = jnp.isfinite(gA) & (mu0 > 1e-3 * jnp.max(mu0))
     XS = X[iS]
     YA = jnp.where(jnp.isfinite(gA)[:, None], dirs.rows(iA), 0.0)
@@ -238,11 +251,12 @@ def _polish(X, mask, perp, dirs: _Directions, lam, s, steps=_NEWTON):
         dv = jnp.linalg.solve(JtJ + 1e-12 * jnp.trace(JtJ) / JtJ.shape[0] * jnp.eye(JtJ.shape[0], dtype=dtype),
                               -J.T @ r)
         v = v + dv
-        l, m, t = v[:S], v[S:S + T], v[-1]
-        mS = mS & (l > 0)
-        mA = mA & (m > 0)
-        l = jnp.where(mS, l, 0.0)
-        m = jnp.where(mA, m, 0.0)
+        l, m, t, gy, hi = parts(v)
+        # active-set update: drop negative weights, (re-)enter violated KKT conditions
+        mS = jnp.where(mS, l > 0, vS & (hi > t))
+        mA = jnp.where(mA, m > 0, vA & (gy > t))
+        l = jnp.where(mS, jnp.maximum(l, 0.0), 0.0)
+        m = jnp.where(mA, jnp.maximum(m, 0.0), 0.0)
         l = l / jnp.sum(l)
         m = m / jnp.sum(m)
         return jnp.concatenate([l, m, t[None]]), mS, mA
