@@ -54,7 +54,22 @@ def _ucb_pick(X, theta, V, alpha, L=None):
 
 
 @dataclasses.dataclass(frozen=True)
-class LinUCB(Algorithm):
+class _MostPulledBaseline(Algorithm):
+    """The shared end of the regret baselines turned into fixed-budget identification (seed 002
+    App F): run until the budget is spent, then recommend the most-pulled arm."""
+
+    needs_span: ClassVar[bool] = False
+    fixed_budget: ClassVar[bool] = True
+
+    def done(self, state: UCBState) -> jax.Array:
+        return state.t >= int(self.budget)
+
+    def outcome(self, state: UCBState, instance: Instance) -> Outcome:
+        return Outcome(answer_mask(most_pulled(state.pulls), instance.num_items), state.t, state.pulls)
+
+
+@dataclasses.dataclass(frozen=True)
+class LinUCB(_MostPulledBaseline):
     """LinUCB / OFUL (Li et al. 2010; Abbasi-Yadkori et al. 2011) returning the most-pulled arm.
 
     Attributes:
@@ -71,8 +86,6 @@ class LinUCB(Algorithm):
     delta: float = 0.05
     theta_norm: float = 1.0
 
-    needs_span: ClassVar[bool] = False
-    fixed_budget: ClassVar[bool] = True
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -107,15 +120,9 @@ class LinUCB(Algorithm):
         y = pull(key, instance, a)
         return UCBState(state.t + 1, state.pulls.at[a].add(1.0), state.sums.at[a].add(y), theta)
 
-    def done(self, state: UCBState) -> jax.Array:
-        return state.t >= int(self.budget)
-
-    def outcome(self, state: UCBState, instance: Instance) -> Outcome:
-        return Outcome(answer_mask(most_pulled(state.pulls), instance.num_items), state.t, state.pulls)
-
 
 @dataclasses.dataclass(frozen=True)
-class UCBGLM(Algorithm):
+class UCBGLM(_MostPulledBaseline):
     """UCB-GLM (Li, Lu & Zhou 2017, Algorithm 1) for logistic rewards, returning the most-pulled arm.
 
     Attributes:
@@ -135,8 +142,6 @@ class UCBGLM(Algorithm):
     reg: float = 1e-3
     irls_iters: int = 10
 
-    needs_span: ClassVar[bool] = False
-    fixed_budget: ClassVar[bool] = True
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -171,12 +176,6 @@ class UCBGLM(Algorithm):
         y = pull(key, instance, a)
         theta = jnp.where(state.t < tau, state.theta, fit.theta)
         return UCBState(state.t + 1, state.pulls.at[a].add(1.0), state.sums.at[a].add(y), theta)
-
-    def done(self, state: UCBState) -> jax.Array:
-        return state.t >= int(self.budget)
-
-    def outcome(self, state: UCBState, instance: Instance) -> Outcome:
-        return Outcome(answer_mask(most_pulled(state.pulls), instance.num_items), state.t, state.pulls)
 
 
 @dataclasses.dataclass(frozen=True)
