@@ -42,6 +42,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 from jaxbandits.algorithms.base import Algorithm, is_correct
 from jaxbandits.instances.base import Instance, as_batch
 from jaxbandits.stats import summarize
+from jaxbandits.watchdog import run_guarded
 
 
 class _Lane(NamedTuple):
@@ -299,6 +300,7 @@ def simulate(
     tasks: np.ndarray | None = None,
     progress: bool | Callable[[str], None] = False,
     on_chunk: Callable[[np.ndarray, dict], None] | None = None,
+    stall_timeout: float | None = None,
 ) -> Results:
     """Run ``n_reps`` replications of ``algorithm`` on every instance of ``instances``.
 
@@ -320,12 +322,18 @@ def simulate(
       tasks: flat task ids ``j * n_reps + i`` to run (default all): resume support.
       progress: True to print progress after every chunk, or a callable receiving the line.
       on_chunk: called after every chunk with (task ids, dict of flat per-task arrays).
+      stall_timeout: a chunk whose process makes no CPU progress for this many seconds is
+        re-dispatched (XLA:CPU runtime wedge, see :mod:`jaxbandits.watchdog`; default 30 s or
+        ``JAXBANDITS_STALL_TIMEOUT``; 0 disables).  Results are unchanged: chunks are pure.
 
     Returns:
       :class:`Results`.
     """
     _validate_run(algorithm, instances, n_reps, max_steps)
-    inst = as_batch(instances)
+    t_prep = time.perf_counter()
+    inst = algorithm.prepare(as_batch(instances))  # per-instance precomputation (counted as run time)
+    inst = jax.block_until_ready(inst)
+    t_prep = time.perf_counter() - t_prep
     J = inst.batch_shape[0]
     T = J * int(n_reps)
     all_tasks = np.arange(T, dtype=np.int64) if tasks is None else np.unique(np.asarray(tasks, np.int64))
@@ -368,7 +376,8 @@ def simulate(
         padded = np.full((D, chunk_per_dev), -1, np.int32)
         for dev, part in enumerate(np.array_split(ids, D)):
             padded[dev, :part.size] = part
-        out, iters = compiled(jnp.asarray(padded.reshape(-1)), inst, key)
+        out, iters = run_guarded(compiled, jnp.asarray(padded.reshape(-1)), inst, key,
+                                 stall_timeout=stall_timeout, what=f"chunk at task {c0}")
         out = jax.tree.map(np.asarray, out)
         flat = padded.reshape(-1)
         sel = flat >= 0
@@ -391,7 +400,7 @@ def simulate(
             rate = done_count / el if el > 0 else float("inf")
             left = (all_tasks.size - done_count) / rate if rate > 0 else float("nan")
             say(f"  {done_count}/{all_tasks.size} replications, {rate:.1f}/s, ~{left:.0f}s left")
-    wall = time.perf_counter() - t_start
+    wall = time.perf_counter() - t_start + t_prep
     useful = int(steps[ran].sum())
     shape = (J, int(n_reps))
     return Results(
