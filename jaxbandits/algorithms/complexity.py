@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 class LPSolution(NamedTuple):
@@ -58,6 +59,15 @@ def min_l1_representation(X: jax.Array, y: jax.Array, *, active=True, max_iters:
     degenerate problems cannot cycle).  Artificials left basic at level 0 after phase 1 are pivoted
     out whenever the entering column allows (redundant rows keep them, harmlessly).
 
+    The tableau stores only the K columns of p and the right-hand side: q_k's column is minus
+    p_k's in the constraint rows and its reduced costs are 2 - (p_k's) in phase 2 and -(p_k's) in
+    phase 1 (row operations preserve both identities), and the artificial columns are never
+    entering candidates.  That is (d + 2) x (K + 1) numbers per pivot instead of
+    (d + 2) x (2 K + d + 1).
+
+    When K <= d and the arms are linearly independent, X^T w = y has exactly one solution,
+    w = (X X^T)^-1 X y, which is then w* (no pivot is taken).
+
     Args:
       X: [K, d] arms.  y: [d] target (x_i - x_j for eq. (1)).
       active: traced bool; when False the loop runs zero pivots (used to skip cached solves).
@@ -66,35 +76,49 @@ def min_l1_representation(X: jax.Array, y: jax.Array, *, active=True, max_iters:
     """
     K, d = X.shape
     dt = X.dtype
-    n = 2 * K + d
     max_iters = int(max_iters or 10 * (K + d))
     bland_after = 2 * (K + d)
+    unique = jnp.asarray(False)
+    if K <= d:
+        gram = X @ X.T
+        ev = jnp.linalg.eigvalsh(gram)
+        w_unique = jnp.linalg.inv(gram) @ (X @ y)
+        resid = jnp.linalg.norm(X.T @ w_unique - y)
+        unique = (ev[0] > 1e-10 * ev[-1]) & (resid <= 1e-9 * (1.0 + jnp.linalg.norm(y)))
+        active = jnp.asarray(active) & ~unique
     scale = jnp.maximum(jnp.max(jnp.abs(X)), 1e-300)
     A = X.T / scale
     rhs = y / scale
     sgn = jnp.where(rhs < 0, -1.0, 1.0).astype(dt)
     A = A * sgn[:, None]
     rhs = rhs * sgn
-    T = jnp.zeros((d + 2, n + 1), dt)
-    T = T.at[:d, :K].set(A).at[:d, K:2 * K].set(-A).at[:d, 2 * K:n].set(jnp.eye(d, dtype=dt))
-    T = T.at[:d, n].set(rhs)
-    # row d: phase-2 reduced costs (cost 1 on p, q; basis = artificials of cost 0)
-    T = T.at[d, :2 * K].set(1.0)
-    # row d + 1: phase-1 reduced costs c1 - 1^T rows, and -(phase-1 objective) in the rhs column
-    T = T.at[d + 1, :].set(-jnp.sum(T[:d, :], axis=0)).at[d + 1, 2 * K:n].set(0.0)
+    T = jnp.zeros((d + 2, K + 1), dt)
+    T = T.at[:d, :K].set(A).at[:d, K].set(rhs)
+    # row d: phase-2 reduced costs of p (cost 1; basis = artificials of cost 0)
+    T = T.at[d, :K].set(1.0)
+    # row d + 1: phase-1 reduced costs of p (-1^T rows), and -(phase-1 objective) in the rhs column
+    T = T.at[d + 1, :].set(-jnp.sum(T[:d, :], axis=0))
     basis = 2 * K + jnp.arange(d)
     feas_tol = tol * (1.0 + jnp.sum(rhs))
-    cols = jnp.arange(n)
-    structural = cols < 2 * K
+    cols = jnp.arange(K + 1)
+    rows = jnp.arange(d + 2)
 
-    def choose(T, basis, it):
-        phase1 = -T[d + 1, n] > feas_tol
-        r = jnp.where(phase1, T[d + 1, :n], T[d, :n])
-        cand = structural & (r < -tol)
+    def first_min(v, size):
+        # argmin as min + where: cheaper than jnp.argmin under vmap on CPU (DESIGN.md)
+        mn = jnp.min(v)
+        return jnp.min(jnp.where(v == mn, jnp.arange(size), size))
+
+    def choose(T, it):
+        phase1 = -T[d + 1, K] > feas_tol
+        rp = jnp.where(phase1, T[d + 1, :K], T[d, :K])
+        rq = jnp.where(phase1, -T[d + 1, :K], 2.0 - T[d, :K])
+        r = jnp.concatenate([rp, rq])  # reduced costs of p_0..p_{K-1}, q_0..q_{K-1}
+        cand = r < -tol
         # steepest-edge flavour of Dantzig's rule: reduced cost per unit length of the column
-        norms = jnp.sqrt(1.0 + jnp.sum(T[:d, :n] ** 2, axis=0))
-        dantzig = jnp.argmin(jnp.where(cand, r / norms, jnp.inf))
-        bland = jnp.argmax(cand)
+        norms = jnp.sqrt(1.0 + jnp.sum(T[:d, :K] ** 2, axis=0))
+        norms = jnp.concatenate([norms, norms])
+        dantzig = first_min(jnp.where(cand, r / norms, jnp.inf), 2 * K)
+        bland = first_min(jnp.where(cand, 0, 1), 2 * K)
         e = jnp.where(it < bland_after, dantzig, bland)
         return jnp.any(cand), phase1, e
 
@@ -103,28 +127,40 @@ def min_l1_representation(X: jax.Array, y: jax.Array, *, active=True, max_iters:
         return go & (it < max_iters)
 
     def body(c):
+        # Gathers and scatters with per-lane indices are slow under vmap on CPU: the pivot column
+        # and row are read with one-hot contractions and the whole pivot is one rank-one update
+        # (row r: T_r - (T_re - 1) T_r / T_re = T_r / T_re).
         T, basis, it, _ = c
-        has, phase1, e = choose(T, basis, it)
-        col = T[:d, e]
-        ratio = jnp.where(col > tol, T[:d, n] / jnp.where(col > tol, col, 1.0), jnp.inf)
+        has, phase1, e = choose(T, it)
+        is_q = e >= K
+        colp = T @ (cols == jnp.where(is_q, e - K, e)).astype(dt)  # p_k's column [d + 2]
+        s = jnp.where(is_q, -1.0, 1.0)
+        colfull = jnp.concatenate([s * colp[:d], jnp.where(is_q, 2.0 - colp[d:d + 1], colp[d:d + 1]),
+                                   s * colp[d + 1:]])
+        col = colfull[:d]
+        ratio = jnp.where(col > tol, T[:d, K] / jnp.where(col > tol, col, 1.0), jnp.inf)
         art0 = (basis >= 2 * K) & (~phase1) & (jnp.abs(col) > tol)
         ratio = jnp.where(art0, -1.0, ratio)
         rmin = jnp.min(ratio)
         ties = ratio <= rmin + tol * (1.0 + jnp.abs(rmin))
-        r = jnp.argmin(jnp.where(ties, basis, n + 1))
+        r = first_min(jnp.where(ties, basis, 2 * K + d + 1), d)
         ok = has & jnp.isfinite(rmin)
-        piv = T[r] / T[r, e]
-        Tn = T - jnp.outer(T[:, e], piv)
-        Tn = Tn.at[r].set(piv)
-        T = jnp.where(ok, Tn, T)
-        basis = jnp.where(ok, basis.at[r].set(e), basis)
+        orow = rows == r
+        Trow = orow.astype(dt) @ T  # [K + 1]
+        pv = jnp.sum(jnp.where(orow[:d], col, 0.0))
+        f = jnp.where(ok, 1.0 / jnp.where(ok, pv, 1.0), 0.0)
+        T = T - jnp.outer(colfull - orow.astype(dt), Trow * f)
+        basis = jnp.where(ok & orow[:d], e, basis)
         return T, basis, it + ok.astype(it.dtype), ok
 
     T, basis, it, _ = jax.lax.while_loop(cond, body, (T, basis, jnp.int32(0), jnp.asarray(active)))
-    x = jnp.zeros(n + 1, dt).at[basis].set(T[:d, n])
+    x = jnp.zeros(2 * K + d, dt).at[basis].set(T[:d, K])
     w = x[:K] - x[K:2 * K]
-    has, phase1, _ = choose(T, basis, it)
+    has, phase1, _ = choose(T, it)
     converged = (~has) & (~phase1)
+    if K <= d:
+        w = jnp.where(unique, w_unique, w)
+        converged = converged | unique
     return LPSolution(w, jnp.sum(jnp.abs(w)), it, converged)
 
 
@@ -155,12 +191,20 @@ def h_lingape_largest_variance(mu: jax.Array, m: int, epsilon: float = 0.0, sigm
 
 
 def pairwise_w_star(X: jax.Array, **kw) -> LPSolution:
-    """w*(i, j) of eq. (1) for every ordered pair (i, j): fields with leading axes [K, K]."""
+    """w*(i, j) of eq. (1) for every ordered pair (i, j): fields with leading axes [K, K].
+
+    Only the K (K - 1) / 2 pairs i < j are solved: w*(j, i) = -w*(i, j) (negating a feasible point
+    for x_i - x_j gives one for x_j - x_i with the same l1 norm); w*(i, i) = 0.
+    """
     K = X.shape[0]
-    ii, jj = jnp.meshgrid(jnp.arange(K), jnp.arange(K), indexing="ij")
-    Y = X[ii.ravel()] - X[jj.ravel()]
-    sol = jax.vmap(lambda y: min_l1_representation(X, y, **kw))(Y)
-    return jax.tree.map(lambda a: a.reshape((K, K) + a.shape[1:]), sol)
+    iu, ju = np.triu_indices(K, 1)
+    sol = jax.vmap(lambda y: min_l1_representation(X, y, **kw))(X[iu] - X[ju])
+    w = jnp.zeros((K, K, K), X.dtype).at[iu, ju].set(sol.w).at[ju, iu].set(-sol.w)
+
+    def sym(a, fill):
+        return jnp.full((K, K), fill, a.dtype).at[iu, ju].set(a).at[ju, iu].set(a)
+
+    return LPSolution(w, sym(sol.value, 0), sym(sol.iterations, 0), sym(sol.converged, True))
 
 
 def h_lingape_optimized(X: jax.Array, mu: jax.Array, m: int, epsilon: float = 0.0, sigma: float = 1.0,
