@@ -51,6 +51,8 @@ from jax.custom_batching import custom_vmap
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.design import oracle_allocation
+from jaxbandits.design.core import design_matrix, initial_design
+from jaxbandits.design.minimax import _oracle_directions
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 
@@ -129,36 +131,161 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int = 1, bat
 # ------------------------------------------------------------------------------------------------
 def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters: int):
     """w = argmax_w psi(theta, w) (seed 000 eq. (1)-(2); seed 001 eq. (1)): the oracle allocation of
-    the plug-in parameter, from :func:`jaxbandits.design.oracle_allocation`.
+    the plug-in parameter.
 
-    ``method="smooth"``: the project's certified smoothed Frank-Wolfe (stops at relative duality
-    gap ``tol``).  ``method="paper"``: the Frank-Wolfe of the released code (step 2 / (k + 2),
-    relative change < 0.01, weights < 1e-5 dropped; seed 001 App F, seed 000 App A.3).
+    ``method="smooth"``: the project's certified smoothed Frank-Wolfe
+    (:func:`jaxbandits.design.oracle_allocation`, stops at relative duality gap ``tol``).
+    ``method="paper"``: the Frank-Wolfe of the released code (step 2 / (k + 2), relative change
+    < 0.01, weights < 1e-5 dropped; seed 001 App F, seed 000 App A.3), run by
+    :func:`paper_frank_wolfe`, which gives the iterates of ``oracle_allocation(...,
+    method="paper")`` at a fraction of the cost per iteration (tested for parity).
     """
+    if method == "paper":
+        return paper_frank_wolfe(X, Z, theta, init, max_iters)
     return oracle_allocation(X, Z, theta, init=init, tol=tol, max_iters=max_iters, method=method).allocation
 
 
+_REFACTOR = 32  # Frank-Wolfe iterations between exact refactorisations of A(lambda)^-1
+
+
+def paper_frank_wolfe(X, Z, theta, init, max_iters: int):
+    """The Frank-Wolfe of seed 001 App F (used by seed 000, App A.3) for the oracle allocation of
+    ``theta``: the iterates of ``oracle_allocation(X, Z, theta, init=init, method="paper")``
+    (same directions (z* - z) / Delta_z, step 2 / (k + 3) counted from the start of each solve,
+    stop when ||lambda_{k+1} - lambda_k||_2 / ||lambda_k||_2 < 0.01 or after ``max_iters``,
+    weights < 1e-5 set to 0 and renormalised unless that loses invertibility), computed in
+    O(K d + M d^2) per iteration with no O(K) copy:
+
+    * lambda_{k+1} = (1 - g) lambda_k + g e_j changes A(lambda) = sum lambda_x x x^T by a scaled
+      rank-one term, so A^-1 follows by Sherman-Morrison (float64), refactorised exactly from the
+      incrementally kept A every ``_REFACTOR`` iterations;
+    * lambda is stored as c * v (scale c, raw weights v): the update touches one entry;
+    * ||lambda||^2, hence the stopping test, is updated in O(1):
+      ||lambda_{k+1} - lambda_k||^2 = g^2 (||lambda_k||^2 - 2 lambda_kj + 1);
+    * the quadratic forms y^T A^-1 y over the M directions are one [M, d(d+1)/2] matrix-vector
+      product with the precomputed products y_a y_b;
+    * the Danskin gradient of the max direction y is -(x^T A^-1 y)^2: one [K, d] product.
+
+    Requires arms spanning R^d (``LazyTrackAndStop.validate`` checks it: ``needs_span``), so the
+    null-space projector of the general solver is zero and is left out.
+    """
+    X = jnp.asarray(X)
+    dtype = X.dtype
+    K, d = X.shape
+    mask = jnp.ones((K,), bool)
+    Y, ym = _oracle_directions(Z, theta, jnp.ones((Z.shape[0],), bool))
+    ia, ib = jnp.triu_indices(d)
+    Yq = Y[:, ia] * Y[:, ib] * jnp.where(ia == ib, 1.0, 2.0).astype(dtype)
+    eye = jnp.eye(d, dtype=dtype)
+
+    def exact_inverse(A):
+        A = A + (1e-13 * jnp.trace(A) / d) * eye
+        L = jnp.linalg.cholesky(A)
+        Linv = jax.scipy.linalg.solve_triangular(L, eye, lower=True)
+        return Linv.T @ Linv
+
+    lam0 = initial_design(mask, init, dtype)
+    A0 = design_matrix(lam0, X)
+
+    def body(st):
+        v, c, n2, A, Ainv, k, _ = st
+        g = jnp.where(ym, Yq @ Ainv[ia, ib], -jnp.inf)
+        y = Y[common.argmax_fast(g)]
+        u = Ainv @ y
+        h = X @ u
+        h = h * h
+        j = common.argmax_fast(h)
+        gam = 2.0 / (k.astype(dtype) + 3.0)
+        lj = c * v[j]
+        rel = gam * jnp.sqrt(jnp.maximum(n2 - 2.0 * lj + 1.0, 0.0)) / jnp.sqrt(n2)
+        c_new = c * (1.0 - gam)
+        v = v.at[j].add(gam / c_new)
+        n2 = (1.0 - gam) ** 2 * n2 + 2.0 * gam * (1.0 - gam) * lj + gam * gam
+        x = X[j]
+        A = (1.0 - gam) * A + gam * jnp.outer(x, x)
+        # ((1 - g) A + g x x^T)^-1 = (A^-1 - r u u^T / (1 + r x^T u)) / (1 - g), u = A^-1 x, r = g / (1 - g)
+        ux = Ainv @ x
+        r = gam / (1.0 - gam)
+        sm = (Ainv - (r / (1.0 + r * (x @ ux))) * jnp.outer(ux, ux)) / (1.0 - gam)
+        k1 = k + 1
+        Ainv = jax.lax.cond(k1 % _REFACTOR == 0, exact_inverse, lambda _: 0.5 * (sm + sm.T), A)
+        return v, c_new, n2, A, Ainv, k1, rel
+
+    def cond(st):
+        return (st[5] < max_iters) & (st[6] >= 0.01)
+
+    st0 = (lam0, jnp.ones((), dtype), jnp.sum(lam0 * lam0), A0, exact_inverse(A0), jnp.zeros((), jnp.int32),
+           jnp.asarray(jnp.inf, dtype))
+    v, c, *_ = jax.lax.while_loop(cond, body, st0)
+    lam = c * v
+    thr = jnp.where(lam < 1e-5, 0.0, lam)
+    thr = thr / jnp.sum(thr)
+    ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(design_matrix(thr, X))))
+    return jnp.where(ok, thr, lam)
+
+
 def inverse_gram(gram: jax.Array) -> jax.Array:
-    """A_t^{-1} from a fresh Cholesky factorisation of the float64 sufficient statistic A_t (tiny
-    relative jitter while A_t is singular, see :func:`common.safe_cholesky`).  d x d, so it is
-    cheap; the M quadratic forms are then plain matrix products (a batched triangular solve over
-    M right-hand sides is ~100x slower under vmap on CPU)."""
+    """A_t^{-1} of the float64 sufficient statistic A_t (tiny relative jitter while A_t is
+    singular, as :func:`common.safe_cholesky`).  d = 2: the closed form (elementwise, so it fuses
+    under vmap; batched LAPACK calls on 2 x 2 matrices cost more than the rest of a round);
+    otherwise a fresh Cholesky factorisation.  The M quadratic forms are then plain elementwise
+    sums (a batched triangular solve over M right-hand sides is ~100x slower under vmap on CPU)."""
+    d = gram.shape[0]
+    if d == 2:
+        jit = 1e-12 * (0.5 * (gram[0, 0] + gram[1, 1]) + 1e-30)
+        a, b, c = gram[0, 0] + jit, 0.5 * (gram[0, 1] + gram[1, 0]), gram[1, 1] + jit
+        det = a * c - b * b
+        return jnp.stack([jnp.stack([c, -b]), jnp.stack([-b, a])]) / det
     L = common.safe_cholesky(gram)
-    return jax.scipy.linalg.cho_solve((L, True), jnp.eye(gram.shape[0], dtype=gram.dtype))
+    return jax.scipy.linalg.cho_solve((L, True), jnp.eye(d, dtype=gram.dtype))
+
+
+def lambda_min_small(A: jax.Array) -> jax.Array:
+    """lambda_min of a symmetric matrix: closed form for d = 2 (fuses under vmap), else
+    ``eigvalsh``."""
+    if A.shape[0] == 2:
+        h = 0.5 * (A[0, 0] + A[1, 1])
+        q = 0.5 * (A[0, 0] - A[1, 1])
+        b = 0.5 * (A[0, 1] + A[1, 0])
+        return h - jnp.sqrt(q * q + b * b)
+    return common.lambda_min(A)
+
+
+def glr_threshold_small(gram, delta, sigma, c, u):
+    """beta(delta, t) of seed 000 Prop 2 / eq. (9), as :func:`common.glr_threshold`, with the
+    determinant in closed form for d = 2."""
+    if gram.shape[0] == 2:
+        s = u * c
+        a, b, e = gram[0, 0] / s + 1.0, 0.5 * (gram[0, 1] + gram[1, 0]) / s, gram[1, 1] / s + 1.0
+        return (1.0 + u) * sigma**2 * (0.5 * jnp.log(a * e - b * b) - jnp.log(delta))
+    return common.glr_threshold(gram, delta, sigma, c, u)
 
 
 def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array):
     """Z(t) = max_a min_{b != a} Z_{a,b}(t) of seed 000 Lemma 7 (epsilon = 0) and the empirical best
-    item, from A_t^{-1}: the same quantity as :func:`common.glr_statistic`, computed in O(M d) after
-    the O(d^3) inverse.  Items identical to the empirical best are skipped."""
-    values = theta_hat @ items.T
-    best = common.argmax_fast(values)
-    diffs = items[best][None, :] - items
-    norms = jnp.sum((diffs @ Ainv) * diffs, axis=-1)
-    gaps = values[best] - values
+    item, from A_t^{-1}: the same quantity as :func:`common.glr_statistic`, in O(M d^2) elementwise
+    work after the O(d^3) inverse.  The products over the d coordinates are unrolled (d is static):
+    under vmap on CPU, [M, d] x [d, d] batched matrix products were ~4x slower than these fused
+    elementwise sums at (M, d) = (1000, 2).  Items identical to the empirical best are skipped."""
+    M, d = items.shape
+    cols = [items[:, a] for a in range(d)]
+    values = cols[0] * theta_hat[0]
+    for a in range(1, d):
+        values = values + cols[a] * theta_hat[a]
+    top = jnp.max(values)
+    best = jnp.min(jnp.where(values == top, jnp.arange(M), M))
+    zb = items[best]
+    diffs = [zb[a] - cols[a] for a in range(d)]
+    norms = jnp.zeros_like(values)
+    sq = jnp.zeros_like(values)
+    for a in range(d):
+        sq = sq + diffs[a] * diffs[a]
+        norms = norms + Ainv[a, a] * (diffs[a] * diffs[a])
+        for b in range(a + 1, d):
+            norms = norms + (Ainv[a, b] + Ainv[b, a]) * (diffs[a] * diffs[b])
+    gaps = top - values
     z = gaps * gaps / (2.0 * jnp.maximum(norms, 1e-300))
-    same = jnp.sum(diffs * diffs, axis=-1) == 0
-    return jnp.min(jnp.where(same, jnp.inf, z)), best
+    return jnp.min(jnp.where(sq == 0, jnp.inf, z)), best
 
 
 # ------------------------------------------------------------------------------------------------
@@ -192,7 +319,9 @@ class LTSState(NamedTuple):
     t: jax.Array            # rounds played
     lmin: jax.Array         # lambda_min(A_t)
     w: jax.Array            # current allocation w(t) [K]
-    cum_w: jax.Array        # sum_{s <= t} w(s) [K] (averaging variant)
+    cum_base: jax.Array     # sum_{s <= t_base} w(s) [K] (averaging variant; else zeros)
+    t_base: jax.Array       # round of the last allocation change minus one: for t >= t_base,
+                            # sum_{s <= t} w(s) = cum_base + (t - t_base) w(t)
     forced_arms: jax.Array  # A_0 [d]
     c0: jax.Array           # c_{A_0}
     i0: jax.Array           # forced-exploration pointer
@@ -289,7 +418,7 @@ class LazyTrackAndStop(Algorithm):
         i32 = lambda v: jnp.asarray(v, jnp.int32)
         return LTSState(
             stats=common.init_stats(instance), t=i32(0), lmin=jnp.zeros((), X.dtype),
-            w=jnp.full((K,), 1.0 / K, X.dtype), cum_w=jnp.zeros((K,), X.dtype), forced_arms=A0,
+            w=jnp.full((K,), 1.0 / K, X.dtype), cum_base=jnp.zeros((K,), X.dtype), t_base=i32(0), forced_arms=A0,
             c0=c0, i0=i32(0), next_update=i32(max(first, 1)), best=i32(0),
             stopped=jnp.zeros((), bool), n_forced=i32(0), n_updates=i32(0))
 
@@ -305,8 +434,11 @@ class LazyTrackAndStop(Algorithm):
         forced = state.lmin < f * (1.0 - 1e-9)
         counts = state.stats.counts
         if self.averaging:
-            track = counts - state.cum_w
-            supp = state.cum_w > 0
+            # sum_{s <= t} w(s), from the value at the last allocation change (w is constant
+            # between lazy updates): no O(K) write per round
+            cum_w = state.cum_base + (tf - state.t_base.astype(dtype)) * state.w
+            track = counts - cum_w
+            supp = cum_w > 0
         else:
             track = counts - tf * state.w
             supp = state.w > 0
@@ -315,26 +447,40 @@ class LazyTrackAndStop(Algorithm):
         i0 = jnp.where(forced, (state.i0 + 1) % d, state.i0)
 
         reward = pull(key, instance, arm)
-        stats = common.add_pull(state.stats, instance, arm, reward)
+        x = X[arm]
+        # LT&S needs counts, A_t and b_t only: per-arm reward sums are not kept (stats.sums
+        # stays zero), which saves a scatter per round
+        stats = common.LinearStats(state.stats.counts.at[arm].add(1.0), state.stats.sums,
+                                   state.stats.gram + jnp.outer(x, x), state.stats.b + reward * x)
         t1 = t + 1
         t1f = t1.astype(dtype)
         Ainv = inverse_gram(stats.gram)
         theta = Ainv @ stats.b
         z, best = glr_statistic_inv(theta, Ainv, Z)
-        lmin = common.lambda_min(stats.gram)
+        lmin = lambda_min_small(stats.gram)
         c = state.c0 * math.sqrt(d)
         dl = common.anytime_delta(self.delta, t1f) if self.anytime else jnp.asarray(self.delta, dtype)
-        beta = common.glr_threshold(stats.gram, dl, self._sigma(instance), c, self.u)
+        beta = glr_threshold_small(stats.gram, dl, self._sigma(instance), c, self.u)
         stop = (lmin >= c * (1.0 - 1e-9)) & (z > beta)
 
         upd = (t1 == state.next_update) & ~stop
-        w = solve_where(upd, self._solve, (X, Z, theta, state.w), state.w, self.solve_capacity)
-        # a failed solve (non-finite, e.g. mu_hat = 0) keeps the previous allocation
-        w = jnp.where(jnp.all(jnp.isfinite(w)) & (jnp.sum(w) > 0), w, state.w)
+
+        def update(X, Z, theta, w, base, tb, t1):  # no closed-over tracers (custom_vmap)
+            new = self._solve(X, Z, theta, w)
+            # a failed solve (non-finite, e.g. mu_hat = 0) keeps the previous allocation
+            new = jnp.where(jnp.all(jnp.isfinite(new)) & (jnp.sum(new) > 0), new, w)
+            if self.averaging:  # sum_{s <= t1 - 1} w(s) with the old w, then w(t1) = new
+                base = base + (t1 - 1 - tb).astype(dtype) * w
+                tb = t1 - 1
+            return new, base, tb
+
+        w, cum_base, t_base = solve_where(upd, update, (X, Z, theta, state.w, state.cum_base, state.t_base, t1),
+                                          (state.w, state.cum_base, state.t_base), self.solve_capacity)
         nxt = jnp.where(t1 == state.next_update, self._next(t1), state.next_update)
         return LTSState(
-            stats=stats, t=t1, lmin=lmin, w=w, cum_w=state.cum_w + w, forced_arms=state.forced_arms,
-            c0=state.c0, i0=i0, next_update=nxt, best=best.astype(jnp.int32), stopped=stop,
+            stats=stats, t=t1, lmin=lmin, w=w, cum_base=cum_base, t_base=t_base,
+            forced_arms=state.forced_arms, c0=state.c0, i0=i0, next_update=nxt,
+            best=best.astype(jnp.int32), stopped=stop,
             n_forced=state.n_forced + forced.astype(jnp.int32),
             n_updates=state.n_updates + upd.astype(jnp.int32))
 
