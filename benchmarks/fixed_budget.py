@@ -36,10 +36,11 @@ def main(argv=None):
     p.add_argument("--algorithms", nargs="+", default=ALL)
     p.add_argument("--quick", action="store_true", help="50 reps, K = 16 only")
     p.add_argument("--out", default="results/benchmarks")
-    p.add_argument("--devices", type=int, default=None)
+    p.add_argument("--devices", type=int, default=1,
+                   help="XLA CPU devices to expose (default 1: 2 forced host devices were seen to stall)")
     a = p.parse_args(argv)
     if "jax" not in sys.modules:
-        n = a.devices or os.cpu_count() or 1
+        n = a.devices or 1
         if n > 1 and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
             os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                        f" --xla_force_host_platform_device_count={n}").strip()

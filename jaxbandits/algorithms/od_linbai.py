@@ -61,12 +61,13 @@ class ODLinBAI(Algorithm):
 
     Attributes:
       budget: B.
-      design_iters, design_tol: G-optimal solver cap and relative Kiefer-Wolfowitz gap.
+      design_iters, design_tol: G-optimal solver cap and relative Kiefer-Wolfowitz gap (1e-2: below
+        the error of rounding the design to m pulls, see :class:`jaxbandits.algorithms.gse.GSE`).
     """
 
     budget: int
     design_iters: int = 1000
-    design_tol: float = 1e-3
+    design_tol: float = 1e-2
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
