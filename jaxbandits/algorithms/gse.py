@@ -93,18 +93,40 @@ def round_allocation(lam: jax.Array, n: jax.Array, mask: jax.Array) -> jax.Array
     m = jnp.where(supp, jnp.maximum(jnp.ceil((n - p / 2.0) * lam), 0.0), 0.0)
     K = lam.shape[0]
     safe = jnp.where(supp, lam, 1.0)
+    idx = jnp.arange(K)
 
-    def fix(_, m):
+    def fix(c):
+        m, k = c
         tot = jnp.sum(m)
         up = jnp.where(supp, m / safe, jnp.inf)
         down = jnp.where(supp & (m > 0), (m - 1.0) / safe, -jnp.inf)
         i_up = jnp.argmin(up)
         i_dn = jnp.argmax(down)
-        m = jnp.where(tot < n, m.at[i_up].add(1.0), m)
-        m = jnp.where(tot > n, m.at[i_dn].add(-1.0), m)
-        return m
+        # one-hot adds instead of scatters: elementwise, far cheaper under vmap on CPU
+        m = m + jnp.where((tot < n) & (idx == i_up), 1.0, 0.0) - jnp.where((tot > n) & (idx == i_dn), 1.0, 0.0)
+        return m, k + 1
 
-    return jax.lax.fori_loop(0, K, fix, m)
+    # sum(m) starts within p/2 of n, so at most ~p/2 corrections: loop until the total is n
+    # (bounded by K) instead of always K times -- the same result, p/2 << K passes at large K.
+    return jax.lax.while_loop(lambda c: (jnp.sum(c[0]) != n) & (c[1] < K), fix, (m, 0))[0]
+
+
+_PAIRWISE_RANK_MAX_K = 128  # below this, O(K^2) comparisons beat a vmapped sort on CPU
+
+
+def descending_rank(s: jax.Array) -> jax.Array:
+    """Position of every entry in the stable descending order of s (ties: smaller index first).
+
+    Same as inverting ``argsort(-s, stable=True)``; for K <= 128 computed by pairwise comparisons
+    (one fused elementwise pass, much cheaper than a sort under vmap on CPU).
+    """
+    K = s.shape[0]
+    if K > _PAIRWISE_RANK_MAX_K:
+        order = jnp.argsort(-s, stable=True)
+        return jnp.zeros_like(order).at[order].set(jnp.arange(K))
+    idx = jnp.arange(K)
+    before = (s[None, :] > s[:, None]) | ((s[None, :] == s[:, None]) & (idx[None, :] < idx[:, None]))
+    return jnp.sum(before, axis=1, dtype=jnp.int32)
 
 
 def uniform_allocation(key: jax.Array, n: jax.Array, mask: jax.Array, dtype) -> jax.Array:
@@ -115,15 +137,13 @@ def uniform_allocation(key: jax.Array, n: jax.Array, mask: jax.Array, dtype) -> 
     base = jnp.floor(n / size)
     extra = n - base * size
     u = jnp.where(mask, jax.random.uniform(key, mask.shape, dtype), jnp.inf)
-    rank = jnp.argsort(jnp.argsort(u))
+    rank = descending_rank(-u)
     return jnp.where(mask, base + (rank < extra).astype(dtype), 0.0)
 
 
 def keep_top(scores: jax.Array, alive: jax.Array, keep: jax.Array) -> jax.Array:
     """Mask of the ``keep`` surviving arms of largest score (ties towards the smaller index)."""
-    s = jnp.where(alive, scores, -jnp.inf)
-    order = jnp.argsort(-s, stable=True)
-    rank = jnp.zeros_like(order).at[order].set(jnp.arange(s.shape[0]))
+    rank = descending_rank(jnp.where(alive, scores, -jnp.inf))
     return alive & (rank < keep)
 
 
