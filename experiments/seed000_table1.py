@@ -12,12 +12,23 @@ Instances: both generators, ``many_arms_code`` (the released code: angles 0.78 +
 informative arm (-0.707, 0.707); what produced the table's RAGE and Oracle rows) and
 ``many_arms_paper`` (the text: pi/4 + phi_i, phi_i ~ N(0, 0.09) read as a variance, std 0.3).
 As in the released scripts, ``instances`` random instances (20 there) with replications spread
-over them.  On the text's generator (and for RAGE) at most 20 replications are run (the paper's
-count): its smallest gaps make runs very long, and runs reaching the step cap are reported as
-capped, never as stops.  Every row prints our mean (standard error) and standard deviation next to the paper's
+over them.
+
+Replications (default run, about 25-30 min on the loaded 2-core machine, most of it compilation:
+one program per algorithm and K).  Released-code generator: 100 for the two LT&S variants of the
+text and the Oracle; 20 (the paper's count) for the two LT&S variants with the released code's
+choices and for RAGE.  Text generator: 20 (the paper's count), LT&S (text choices) and the Oracle
+only, LT&S capped at ``PAPER_LTS_CAP`` rounds: its smallest gaps (arms within ~0.01 rad of e_1)
+put the lower bound itself far above the released-code instance's, most LT&S runs reach the cap
+(reported as capped, never as stops) and each capped run costs cap x K work.  RAGE: its XY design
+over all M^2 item pairs dominates everything; it runs for K <= ``JAXBANDITS_TABLE1_RAGE_MAXK``
+(default 1000) and ``JAXBANDITS_TABLE1_RAGE=0`` leaves it out.  ``--reps N`` sets every count to N.
+
+Every row prints our mean (standard error) and standard deviation next to the paper's
 mean (bracket) -- the bracketed figures of Table 1 are standard errors over 20 runs, so the paper's
 standard deviation is about sqrt(20) times them -- plus the lower bound sigma^2 T* kl(delta, 1-delta)
-(mean over the instances) and the error rate with its Clopper-Pearson interval.
+(mean over the instances), the error rate with its Clopper-Pearson interval, the capped fraction
+and the wall time (run + compile) of the row.
 """
 from __future__ import annotations
 
@@ -39,6 +50,9 @@ PAPER_ROW = {"LT&S (no averaging)": "LT&S (no averaging)", "LT&S": "LT&S",
              "RAGE": "RAGE", "Oracle [code]": "Oracle"}
 STEP_CAPS = {"RAGE": 60, "Oracle [code]": 400}
 LTS_CAP = 200_000
+PAPER_LTS_CAP = 10_000
+SMALL = ("LT&S (no averaging) [code]", "LT&S [code]", "RAGE")  # the paper's 20 replications
+PAPER_GEN = ("LT&S (no averaging)", "LT&S", "Oracle [code]")  # run on the text's generator
 
 
 def algorithms(delta=DELTA, quick=False):
@@ -69,21 +83,21 @@ def run(ctx):
 
     from jaxbandits.design import lower_bound
     from jaxbandits.instances import seeds
-    from jaxbandits.stats import clopper_pearson
 
     q = ctx.quick
     # --quick: the K = 1000 column on the released-code instance, LT&S (no averaging) and the
     # Oracle, 20 replications (the paper's count) -- the README's main job, about a minute.
     reps = ctx.n_reps(100, 20)
+    small = ctx.n_reps(20, 20)
     ks = [1000] if q else [1000, 2500, 5000, 7500]
     n_inst = 4 if q else 20
     gens = {"code": seeds.many_arms_code}
     if not q:
         gens["paper"] = seeds.many_arms_paper
     algs = algorithms(quick=q)
-    ctx.config.update(delta=DELTA, reps=reps, K=ks, instances=n_inst, algorithms=list(algs),
-                      generators=list(gens), noise=1.0)
-    per = max(1, math.ceil(reps / n_inst))
+    rage_max_k = int(os.environ.get("JAXBANDITS_TABLE1_RAGE_MAXK", "1000"))
+    ctx.config.update(delta=DELTA, reps=reps, reps_small=small, K=ks, instances=n_inst, algorithms=list(algs),
+                      generators=list(gens), noise=1.0, paper_lts_cap=PAPER_LTS_CAP, rage_max_k=rage_max_k)
     lbf = jax.jit(lambda i: lower_bound(i, DELTA))
     rows = []
     for gname, gen in gens.items():
@@ -92,26 +106,29 @@ def run(ctx):
                                num_arms=K)
             lb = float(np.mean([float(lbf(inst[j])) for j in range(n_inst)]))
             for name, alg in algs.items():
-                # RAGE's XY design over all M^2 pairs is by far the slowest part: the paper's 20 runs
-                # and on the text's generator (std 0.3: gaps down to ~1e-5, runs hit the cap) too
-                slow = name == "RAGE" or gname == "paper"
-                nr = max(1, math.ceil(min(reps, 20) / n_inst)) if slow else per
-                res = ctx.simulate(dict(generator=gname, K=K, algorithm=name), alg, inst, nr,
-                                   STEP_CAPS.get(name, LTS_CAP))
+                if gname == "paper" and name not in PAPER_GEN:
+                    continue
+                if name == "RAGE" and K > rage_max_k:
+                    ctx.log(f"  {gname} K={K} RAGE: skipped (K > JAXBANDITS_TABLE1_RAGE_MAXK = {rage_max_k})")
+                    continue
+                nr = max(1, math.ceil((small if (name in SMALL or gname == "paper") else reps) / n_inst))
+                cap = STEP_CAPS.get(name, PAPER_LTS_CAP if gname == "paper" else LTS_CAP)
+                res = ctx.simulate(dict(generator=gname, K=K, algorithm=name), alg, inst, nr, cap)
                 s = res.summary()
-                n = int(res.ran.sum())
-                err = int((~res.correct[res.ran]).sum())
-                lo, hi = clopper_pearson(err, n)
+                # error rate over the runs that stopped (capped runs are reported, never counted)
+                n = int(s["stopped"])
+                lo, hi = s["error_lo"], s["error_hi"]
                 pm, pse = PAPER.get(PAPER_ROW.get(name, ""), {}).get(K, (math.nan, math.nan))
                 rows.append(dict(generator=gname, K=K, algorithm=name, mean=s["mean"], se=s["se"], std=s["std"],
                                  paper_mean=pm, paper_se=pse, paper_std=pse * math.sqrt(20),
                                  z_vs_paper=(s["mean"] - pm) / math.hypot(s["se"], pse) if pse == pse else math.nan,
-                                 lower_bound=lb, error=err / max(n, 1), err_lo=lo, err_hi=hi,
-                                 capped=s["frac_capped"], reps=n,
+                                 lower_bound=lb, error=s["error_rate"], err_lo=lo, err_hi=hi,
+                                 capped=s["frac_capped"], reps=int(res.ran.sum()), stopped=n,
                                  wall_s=res.wall_time + res.compile_time))
                 r = rows[-1]
                 ctx.log(f"  {gname} K={K} {name}: {r['mean']:.1f} ({r['se']:.1f}) std {r['std']:.1f} | paper "
-                        f"{pm} ({pse}) | LB {lb:.1f} | error {r['error']:.3f} | {r['wall_s']:.1f}s")
+                        f"{pm} ({pse}) | LB {lb:.1f} | error {r['error']:.3f} | capped {r['capped']:.2f} | "
+                        f"{r['wall_s']:.1f}s")
     ctx.table(rows, "summary", title="Seed 000 Table 1: ours mean (se) / std vs the paper's mean (se)")
     _plot(ctx, rows)
 

@@ -114,3 +114,19 @@ def test_proportions_approach_optimal_allocation():
     d_small, d_large = dists
     assert d_large.mean() < 0.5 * d_small.mean(), (d_small.mean(), d_large.mean())
     assert d_large.mean() < 0.05, d_large.mean()
+
+
+def test_paper_frank_wolfe_matches_general_solver():
+    """The fast Frank-Wolfe of LT&S gives the iterates of oracle_allocation(method="paper")
+    (same stopping iteration, same thresholded allocation) from a warm start, d = 3."""
+    from jaxbandits.algorithms.track_and_stop import paper_frank_wolfe
+    key = jax.random.PRNGKey(3)
+    K, d = 40, 3
+    X = jax.random.normal(key, (K, d))
+    th = jax.random.normal(jax.random.fold_in(key, 1), (d,))
+    warm = jax.random.dirichlet(jax.random.fold_in(key, 2), 0.3 * jnp.ones(K))
+    ref = oracle_allocation(X, X, th, init=warm, max_iters=500, method="paper")
+    got = jax.jit(paper_frank_wolfe, static_argnums=4)(X, X, th, warm, 500)
+    assert int(ref.iterations) > 20  # a non-trivial run of the step-2/(k+2) iteration
+    np.testing.assert_allclose(got, ref.allocation, atol=1e-10)
+    assert abs(float(jnp.sum(got)) - 1.0) < 1e-12
