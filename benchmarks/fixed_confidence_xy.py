@@ -1,4 +1,4 @@
-"""Throughput of RAGE, XY-static, XY-adaptive and ALBA (issue 3 benchmark).
+"""Throughput of RAGE, XY-static, XY-adaptive, ALBA and LinGapE (issue 3 benchmark).
 
 Workloads (1000 replications each, delta = 0.05, unit Gaussian noise):
 
@@ -13,7 +13,15 @@ this kind of machine (issue 3: XY-adaptive ~26 s on (i); RAGE ~1.3 s and XY-stat
 (ii)).  XY-adaptive on (ii) would need the M(M-1)/2 ~ 5e5 pair directions at every greedy pull;
 the paper does not run it there either ("we omit it from the remaining experiments").
 
-Usage: ``python benchmarks/fixed_confidence_xy.py [--reps 1000] [--only RAGE,ALBA] [--devices 2]``.
+LinGapE (the GIFA m = 1 assembly of :mod:`jaxbandits.algorithms.gifa`, "optimized" selection as
+in seed 001 App F) runs on (i) and (ii); its (ii) runs and XY-adaptive's take ~700k pulls per
+replication on (i), so ``--slow-reps`` (default 100) replications are timed for them there.
+
+Per-instance precomputation (:meth:`Algorithm.prepare`: the first-round design of RAGE, the
+static design of XY-static) is timed apart: ``prepare_compile_s`` (first call, compiling) and
+``prepare_s`` (second call); the runner's wall time includes the second.
+
+Usage: ``python benchmarks/fixed_confidence_xy.py [--reps 1000] [--only RAGE,ALBA] [--devices 1]``.
 Run-to-run spread on a shared machine is 15-25 %.
 """
 from __future__ import annotations
@@ -23,15 +31,17 @@ import json
 import os
 import sys
 
-REFERENCE_S_PER_REP = {("XY-adaptive", "soare_d5"): 26.0, ("RAGE", "many_arms_1000"): 1.3,
-                       ("XY-static", "many_arms_1000"): 1.3}
+REFERENCE_S_PER_REP = {("XY-adaptive", "soare_d5"): 26.0, ("LinGapE", "soare_d5"): 35.0,
+                       ("RAGE", "many_arms_1000"): 1.3, ("XY-static", "many_arms_1000"): 1.3}
 
 
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--reps", type=int, default=1000)
     p.add_argument("--only", type=str, default="")
-    p.add_argument("--devices", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--devices", type=int, default=1)
+    p.add_argument("--slow-reps", type=int, default=100)
+    p.add_argument("--workloads", type=str, default="")
     p.add_argument("--json", type=str, default="")
     a = p.parse_args(argv)
     if "jax" not in sys.modules and a.devices > 1:
@@ -40,7 +50,11 @@ def main(argv=None):
     import jax
 
     import jaxbandits  # noqa: F401
+    import time
+
     from jaxbandits.algorithms.alba import ALBA
+    from jaxbandits.algorithms.gifa import LinGapE
+    from jaxbandits.instances.base import as_batch
     from jaxbandits.algorithms.rage import RAGE
     from jaxbandits.algorithms.xy import XYAdaptive, XYStatic
     from jaxbandits.engine import simulate
@@ -49,20 +63,33 @@ def main(argv=None):
     work = {"soare_d5": seeds.soare_benchmark(5, omega=0.01),
             "many_arms_1000": seeds.many_arms_code(jax.random.key(43), 1000)}
     algs = {"RAGE": (RAGE(), 60), "XY-static": (XYStatic(), 400), "ALBA": (ALBA(), 2000),
-            "XY-adaptive": (XYAdaptive(pulls_per_step=64), 10**6)}
+            "XY-adaptive": (XYAdaptive(pulls_per_step=64), 10**6),
+            "LinGapE": (LinGapE(selection="optimized"), 5 * 10**6)}
+    slow = {("XY-adaptive", "soare_d5"), ("LinGapE", "soare_d5"), ("LinGapE", "many_arms_1000")}
     only = set(filter(None, a.only.split(",")))
+    wonly = set(filter(None, a.workloads.split(",")))
     rows = []
     for wname, inst in work.items():
+        if wonly and wname not in wonly:
+            continue
         for name, (alg, cap) in algs.items():
             if only and name not in only:
                 continue
             if name == "XY-adaptive" and wname != "soare_d5":
                 continue
-            r = simulate(alg, inst, jax.random.key(0), a.reps, cap)
+            reps = a.slow_reps if (name, wname) in slow else a.reps
+            t0 = time.perf_counter()
+            jax.block_until_ready(alg.prepare(as_batch(inst)))
+            prep_compile = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            jax.block_until_ready(alg.prepare(as_batch(inst)))
+            prep = time.perf_counter() - t0
+            r = simulate(alg, inst, jax.random.key(0), reps, cap)
             s = r.summary()
             n = int(r.ran.sum())
             row = dict(algorithm=name, workload=wname, reps=n, wall_s=r.wall_time,
-                       compile_s=r.compile_time, reps_per_s=n / r.wall_time,
+                       compile_s=r.compile_time, prepare_compile_s=prep_compile, prepare_s=prep,
+                       reps_per_s=n / r.wall_time,
                        steps_per_s=r.useful_steps / r.wall_time,
                        pulls_per_s=float(r.samples[r.ran].sum()) / r.wall_time,
                        efficiency=r.efficiency, mean_samples=s["mean"], error=s["error_rate"],

@@ -86,6 +86,15 @@ class Algorithm:
         raise NotImplementedError
 
     # -- defaults ------------------------------------------------------------------------------
+    def prepare(self, instances: Instance) -> Instance:
+        """Per-instance work shared by every replication, done once per run by the engine.
+
+        Receives the batch of instances (leading axis) and returns it, possibly as a subclass of
+        :class:`Instance` carrying extra leaves (e.g. a design that depends on the instance only)
+        that ``init`` / ``step`` then read.  Default: nothing to do.
+        """
+        return instances
+
     @property
     def top_m(self) -> int:
         """Number of items to return (1 for best-arm identification)."""

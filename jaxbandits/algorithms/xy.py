@@ -44,9 +44,9 @@ import jax.numpy as jnp
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.common import safe_cholesky, whiten
-from jaxbandits.algorithms.rage import (eliminate, gram_from_counts, single_answer,
-                                        threshold_design)
+from jaxbandits.algorithms.common import safe_cholesky
+from jaxbandits.algorithms.rage import (eliminate, gram_from_counts, instance_cache, map_instances,
+                                        single_answer, threshold_design, whiten_items, with_cache)
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
 
@@ -89,7 +89,7 @@ def certified_best(items: jax.Array, theta_hat: jax.Array, L: jax.Array, log_ter
     values = items @ theta_hat
     best = single_answer(jnp.ones(values.shape, bool), values)
     diffs = items[best][None, :] - items
-    W = whiten(L, diffs)
+    W = whiten_items(L, diffs)
     sq = jnp.sum(W * W, axis=0)
     gaps = values[best] - values
     same = jnp.all(diffs == 0, axis=-1)
@@ -128,10 +128,19 @@ class XYStatic(Algorithm):
         t = phase.astype(jnp.result_type(float))
         return jnp.log(2.0 * t**2 * num_items**2 / self.delta)
 
+    def prepared_design(self, instance: Instance) -> jax.Array:
+        """The thresholded design of one instance (shared by every replication)."""
+        return threshold_design(self._design(instance), self.design_cutoff)
+
+    def prepare(self, instances: Instance) -> Instance:
+        """Solve the design once per instance instead of in every replication's ``init``."""
+        return with_cache(instances, map_instances(self, "prepared_design", instances))
+
     def init(self, key: jax.Array, instance: Instance) -> XYPhasedState:
         K = instance.num_arms
         dt = instance.arms.dtype
-        lam = threshold_design(self._design(instance), self.design_cutoff)
+        cached = instance_cache(instance)
+        lam = self.prepared_design(instance) if cached is None else cached
         return XYPhasedState(design=lam, phase=jnp.asarray(1, jnp.int32), pulls=jnp.zeros((K,), dt),
                              sums=jnp.zeros((K,), dt), samples=jnp.zeros((), dt),
                              stopped=jnp.asarray(False), best=jnp.asarray(0, jnp.int32))
@@ -264,8 +273,8 @@ class XYAdaptive(Algorithm):
         pair_on = state.active[pi] & state.active[pj]
         eye = jnp.eye(d, dtype=X.dtype)
         L = jnp.linalg.cholesky(eye + gram_from_counts(X, state.phase_counts))
-        Xw = whiten(L, X)                                   # [d, K]
-        Yw = whiten(L, Y)                                   # [d, P]
+        Xw = whiten_items(L, X)                                   # [d, K]
+        Yw = whiten_items(L, Y)                                   # [d, P]
         G = Xw.T @ Xw                                       # x^T A^-1 x'
         C = Xw.T @ Yw                                       # x^T A^-1 y
         yn = jnp.sum(Yw * Yw, axis=0)                       # ||y||^2_{A^-1}

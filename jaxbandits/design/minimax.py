@@ -44,6 +44,7 @@ _TOPK = 512
 _BISECT = 40
 _CHUNK = 48  # Frank-Wolfe iterations between Newton polishes (a polish costs ~50 iterations)
 _NEWTON = 4
+_PAIR_BLOCK = 256  # rows of the pair table handled at once by the App F Frank-Wolfe
 
 
 class _Directions(NamedTuple):
@@ -54,6 +55,9 @@ class _Directions(NamedTuple):
     inner: Callable  # (idx [T], v [d]) -> y_idx^T v [T]
     rows: Callable  # idx [T] -> y_idx [T, d]
     size: int
+    # Ainv -> (max_y g_y, flat index of the first maximiser): what the App F Frank-Wolfe needs
+    # each iteration, without building the [N] vector of every g_y (None: argmax of ``norms``)
+    best: Optional[Callable] = None
 
 
 def _explicit(Y, y_mask) -> _Directions:
@@ -66,7 +70,12 @@ def _explicit(Y, y_mask) -> _Directions:
     def inner(idx, v):
         return Y[idx] @ v
 
-    return _Directions(norms, bmat, inner, lambda idx: Y[idx], Y.shape[0])
+    def best(Ainv):
+        g = norms(Ainv)
+        m = jnp.max(g)
+        return m, jnp.min(jnp.where(g == m, jnp.arange(g.shape[0]), g.shape[0] - 1))
+
+    return _Directions(norms, bmat, inner, lambda idx: Y[idx], Y.shape[0], best)
 
 
 def _pairs(Z, item_mask) -> _Directions:
@@ -95,7 +104,36 @@ def _pairs(Z, item_mask) -> _Directions:
     def rows(idx):
         return Z[idx // M] - Z[idx % M]
 
-    return _Directions(norms, bmat, inner, rows, M * M)
+    # Row blocks of the [M, M] table of pair values, so that each block stays in cache and the
+    # full table is never written out: per block, the masked row maxima and their first argmax.
+    R = min(M, _PAIR_BLOCK)
+    nb = -(-M // R)
+    Mp = nb * R
+    Zp = jnp.pad(Z, ((0, Mp - M), (0, 0)))
+    act_p = jnp.pad(item_mask, (0, Mp - M))
+    rows_idx = jnp.arange(Mp).reshape(nb, R)
+
+    def best(Ainv):
+        W = Zp @ Ainv
+        q = jnp.sum(W * Zp, axis=1)
+
+        def block(b):
+            ib = rows_idx[b]
+            Gb = q[ib][:, None] + q[None, :M] - 2.0 * (W[ib] @ Z.T)          # [R, M]
+            ok = act_p[ib][:, None] & item_mask[None, :] & (ib[:, None] < iu[None, :])
+            Gb = jnp.where(ok, Gb, -jnp.inf)
+            m = jnp.max(Gb, axis=1)
+            a = jnp.min(jnp.where(Gb == m[:, None], iu[None, :], M - 1), axis=1)
+            return m, a
+
+        m, a = jax.lax.map(block, jnp.arange(nb))
+        m, a = m.reshape(-1), a.reshape(-1)
+        top = jnp.max(m)
+        i = jnp.min(jnp.where(m == top, jnp.arange(Mp), Mp - 1))
+        i = jnp.minimum(i, M - 1)
+        return top, i * M + a[i]
+
+    return _Directions(norms, bmat, inner, rows, M * M, best)
 
 
 def _softmax_weights(g, beta):
@@ -329,12 +367,18 @@ def _paper_fw(X, mask, lam0, perp, dirs: _Directions, max_iters):
     def body(state):
         lam, k, _ = state
         Ainv = inverse_design(lam, X, perp)
-        g = dirs.norms(Ainv)
-        ymax = jnp.argmax(g)
-        mu = jax.nn.one_hot(ymax, g.shape[0], dtype=dtype)
-        B = dirs.bmat(mu)
-        W = X @ Ainv
-        h = jnp.sum((W @ B) * W, axis=-1)  # minus the gradient: (x^T A^-1 y_max)^2
+        if dirs.best is not None:
+            _, ymax = dirs.best(Ainv)
+            y = dirs.rows(ymax[None])[0]
+            v = X @ (Ainv @ y)
+            h = v * v  # minus the gradient: (x^T A^-1 y_max)^2
+        else:
+            g = dirs.norms(Ainv)
+            ymax = jnp.argmax(g)
+            mu = jax.nn.one_hot(ymax, g.shape[0], dtype=dtype)
+            B = dirs.bmat(mu)
+            W = X @ Ainv
+            h = jnp.sum((W @ B) * W, axis=-1)
         j = masked_argmax(h, mask)
         gam = 2.0 / (k.astype(dtype) + 3.0)  # the reference code counts iterations from 1
         lam_new = (1.0 - gam) * lam
