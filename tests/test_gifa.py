@@ -179,6 +179,22 @@ def test_lingape_framework_equals_direct_lingape(selection):
     assert bool(st.done) and int(np.flatnonzero(np.asarray(st.J))[0]) == answer
 
 
+# -- fixed-shape top-m operators ----------------------------------------------------------------------
+@pytest.mark.parametrize("K,m", [(4, 1), (4, 2), (7, 3), (100, 5)])
+def test_topm_operators_match_numpy_with_ties(K, m):
+    rng = np.random.default_rng(K + m)
+    V = rng.integers(0, 4, size=(50, K)).astype(float)  # many ties
+    V[:25] += rng.normal(size=(25, K))  # and no ties
+    mask = np.asarray(jax.jit(jax.vmap(lambda v: gifa.topm_mask(v, m)))(jnp.asarray(V)))
+    mth = np.asarray(jax.jit(lambda v: gifa.mth_largest(v, m))(jnp.asarray(V)))
+    for v, got, t in zip(V, mask, mth):
+        order = np.lexsort((np.arange(K), -v))  # descending value, ties: lowest index first
+        want = np.zeros(K, bool)
+        want[order[:m]] = True
+        assert np.array_equal(got, want)
+        assert t == np.sort(v)[-m]
+
+
 # -- numerics, compilation, validation -------------------------------------------------------------
 def test_incremental_quadratic_forms_match_direct_solve():
     key = jax.random.key(2)
