@@ -65,3 +65,23 @@ def test_validation():
         XYStatic(gamma=1.0).validate(inst)
     with pytest.raises(ValueError):
         XYAdaptive(alpha=1.5).validate(inst)
+
+
+def test_multinomial_on_support():
+    # Counts sum to n, vanish off the support, have the multinomial mean (checked against the
+    # standard error), and a lane's draw does not depend on the other lanes (bucket size).
+    from jaxbandits.algorithms.xy import multinomial_on_support
+
+    K = 40
+    p = jnp.zeros(K).at[jnp.array([3, 17, 30])].set(jnp.array([0.5, 0.3, 0.2]))
+    wide = jnp.full((K,), 1.0 / K)
+    keys = jax.random.split(jax.random.key(0), 400)
+    draw = jax.jit(jax.vmap(multinomial_on_support, in_axes=(0, None, None)))
+    c = np.asarray(draw(keys, 50.0, p))
+    assert np.all(c.sum(1) == 50) and np.all(c[:, np.asarray(p) == 0] == 0)
+    se = np.sqrt(50 * np.asarray(p) * (1 - np.asarray(p)) / 400)
+    assert np.all(np.abs(c.mean(0) - 50 * np.asarray(p)) <= 4 * se + 1e-12)
+    mixed = jax.jit(jax.vmap(multinomial_on_support, in_axes=(0, None, 0)))(
+        keys[:2], 50.0, jnp.stack([p, wide]))          # lane 1 forces the full-size bucket
+    np.testing.assert_array_equal(np.asarray(mixed[0]), c[0])
+    np.testing.assert_array_equal(np.asarray(multinomial_on_support(keys[0], 50.0, p)), c[0])

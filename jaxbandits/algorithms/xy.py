@@ -41,11 +41,12 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.algorithms.common import safe_cholesky
-from jaxbandits.algorithms.rage import (eliminate, gram_from_counts, instance_cache, map_instances,
+from jaxbandits.algorithms.rage import (eliminate, gram_from_counts, instance_cache, item_buckets, map_instances,
                                         single_answer, threshold_design, whiten_items, with_cache)
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
@@ -95,6 +96,54 @@ def certified_best(items: jax.Array, theta_hat: jax.Array, L: jax.Array, log_ter
     same = jnp.all(diffs == 0, axis=-1)
     ok = same | (jnp.sqrt(2.0 * log_term * sq) <= gaps)
     return jnp.all(ok), best
+
+
+def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> jax.Array:
+    """Multinomial(n, p) counts [K] (float), drawn on the support of p only.
+
+    ``jax.random.multinomial`` draws one binomial per category in a sequential scan (K rejection
+    samplers); a design has few arms in its support, so the categories with p > 0 are gathered
+    (in order) into the smallest buffer of :func:`jaxbandits.algorithms.rage.item_buckets` that
+    holds them, the conditional binomials are drawn there and scattered back (categories with
+    p = 0 get 0, as they must).  Under ``vmap`` the buffer is the one holding every lane's support
+    (``custom_vmap``), so the branch taken is a real one; the draw itself does not depend on the
+    buffer size (key of the c-th support category: fold_in(key, c)), so results stay independent
+    of batching.
+    """
+    K = p.shape[0]
+    buckets = item_buckets(K)
+
+    def branch(B):
+        def f(key, n, p):
+            idx = jnp.nonzero(p > 0, size=B, fill_value=K)[0]
+            pc = jnp.where(idx < K, p[jnp.minimum(idx, K - 1)], 0.0)
+            # sequential conditional binomials (as jax.random.multinomial), with the key of the
+            # c-th support category fold_in(key, c): the draw does not depend on the buffer size
+            rest = jnp.cumsum(pc[::-1])[::-1]
+            ratios = jnp.clip(pc / jnp.where(rest > 0, rest, 1.0), 0.0, 1.0)
+
+            def one(rem, rc):
+                r, c = rc
+                cnt = jax.random.binomial(jax.random.fold_in(key, c), rem, r, dtype=p.dtype)
+                return rem - cnt, cnt
+
+            _, counts = jax.lax.scan(one, n, (ratios, jnp.arange(B)))
+            return jnp.zeros_like(p).at[idx].set(counts, mode="drop")
+        return f
+
+    @custom_vmap
+    def draw(key, n, p):
+        k = jnp.sum(jnp.sum(p > 0) > jnp.asarray(buckets[:-1]))
+        return jax.lax.switch(k, [branch(B) for B in buckets], key, n, p)
+
+    @draw.def_vmap
+    def _rule(axis_size, in_batched, key, n, p):
+        key, n, p = [a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a))
+                     for a, b in zip((key, n, p), in_batched)]
+        k = jnp.sum(jnp.max(jnp.sum(p > 0, axis=-1)) > jnp.asarray(buckets[:-1]))
+        return jax.lax.switch(k, [jax.vmap(branch(B)) for B in buckets], key, n, p), True
+
+    return draw(key, jnp.asarray(n, p.dtype), p)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +196,7 @@ class XYStatic(Algorithm):
 
     def round_counts(self, key: jax.Array, lam: jax.Array, n: jax.Array) -> jax.Array:
         if self.sampling == "multinomial":
-            return jax.random.multinomial(key, n, lam, dtype=lam.dtype)
+            return multinomial_on_support(key, n, lam)
         return design.round_design(lam, n).astype(lam.dtype)
 
     def step(self, key: jax.Array, state: XYPhasedState, instance: Instance) -> XYPhasedState:
@@ -348,4 +397,4 @@ class XYAdaptive(Algorithm):
 
 
 __all__ = ["XYStatic", "XYOracle", "XYAdaptive", "XYPhasedState", "XYAdaptiveState",
-           "certified_best", "spans"]
+           "certified_best", "spans", "multinomial_on_support"]
