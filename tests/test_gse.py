@@ -186,3 +186,21 @@ def test_logistic_gse_beats_linear_gse_on_logistic_instance():
     p = 0.5 * (p1 + p2)
     z = (p1 - p2) / math.sqrt(2 * p * (1 - p) / n)
     assert z > 3.1, (p1, p2, z)
+
+
+def test_descending_rank_matches_stable_sort_with_ties():
+    """keep_top / uniform_allocation rank by pairwise comparisons for K <= 128 and by a sort
+    above: both must equal the inverse of a stable descending argsort (ties, -inf for dead arms)."""
+    from jaxbandits.algorithms.gse import descending_rank, keep_top
+    rng = np.random.default_rng(0)
+    for K in (5, 64, 200):
+        for _ in range(10):
+            s = rng.integers(0, 5, K).astype(float)
+            s[rng.random(K) < 0.3] = -np.inf
+            order = np.argsort(-s, kind="stable")
+            ref = np.empty(K, int)
+            ref[order] = np.arange(K)
+            np.testing.assert_array_equal(np.asarray(descending_rank(jnp.asarray(s))), ref)
+    alive = jnp.array([True, True, False, True, True])
+    kept = keep_top(jnp.array([1.0, 3.0, 9.0, 3.0, 0.0]), alive, 2)
+    np.testing.assert_array_equal(np.asarray(kept), [False, True, False, True, False])
