@@ -38,7 +38,9 @@ Per-step cost: O(K^2) whatever d.  G = X V_t^-1 X^T and mu(t) = X theta_t are up
 Sherman-Morrison in float64 (pulling a: g = G[:, a], G -= g g^T / (1 + G_aa),
 mu += g (r - mu_a) / (1 + G_aa), ln det V += ln(1 + G_aa)); every quadratic form the indices and
 the greedy rule need is an entry of G.  The drift after 10^5 updates is ~1e-12 relative
-(``tests/test_gifa.py`` compares with a direct solve).
+(``tests/test_gifa.py`` compares with a direct solve).  max^m / argmax^[m] use m passes of
+max-and-remove (no sort, no scatter under vmap); for individual and classical indices, which are
+separable (B_ij = U_i - L_j), max^m_{i != j} B_ij is read off the m + 1 largest U_i in O(K).
 
 Stopping happens at the top of Algorithm 1's loop: the state holds J(t), b_t, c_t and the stopping
 statistic of the current data, so ``done`` is "statistic <= eps" and ``outcome`` returns J(t).
