@@ -11,6 +11,10 @@ measured sample complexity with standard errors.
 Items: M = 12 random unit vectors of R^4 concentrated around e_1 (a transductive problem where the
 items are close to each other, so measuring along their differences pays); prior theta ~
 N(e_1, 0.5^2 I).
+
+Defaults (16 training thetas, 60 Adam steps, 64 test thetas, RAGE on 2 test thetas x 50 reps per
+probe set) are sized to finish in about 10 minutes on 2 CPU cores shared with other jobs (load
+~10); raise them on a free machine.
 """
 from __future__ import annotations
 
@@ -34,10 +38,10 @@ def run(ctx):
 
     quick = ctx.quick
     d, M, K = 4, 12, 6
-    n_prior, steps = (4, 3) if quick else (64, 150)
-    n_test = 8 if quick else 256
-    n_val = 1 if quick else 6
-    reps = ctx.n_reps(100, 5)
+    n_prior, steps = (4, 3) if quick else (16, 60)
+    n_test = 8 if quick else 64
+    n_val = 1 if quick else 2
+    reps = ctx.n_reps(50, 5)
     ctx.config.update(d=d, M=M, K=K, n_prior=n_prior, steps=steps, n_test=n_test, n_val=n_val, reps=reps)
     rng = np.random.default_rng(ctx.seed)
     Z = np.eye(d)[0] + 0.3 * rng.normal(size=(M, d))
