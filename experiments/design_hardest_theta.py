@@ -20,7 +20,7 @@ Arm sets: the Soare instance (d = 3, omega = 0.1, seed 001 Fig 1a) and a random 
 set (K = 8, d = 3, seed 001 Fig 1c style).
 
 Defaults (16 starts x 60 Adam steps = 960 gradient evaluations, 10,000 random thetas, one sphere
-arm set, 50 reps per algorithm) are sized to finish in about 15 minutes on 2 CPU cores shared
+arm set, 50 reps per algorithm) finished in 848 s on 2 CPU cores shared
 with other jobs (load ~10): one batched oracle solve cost ~40 ms of wall time there (benchmarks/
 optax_vs_fw.py), so the issue's 100,000 random thetas per arm set alone would take about an hour
 (a run was stopped after 10 minutes inside the first random search); set N_RANDOM for the full

@@ -13,7 +13,7 @@ items are close to each other, so measuring along their differences pays); prior
 N(e_1, 0.5^2 I).
 
 Defaults (16 training thetas, 60 Adam steps, 64 test thetas, RAGE on 2 test thetas x 50 reps per
-probe set) are sized to finish in about 10 minutes on 2 CPU cores shared with other jobs (load
+probe set) finished in 245 s on 2 CPU cores shared with other jobs (load
 ~10); raise them on a free machine.
 """
 from __future__ import annotations
