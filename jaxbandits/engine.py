@@ -331,8 +331,8 @@ def simulate(
     """
     _validate_run(algorithm, instances, n_reps, max_steps)
     t_prep = time.perf_counter()
-    inst = algorithm.prepare(as_batch(instances))  # per-instance precomputation (counted as run time)
-    inst = jax.block_until_ready(inst)
+    # per-instance precomputation (counted as run time), guarded like the chunks
+    inst = run_guarded(algorithm.prepare, as_batch(instances), stall_timeout=stall_timeout, what="prepare")
     t_prep = time.perf_counter() - t_prep
     J = inst.batch_shape[0]
     T = J * int(n_reps)
