@@ -377,8 +377,8 @@ def simulate(
         for dev, part in enumerate(np.array_split(ids, D)):
             padded[dev, :part.size] = part
         out, iters = run_guarded(compiled, jnp.asarray(padded.reshape(-1)), inst, key,
-                                 stall_timeout=stall_timeout, what=f"chunk at task {c0}")
-        out = jax.tree.map(np.asarray, out)
+                                 stall_timeout=stall_timeout, what=f"chunk at task {c0}",
+                                 fetch=lambda o: jax.tree.map(np.array, o))
         flat = padded.reshape(-1)
         sel = flat >= 0
         tid = flat[sel]

@@ -2,25 +2,27 @@
 
 Why this exists.  On this project's 2-core CPU machines (jax/jaxlib 0.10.2), long batched runs
 occasionally never finish: every XLA worker thread sits idle in ``Eigen::ThreadPool::WaitForWork``,
-the main thread waits forever in ``tsl::BlockUntilReady`` on the output buffer, and the process
-burns no CPU at all (native stacks taken with ``gdb -p``; seen with LT&S at K = 1000 with 300
-vmapped lanes, GSE on 2 host devices, LinUCB with an LU solve).  It is a lost wake-up inside the
-runtime, not a slow program: ``--xla_cpu_multi_thread_eigen=false`` and turning off the XNNPACK /
-YNNPACK fusions did not avoid it, and the same program with the same inputs completes on a rerun
-(it is timing dependent).  A computation that makes progress always uses CPU time, so the
-symptom is detectable from outside: the process's CPU time stops advancing while outputs are
-pending.
+the main thread waits forever in ``tsl::BlockUntilReady`` under ``PyArray_bf_getbuffer`` (the
+host copy of an output, ``np.asarray``), and the process burns no CPU at all (native stacks taken
+with ``gdb -p``; seen with LT&S at K = 1000 with 300-1000 vmapped lanes, GSE on 2 host devices,
+LinUCB with an LU solve).  In one stall the outputs had already reported ``is_ready()``: the
+lost wake-up is in the runtime's buffer hand-over, not in a slow program.
+``--xla_cpu_multi_thread_eigen=false`` and turning off the XNNPACK / YNNPACK fusions did not
+avoid it, and the same program with the same inputs completes on a rerun (it is timing
+dependent).  A computation or copy that makes progress always uses CPU time, so the symptom is
+detectable from outside: the process's CPU time stops advancing while a result is pending.
 
 :func:`run_guarded` polls the outputs (``jax.Array.is_ready``, back-off up to 0.25 s, so a
-healthy call pays well under 1 % of its time) and, when the process has used less than 1 % of
-one core for ``stall_timeout`` seconds while waiting, calls the function again with the same
-arguments.  Every computation this library dispatches is a pure function of its arguments (keys
+healthy call pays well under 1 % of its time), then copies them to the host in a helper thread,
+and when the process has used less than 1 % of one core for ``stall_timeout`` seconds while
+waiting for either, calls the function again with the same arguments.  Every computation this library dispatches is a pure function of its arguments (keys
 included), so the retried result is exactly the one the wedged call would have produced.  The
-wedged execution is abandoned (its buffers stay allocated; it never resumes).
+wedged execution or copy is abandoned (its buffers and thread stay; it never resumes).
 """
 from __future__ import annotations
 
 import os
+import threading
 import time
 import warnings
 from typing import Any, Callable
@@ -62,26 +64,64 @@ def wait_ready(outputs: Any, stall_timeout: float, *, clock: Callable[[], float]
     return True
 
 
+def _fetch_in_thread(out: Any, fetch: Callable[[Any], Any]):
+    """Start ``fetch(out)`` in a daemon thread; returns (thread, result box)."""
+    box: dict = {}
+
+    def work():
+        try:
+            box["value"] = fetch(out)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    th = threading.Thread(target=work, name="jaxbandits-fetch", daemon=True)
+    th.start()
+    return th, box
+
+
+def _wait_thread(th: threading.Thread, stall_timeout: float) -> bool:
+    """Join ``th``; False if the process made no CPU progress for ``stall_timeout`` seconds."""
+    w_start, c_start = time.monotonic(), _cpu_seconds()
+    while True:
+        th.join(0.25)
+        if not th.is_alive():
+            return True
+        now = time.monotonic()
+        if now - w_start >= stall_timeout:
+            if _cpu_seconds() - c_start < 0.01 * (now - w_start):
+                return False
+            w_start, c_start = now, _cpu_seconds()
+
+
 def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, retries: int = 3,
-                what: str = "computation", **kwargs):
+                what: str = "computation", fetch: Callable[[Any], Any] | None = None, **kwargs):
     """``fn(*args, **kwargs)``, re-dispatched (at most ``retries`` times) if it wedges.
 
     ``fn`` must be pure and dispatch asynchronously (a jitted or AOT-compiled JAX function).
-    ``stall_timeout`` defaults to ``JAXBANDITS_STALL_TIMEOUT`` (30 s); 0 or less disables the
-    guard (plain call, blocking).
+    With ``fetch`` (e.g. ``jax.device_get``), the result is also brought to the host under the
+    guard, in a helper thread: the wedge has been seen *after* the outputs reported ready, with
+    the host copy (``np.asarray`` on the output) blocking forever in the runtime; a wedged fetch
+    is abandoned with its thread and the computation dispatched again.  ``stall_timeout``
+    defaults to ``JAXBANDITS_STALL_TIMEOUT`` (30 s); 0 or less disables the guard (plain call,
+    blocking).
     """
     timeout = DEFAULT_STALL_TIMEOUT if stall_timeout is None else float(stall_timeout)
-    out = fn(*args, **kwargs)
     if timeout <= 0:
-        return jax.block_until_ready(out)
+        out = jax.block_until_ready(fn(*args, **kwargs))
+        return fetch(out) if fetch is not None else out
     for attempt in range(retries + 1):
-        if wait_ready(out, timeout):
-            return out
-        if attempt == retries:
-            break
-        warnings.warn(f"jaxbandits: {what} made no CPU progress for {timeout:.0f} s (XLA:CPU runtime "
-                      f"wedged, see jaxbandits.watchdog); re-dispatching (retry {attempt + 1}/{retries})",
-                      RuntimeWarning, stacklevel=2)
         out = fn(*args, **kwargs)
+        if wait_ready(out, timeout):
+            if fetch is None:
+                return out
+            th, box = _fetch_in_thread(out, fetch)
+            if _wait_thread(th, timeout):
+                if "error" in box:
+                    raise box["error"]
+                return box["value"]
+        if attempt < retries:
+            warnings.warn(f"jaxbandits: {what} made no CPU progress for {timeout:.0f} s (XLA:CPU runtime "
+                          f"wedged, see jaxbandits.watchdog); re-dispatching (retry {attempt + 1}/{retries})",
+                          RuntimeWarning, stacklevel=2)
     raise StalledComputation(f"{what} wedged {retries + 1} times in a row (no CPU progress for "
                              f"{timeout:.0f} s each); see jaxbandits.watchdog")

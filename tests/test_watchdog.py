@@ -59,3 +59,25 @@ def test_run_guarded_raises_after_repeated_wedges():
 
 def test_run_guarded_disabled_is_a_plain_call():
     assert int(run_guarded(lambda: jnp.asarray(3), stall_timeout=0)) == 3
+
+
+def test_run_guarded_redispatches_a_wedged_host_copy():
+    # the wedge seen in practice: outputs report ready, the host copy never returns
+    import threading
+
+    import numpy as np
+
+    never = threading.Event()
+    fetches = []
+
+    def fetch(o):
+        fetches.append(1)
+        if len(fetches) == 1:
+            never.wait()  # blocks forever (daemon thread, abandoned)
+        return np.asarray(o)
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = run_guarded(lambda: jnp.arange(3), stall_timeout=0.5, fetch=fetch)
+    assert out.tolist() == [0, 1, 2] and len(fetches) == 2
+    assert any("re-dispatching" in str(x.message) for x in w)
