@@ -231,6 +231,24 @@ class Context:
         (self.out / "metadata.json").write_text(json.dumps(meta, indent=2, default=str))
 
 
+MAX_RESTARTS = 5
+
+
+def _restart(err: Exception, argv: list[str] | None) -> None:
+    """The XLA:CPU runtime wedged (:mod:`jaxbandits.watchdog`) and stays wedged in this process:
+    start the same command again in a fresh process.  Everything finished is in results.csv and
+    is read back, so only the chunk in flight is recomputed (and identically: replications
+    depend only on their keys).  At most ``MAX_RESTARTS`` times per command."""
+    n = int(os.environ.get("JAXBANDITS_RESTARTS", "0"))
+    if n >= MAX_RESTARTS:
+        raise err
+    print(f"[experiments] {err}\n[experiments] restarting in a fresh process ({n + 1}/{MAX_RESTARTS}); "
+          "finished replications are read back from disk", file=sys.stderr, flush=True)
+    os.environ["JAXBANDITS_RESTARTS"] = str(n + 1)
+    args = list(sys.argv[1:] if argv is None else argv)
+    os.execv(sys.executable, [sys.executable, "-m", "experiments", *args])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments",
                                      description="Reproduce the seed papers' tables and figures.")
@@ -261,7 +279,12 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else Path("results") / args.name
     ctx = Context(args.name, args.reps, args.seed, out, args.quick, args.quiet)
     ctx.write_metadata(vars(args), "running")
-    mod.run(ctx)
+    from jaxbandits.watchdog import StalledComputation
+
+    try:
+        mod.run(ctx)
+    except StalledComputation as e:
+        _restart(e, argv)
     ctx.write_metadata(vars(args), "done")
     ctx.log(f"[{args.name}] done in {time.perf_counter() - ctx._t0:.1f}s; results in {out}/")
     return 0

@@ -322,9 +322,10 @@ def simulate(
       tasks: flat task ids ``j * n_reps + i`` to run (default all): resume support.
       progress: True to print progress after every chunk, or a callable receiving the line.
       on_chunk: called after every chunk with (task ids, dict of flat per-task arrays).
-      stall_timeout: a chunk whose process makes no CPU progress for this many seconds is
-        re-dispatched (XLA:CPU runtime wedge, see :mod:`jaxbandits.watchdog`; default 30 s or
-        ``JAXBANDITS_STALL_TIMEOUT``; 0 disables).  Results are unchanged: chunks are pure.
+      stall_timeout: if the process makes no CPU progress for this many seconds while a chunk
+        is pending, raise :class:`jaxbandits.watchdog.StalledComputation` instead of hanging
+        (XLA:CPU runtime wedge, see :mod:`jaxbandits.watchdog`; default 30 s or
+        ``JAXBANDITS_STALL_TIMEOUT``; 0 disables).  Chunks already done reached ``on_chunk``.
 
     Returns:
       :class:`Results`.

@@ -13,11 +13,13 @@ dependent).  A computation or copy that makes progress always uses CPU time, so 
 detectable from outside: the process's CPU time stops advancing while a result is pending.
 
 :func:`run_guarded` polls the outputs (``jax.Array.is_ready``, back-off up to 0.25 s, so a
-healthy call pays well under 1 % of its time), then copies them to the host in a helper thread,
-and when the process has used less than 1 % of one core for ``stall_timeout`` seconds while
-waiting for either, calls the function again with the same arguments.  Every computation this library dispatches is a pure function of its arguments (keys
-included), so the retried result is exactly the one the wedged call would have produced.  The
-wedged execution or copy is abandoned (its buffers and thread stay; it never resumes).
+healthy call pays well under 1 % of its time), then copies them to the host in a helper thread;
+when the process has used less than 1 % of one core for ``stall_timeout`` seconds while waiting
+for either, it raises :class:`StalledComputation` instead of hanging forever.  Re-dispatching
+the same pure computation in the same process (``retries``) was tried on a real wedge and did
+not recover (all three re-dispatches wedged too: the runtime stays broken), so the default is no
+retry; the experiment runner (``python -m experiments``) catches the error and restarts the
+process, which resumes from the results already on disk and loses only the chunk in flight.
 """
 from __future__ import annotations
 
@@ -93,9 +95,10 @@ def _wait_thread(th: threading.Thread, stall_timeout: float) -> bool:
             w_start, c_start = now, _cpu_seconds()
 
 
-def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, retries: int = 3,
+def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, retries: int = 0,
                 what: str = "computation", fetch: Callable[[Any], Any] | None = None, **kwargs):
-    """``fn(*args, **kwargs)``, re-dispatched (at most ``retries`` times) if it wedges.
+    """``fn(*args, **kwargs)`` brought to completion, or :class:`StalledComputation` if it wedges
+    (after ``retries`` re-dispatches; see the module docstring for why the default is none).
 
     ``fn`` must be pure and dispatch asynchronously (a jitted or AOT-compiled JAX function).
     With ``fetch`` (e.g. ``jax.device_get``), the result is also brought to the host under the
@@ -123,5 +126,6 @@ def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, retries
             warnings.warn(f"jaxbandits: {what} made no CPU progress for {timeout:.0f} s (XLA:CPU runtime "
                           f"wedged, see jaxbandits.watchdog); re-dispatching (retry {attempt + 1}/{retries})",
                           RuntimeWarning, stacklevel=2)
-    raise StalledComputation(f"{what} wedged {retries + 1} times in a row (no CPU progress for "
-                             f"{timeout:.0f} s each); see jaxbandits.watchdog")
+    raise StalledComputation(f"{what} made no CPU progress for {timeout:.0f} s ({retries + 1} "
+                             f"dispatch(es)): the XLA:CPU runtime wedged (see jaxbandits.watchdog); "
+                             f"rerun: experiments resume from disk")

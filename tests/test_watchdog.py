@@ -45,7 +45,7 @@ def test_run_guarded_redispatches_then_returns_the_real_result():
 
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        out = run_guarded(fn, 21, stall_timeout=0.2)
+        out = run_guarded(fn, 21, stall_timeout=0.2, retries=1)
     assert int(out) == 42 and len(calls) == 2
     assert any("re-dispatching" in str(x.message) for x in w)
 
@@ -55,6 +55,11 @@ def test_run_guarded_raises_after_repeated_wedges():
         warnings.simplefilter("ignore")
         with pytest.raises(StalledComputation):
             run_guarded(lambda: [_Pending()], stall_timeout=0.1, retries=2)
+
+
+def test_run_guarded_raises_by_default_on_a_wedge():
+    with pytest.raises(StalledComputation, match="rerun"):
+        run_guarded(lambda: [_Pending()], stall_timeout=0.1)
 
 
 def test_run_guarded_disabled_is_a_plain_call():
@@ -78,6 +83,6 @@ def test_run_guarded_redispatches_a_wedged_host_copy():
 
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        out = run_guarded(lambda: jnp.arange(3), stall_timeout=0.5, fetch=fetch)
+        out = run_guarded(lambda: jnp.arange(3), stall_timeout=0.5, fetch=fetch, retries=1)
     assert out.tolist() == [0, 1, 2] and len(fetches) == 2
     assert any("re-dispatching" in str(x.message) for x in w)
