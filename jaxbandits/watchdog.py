@@ -44,26 +44,27 @@ def _cpu_seconds() -> float:
     return t.user + t.system
 
 
-def wait_ready(outputs: Any, stall_timeout: float, *, clock: Callable[[], float] = time.monotonic,
-               cpu: Callable[[], float] = _cpu_seconds) -> bool:
-    """Wait until every array leaf of ``outputs`` is ready.
-
-    Returns True when they are, False when the process used less than 1 % of a core during a
-    window of ``stall_timeout`` seconds while they were pending (a wedged runtime).
-    """
-    leaves = [x for x in jax.tree.leaves(outputs) if hasattr(x, "is_ready")]
+def wait_until(is_done: Callable[[], bool], stall_timeout: float, *,
+               clock: Callable[[], float] = time.monotonic, cpu: Callable[[], float] = _cpu_seconds) -> bool:
+    """Poll ``is_done`` (back-off up to 0.25 s) until it holds: True; or False when the process
+    used less than 1 % of a core during a window of ``stall_timeout`` seconds (a wedged runtime)."""
     pause = 1e-4
     w_start, c_start = clock(), cpu()
-    while not all(x.is_ready() for x in leaves):
+    while not is_done():
         time.sleep(pause)
         pause = min(2.0 * pause, 0.25)
         now = clock()
         if now - w_start >= stall_timeout:
-            used = cpu() - c_start
-            if used < 0.01 * (now - w_start):
+            if cpu() - c_start < 0.01 * (now - w_start):
                 return False
             w_start, c_start = now, cpu()
     return True
+
+
+def wait_ready(outputs: Any, stall_timeout: float, **kw) -> bool:
+    """:func:`wait_until` every array leaf of ``outputs`` is ready."""
+    leaves = [x for x in jax.tree.leaves(outputs) if hasattr(x, "is_ready")]
+    return wait_until(lambda: all(x.is_ready() for x in leaves), stall_timeout, **kw)
 
 
 def _fetch_in_thread(out: Any, fetch: Callable[[Any], Any]):
@@ -81,20 +82,6 @@ def _fetch_in_thread(out: Any, fetch: Callable[[Any], Any]):
     return th, box
 
 
-def _wait_thread(th: threading.Thread, stall_timeout: float) -> bool:
-    """Join ``th``; False if the process made no CPU progress for ``stall_timeout`` seconds."""
-    w_start, c_start = time.monotonic(), _cpu_seconds()
-    while True:
-        th.join(0.25)
-        if not th.is_alive():
-            return True
-        now = time.monotonic()
-        if now - w_start >= stall_timeout:
-            if _cpu_seconds() - c_start < 0.01 * (now - w_start):
-                return False
-            w_start, c_start = now, _cpu_seconds()
-
-
 def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, retries: int = 0,
                 what: str = "computation", fetch: Callable[[Any], Any] | None = None, **kwargs):
     """``fn(*args, **kwargs)`` brought to completion, or :class:`StalledComputation` if it wedges
@@ -104,7 +91,7 @@ def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, retries
     With ``fetch`` (e.g. ``jax.device_get``), the result is also brought to the host under the
     guard, in a helper thread: the wedge has been seen *after* the outputs reported ready, with
     the host copy (``np.asarray`` on the output) blocking forever in the runtime; a wedged fetch
-    is abandoned with its thread and the computation dispatched again.  ``stall_timeout``
+    is abandoned with its thread.  ``stall_timeout``
     defaults to ``JAXBANDITS_STALL_TIMEOUT`` (30 s); 0 or less disables the guard (plain call,
     blocking).
     """
@@ -118,7 +105,7 @@ def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, retries
             if fetch is None:
                 return out
             th, box = _fetch_in_thread(out, fetch)
-            if _wait_thread(th, timeout):
+            if wait_until(lambda: not th.is_alive(), timeout):
                 if "error" in box:
                     raise box["error"]
                 return box["value"]
