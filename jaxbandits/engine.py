@@ -25,11 +25,14 @@ every (j, i) and returns per-replication results.  How (DESIGN.md, "two hard pro
   cores (`python -m experiments NAME --devices 2` does this).
 
 Everything is compiled once per (algorithm, shapes, lanes, chunk size): all chunks share one
-executable, and ``compile_time`` is reported apart from the run's wall time.
+executable, and ``compile_time`` is reported apart from the run's wall time.  ``max_steps`` and the
+algorithm's declared ``dynamic_fields`` (e.g. a fixed-budget algorithm's budget B) are traced
+arguments of that executable, not part of its key, so a sweep over them compiles once.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from typing import Any, Callable, NamedTuple
@@ -160,17 +163,18 @@ def _default_lanes(instances: Instance, per_device_tasks: int) -> int:
     return max(1, min(lanes, per_device_tasks))
 
 
-def _make_chunk_runner(algorithm: Algorithm, n_reps: int, max_steps: int, lanes: int,
+def _make_chunk_runner(static_algorithm: Algorithm, n_reps: int, lanes: int,
                        chunk: int, record_pulls: bool, refill_min: int):
     """Per-device loop over one chunk of ``chunk`` task ids with ``lanes`` refilled lanes.
 
     Finished lanes wait (idle) until ``refill_min`` lanes are free, then all are written out and
     refilled in one batched ``init``: algorithms whose ``init`` is expensive (a design solve) do
-    not pay a full-width ``init`` every iteration.
+    not pay a full-width ``init`` every iteration.  The returned ``run`` takes the algorithm's
+    dynamic field values and ``max_steps`` as traced arguments.
     """
     L, C = lanes, chunk
 
-    def lane_for(slot, task_ids, instances, key):
+    def lane_for(algorithm, slot, task_ids, instances, key):
         valid = slot < C
         tid = task_ids[jnp.minimum(slot, C - 1)]
         valid = valid & (tid >= 0)
@@ -181,8 +185,9 @@ def _make_chunk_runner(algorithm: Algorithm, n_reps: int, max_steps: int, lanes:
         state = algorithm.init(k_init, inst)
         return _Lane(slot, valid, jnp.zeros((), bool), jnp.zeros((), jnp.int32), k_run, state, inst)
 
-    def run(task_ids, instances, key):
-        lane_init = jax.vmap(lane_for, in_axes=(0, None, None, None))
+    def run(task_ids, instances, key, dynamic, max_steps):
+        algorithm = dataclasses.replace(static_algorithm, **dynamic) if dynamic else static_algorithm
+        lane_init = jax.vmap(functools.partial(lane_for, algorithm), in_axes=(0, None, None, None))
         lanes0 = lane_init(jnp.arange(L), task_ids, instances, key)
         M = instances.items.shape[-2]
         K = instances.arms.shape[-2]
@@ -261,23 +266,28 @@ def _validate_run(algorithm, instances, n_reps, max_steps):
 _RUNNERS: dict = {}
 
 
-def _compiled_runner(algorithm, instances, key, n_reps, max_steps, lanes, chunk_per_dev, record_pulls, devices,
-                     refill_min):
-    """Compile (once per configuration and shapes) the multi-device chunk runner."""
+def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_steps, lanes, chunk_per_dev,
+                     record_pulls, devices, refill_min):
+    """Compile (once per configuration and shapes) the multi-device chunk runner.
+
+    The key leaves out ``max_steps`` and the values of the algorithm's dynamic fields (their
+    shapes and dtypes are in it): those are arguments of the executable.
+    """
     D = len(devices)
-    sig = (algorithm, n_reps, max_steps, lanes, chunk_per_dev, record_pulls, tuple(devices), refill_min,
-           jax.tree.map(lambda a: (a.shape, a.dtype), instances), instances.model)
+    sig = (static_algorithm, n_reps, lanes, chunk_per_dev, record_pulls, tuple(devices), refill_min,
+           jax.tree.map(lambda a: (a.shape, a.dtype), instances), instances.model,
+           tuple((k, v.shape, v.dtype) for k, v in sorted(dynamic.items())))
     if sig in _RUNNERS:
         return _RUNNERS[sig], 0.0
-    run = _make_chunk_runner(algorithm, n_reps, max_steps, lanes, chunk_per_dev, record_pulls, refill_min)
+    run = _make_chunk_runner(static_algorithm, n_reps, lanes, chunk_per_dev, record_pulls, refill_min)
     if D > 1:
         mesh = Mesh(np.asarray(devices), ("d",))
-        run = jax.shard_map(run, mesh=mesh, in_specs=(P("d"), P(), P()), out_specs=(P("d"), P("d")),
+        run = jax.shard_map(run, mesh=mesh, in_specs=(P("d"), P(), P(), P(), P()), out_specs=(P("d"), P("d")),
                             check_vma=False)
     fn = jax.jit(run)
     t0 = time.perf_counter()
     tasks_proto = jnp.zeros((D * chunk_per_dev,), jnp.int32)
-    compiled = fn.lower(tasks_proto, instances, key).compile()
+    compiled = fn.lower(tasks_proto, instances, key, dynamic, max_steps).compile()
     ct = time.perf_counter() - t0
     if len(_RUNNERS) > 64:
         _RUNNERS.clear()
@@ -364,7 +374,11 @@ def simulate(
     ran = np.zeros((T,), bool)
 
     key = jnp.asarray(key)
-    compiled, compile_time = _compiled_runner(algorithm, inst, key, int(n_reps), int(max_steps), L,
+    static_algorithm, dynamic = algorithm.split_dynamic()
+    dynamic = {k: jnp.asarray(v) for k, v in dynamic.items()}
+    # steps are int32; a larger cap is never reached
+    max_steps_arr = jnp.asarray(min(int(max_steps), 2**31 - 1), jnp.int32)
+    compiled, compile_time = _compiled_runner(static_algorithm, dynamic, inst, key, int(n_reps), max_steps_arr, L,
                                               chunk_per_dev, record_pulls, devices, refill_min)
     say = progress if callable(progress) else (print if progress else None)
     per_call = D * chunk_per_dev
@@ -377,7 +391,7 @@ def simulate(
         padded = np.full((D, chunk_per_dev), -1, np.int32)
         for dev, part in enumerate(np.array_split(ids, D)):
             padded[dev, :part.size] = part
-        out, iters = run_guarded(compiled, jnp.asarray(padded.reshape(-1)), inst, key,
+        out, iters = run_guarded(compiled, jnp.asarray(padded.reshape(-1)), inst, key, dynamic, max_steps_arr,
                                  stall_timeout=stall_timeout, what=f"chunk at task {c0}",
                                  fetch=lambda o: jax.tree.map(np.array, o))
         flat = padded.reshape(-1)

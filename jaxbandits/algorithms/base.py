@@ -67,10 +67,16 @@ class Algorithm:
     Class attributes a subclass may override:
       needs_span: the arms must span R^d (least-squares based algorithms).
       fixed_budget: the algorithm spends a budget instead of stopping on a confidence level.
+      dynamic_fields: numeric hyperparameters (e.g. ``("budget",)``) that the engine passes to the
+        compiled program as traced scalars instead of baking them in, so that one executable
+        serves every value (a budget sweep compiles once).  The kernels must then use these
+        fields through ``jnp`` operations only (never ``int(...)``, never to size an array or a
+        loop); static bounds derived from them must not exist or must come from other fields.
     """
 
     needs_span: ClassVar[bool] = True
     fixed_budget: ClassVar[bool] = False
+    dynamic_fields: ClassVar[tuple[str, ...]] = ()
 
     # -- the contract --------------------------------------------------------------------------
     def init(self, key: jax.Array, instance: Instance) -> Any:
@@ -94,6 +100,17 @@ class Algorithm:
         that ``init`` / ``step`` then read.  Default: nothing to do.
         """
         return instances
+
+    def split_dynamic(self) -> tuple["Algorithm", dict]:
+        """(this configuration with every dynamic field set to None, {field: value}).
+
+        The first part keys the engine's compiled program; the values are passed to it as traced
+        arguments and put back with ``dataclasses.replace`` inside the trace.
+        """
+        values = {f: getattr(self, f) for f in self.dynamic_fields}
+        if not values:
+            return self, values
+        return dataclasses.replace(self, **dict.fromkeys(values)), values
 
     @property
     def top_m(self) -> int:

@@ -104,6 +104,7 @@ class BayesGap(Algorithm):
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
 
     def __post_init__(self):
         if self.kernel not in KERNELS:
@@ -167,7 +168,7 @@ class BayesGap(Algorithm):
             dhat, _ = self._gap_index(state.mean, s, 3.0)
             H = jnp.maximum(0.5 * (dhat + self.eps), self.eps)
             H_eps = jnp.sum(H ** -2.0)
-            num = (int(self.budget) - K) / s2 + state.kappa / self.prior_std ** 2
+            num = (jnp.asarray(self.budget) - K) / s2 + state.kappa / self.prior_std ** 2
             beta = jnp.sqrt(num / (4.0 * H_eps))
         else:
             beta = jnp.asarray(self.beta, dt)
@@ -189,7 +190,7 @@ class BayesGap(Algorithm):
                              state.kappa, best_b, rec.astype(jnp.int32), state.pulls.at[a].add(1.0))
 
     def done(self, state: BayesGapState) -> jax.Array:
-        return state.t >= int(self.budget)
+        return state.t >= self.budget
 
     def outcome(self, state: BayesGapState, instance: Instance) -> Outcome:
         return Outcome(answer_mask(state.rec, instance.num_items), state.t, state.pulls)

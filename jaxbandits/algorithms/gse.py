@@ -76,6 +76,17 @@ def stage_budgets(budget: int, stages: int) -> np.ndarray:
     return n
 
 
+def stage_budget(budget, stages: int, t) -> jax.Array:
+    """n_t of stage t (0-based) of :func:`stage_budgets`, for a budget that may be traced.
+
+    floor(B / s), plus one for the last B mod s stages (integer arithmetic, so it equals
+    ``stage_budgets(B, s)[t]`` exactly).
+    """
+    B = jnp.asarray(budget)
+    extra = B % stages
+    return B // stages + (jnp.asarray(t) >= stages - extra).astype(B.dtype)
+
+
 def round_allocation(lam: jax.Array, n: jax.Array, mask: jax.Array) -> jax.Array:
     """Integer allocation of n pulls from a design lam (efficient apportionment, Pukelsheim 2006).
 
@@ -148,16 +159,19 @@ def keep_top(scores: jax.Array, alive: jax.Array, keep: jax.Array) -> jax.Array:
 
 
 def design_counts(design: str, key: jax.Array, X: jax.Array, alive: jax.Array, n: jax.Array,
-                  max_n: int, *, design_iters: int = 1000, design_tol: float = 1e-2) -> jax.Array:
+                  max_n: int | None = None, *, design_iters: int = 1000, design_tol: float = 1e-2) -> jax.Array:
     """Pulls [K] (float) of one stage of n pulls on the surviving arms, for a named design."""
     return design_and_counts(design, key, X, alive, n, max_n, design_iters=design_iters,
                              design_tol=design_tol)[1]
 
 
 def design_and_counts(design: str, key: jax.Array, X: jax.Array, alive: jax.Array, n: jax.Array,
-                      max_n: int, *, design_iters: int = 1000, design_tol: float = 1e-2,
+                      max_n: int | None = None, *, design_iters: int = 1000, design_tol: float = 1e-2,
                       init: jax.Array | None = None):
     """(design [K], pulls [K]) of one stage; ``init`` warm-starts the "fwg" solver.
+
+    n (the stage budget) may be traced; ``max_n``, an optional static cap on n, only bounds the
+    "greedy" loop (None: it runs until n pulls are placed).
 
     The design is the continuous allocation before rounding (the counts / n for "uniform" and
     "greedy", which have none).
@@ -234,6 +248,11 @@ class GSE(Algorithm):
       warm_start: start each "fwg" solve from the previous stage's design restricted to the
         survivors (seed 002 App C: Kumar-Yildirim-style initialisations cut the iterations).
       irls_iters, irls_reg: IRLS iteration cap and ridge guard (logistic).
+
+    ``budget`` is a dynamic field (:attr:`Algorithm.dynamic_fields`): the engine passes it to the
+    compiled program as a traced scalar, so every B of a sweep shares one executable.  Only the
+    stage count s = ceil(log_eta K) and the survivor counts are static (they depend on K and eta
+    alone); the stage budgets n_t are computed in the program (:func:`stage_budget`).
     """
 
     budget: int
@@ -250,6 +269,7 @@ class GSE(Algorithm):
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)
 
     def __post_init__(self):
         if self.design not in DESIGNS:
@@ -301,13 +321,13 @@ class GSE(Algorithm):
         X = instance.arms
         K = X.shape[0]
         dt = X.dtype
-        sizes, budgets = self.schedule(K)
+        sizes = halving_schedule(K, self.eta)
         t = state.stage
-        n = jnp.asarray(budgets, dt)[t]
+        n = stage_budget(self.budget, len(sizes) - 1, t).astype(dt)
         keep = jnp.asarray(sizes[1:])[t]
         k_design, k_pull = jax.random.split(key)
         alive = state.alive
-        lam, counts = design_and_counts(self.design, k_design, X, alive, n, int(budgets.max()),
+        lam, counts = design_and_counts(self.design, k_design, X, alive, n, None,
                                         design_iters=self.iters, design_tol=self.design_tol,
                                         init=state.design if self.warm_start else None)
         sums = pull_counts(k_pull, instance, counts)

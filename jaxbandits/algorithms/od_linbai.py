@@ -41,16 +41,29 @@ class ODLinBAIState(NamedTuple):
     pulls: jax.Array
 
 
-def od_linbai_schedule(budget: int, num_arms: int, dim: int):
-    """(R, kept sizes [R], m, per-phase pull allowances [R]) of Yang & Tan (2021) Algorithm 1."""
+def od_linbai_structure(num_arms: int, dim: int):
+    """The budget-free part of Yang & Tan (2021) Algorithm 1's schedule.
+
+    Returns (R, kept sizes [R], (c1, c2), extra allowances [R]): the per-phase budget is
+    m = ((B - c1) - c2) / R with c1 = min(K, d(d+1)/2) and c2 = sum_{r<R} ceil(d / 2^r), and phase
+    r may use floor(m) + extra[r] pulls.
+    """
     d = int(dim)
     R = max(1, int(math.ceil(math.log2(d)))) if d > 1 else 1
     keep = [min(num_arms, int(math.ceil(d / 2 ** r))) for r in range(1, R + 1)]
     keep[-1] = 1
-    m = (budget - min(num_arms, d * (d + 1) / 2) - sum(math.ceil(d / 2 ** r) for r in range(1, R))) / R
+    c1 = min(num_arms, d * (d + 1) / 2)
+    c2 = sum(math.ceil(d / 2 ** r) for r in range(1, R))
     sizes_before = [num_arms] + keep[:-1]
-    allowance = [int(math.floor(m)) + int(min(sizes_before[0], d * (d + 1) / 2))] + \
-                [int(math.floor(m)) + int(s) for s in sizes_before[1:]]
+    extra = [int(min(sizes_before[0], d * (d + 1) / 2))] + [int(s) for s in sizes_before[1:]]
+    return R, keep, (c1, c2), extra
+
+
+def od_linbai_schedule(budget: int, num_arms: int, dim: int):
+    """(R, kept sizes [R], m, per-phase pull allowances [R]) of Yang & Tan (2021) Algorithm 1."""
+    R, keep, (c1, c2), extra = od_linbai_structure(num_arms, dim)
+    m = (budget - c1 - c2) / R
+    allowance = [int(math.floor(m)) + e for e in extra]
     return R, keep, m, allowance
 
 
@@ -71,6 +84,7 @@ class ODLinBAI(Algorithm):
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -82,7 +96,7 @@ class ODLinBAI(Algorithm):
             raise ValueError("OD-LinBAI identifies the best arm: items must be the arms (Z = X)")
 
     def steps_needed(self, num_arms: int, dim: int) -> int:
-        return od_linbai_schedule(int(self.budget), num_arms, dim)[0]
+        return od_linbai_structure(num_arms, dim)[0]
 
     def init(self, key, instance: Instance) -> ODLinBAIState:
         K = instance.num_arms
@@ -92,13 +106,16 @@ class ODLinBAI(Algorithm):
         X = instance.arms
         K, d = X.shape
         dt = X.dtype
-        R, keep, m, allowance = od_linbai_schedule(int(self.budget), K, d)
+        R, keep, (c1, c2), extra = od_linbai_structure(K, d)
+        # m and the allowances from a budget that may be traced (same float64 operations as
+        # od_linbai_schedule, so the same values)
+        m = (jnp.asarray(self.budget) - c1 - c2) / R
         r = state.phase
         alive = state.alive
         sol = g_optimal(X, arm_mask=alive, tol=self.design_tol, max_iters=self.design_iters)
         pi = jnp.where(alive, sol.allocation, 0.0)
         counts = jnp.where(alive & (pi > 0), jnp.ceil(pi * m - 1e-9), 0.0)
-        cap = jnp.asarray(allowance, dt)[r]
+        cap = (jnp.floor(m) + jnp.asarray(extra)[r]).astype(dt)
         counts = jnp.where(jnp.sum(counts) <= cap, counts, round_allocation(pi, cap, alive))
         sums = pull_counts(key, instance, counts)
         theta = projected_least_squares(X, counts, sums, alive, "span")

@@ -37,8 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.gse import (halving_schedule, keep_top, projected_least_squares, round_allocation,
-                                       stage_budgets)
+from jaxbandits.algorithms.gse import halving_schedule, keep_top, projected_least_squares, round_allocation, stage_budget
 from jaxbandits.design.core import null_projector
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
@@ -117,6 +116,7 @@ class Peace(Algorithm):
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -138,9 +138,8 @@ class Peace(Algorithm):
         K = X.shape[0]
         dt = X.dtype
         sizes = halving_schedule(K, self.eta)
-        budgets = stage_budgets(int(self.budget), len(sizes) - 1)
         t = state.stage
-        n = jnp.asarray(budgets, dt)[t]
+        n = stage_budget(self.budget, len(sizes) - 1, t).astype(dt)
         k_md, k_pull = jax.random.split(key)
         lam = peace_allocation(k_md, X, state.alive, state.theta, iters=self.md_iters,
                                samples=self.md_samples, b=self.b)

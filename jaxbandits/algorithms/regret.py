@@ -60,9 +60,10 @@ class _MostPulledBaseline(Algorithm):
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
 
     def done(self, state: UCBState) -> jax.Array:
-        return state.t >= int(self.budget)
+        return state.t >= self.budget
 
     def outcome(self, state: UCBState, instance: Instance) -> Outcome:
         return Outcome(answer_mask(most_pulled(state.pulls), instance.num_items), state.t, state.pulls)
@@ -197,6 +198,7 @@ class BudgetCapped(Algorithm):
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
 
     @property
     def top_m(self) -> int:
@@ -221,7 +223,7 @@ class BudgetCapped(Algorithm):
         return self.inner.step(key, state, instance)
 
     def done(self, state) -> jax.Array:
-        return self.inner.done(state) | (state.t >= int(self.budget))
+        return self.inner.done(state) | (state.t >= self.budget)
 
     def outcome(self, state, instance: Instance) -> Outcome:
         return self.inner.outcome(state, instance)

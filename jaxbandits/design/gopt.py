@@ -232,10 +232,8 @@ def greedy_allocation(X, n, *, arm_mask=None, max_n: Optional[int] = None):
     (ties to the lowest index).  The first r = rank pulls are a spanning set chosen by greedy
     volume maximisation (pivoted Gram-Schmidt: the arm of largest residual norm), so that A_{t-1}
     is invertible on span(X) from then on.  Returns integer counts [K] summing to n (n may be
-    traced when ``max_n`` bounds it statically; otherwise n must be a Python int).
+    traced; ``max_n``, optional, is a static cap on the number of pulls placed).
     """
-    if max_n is None:
-        max_n = int(n)
     return _greedy(X, n, arm_mask, max_n)
 
 
@@ -257,12 +255,13 @@ def _greedy(X, n, arm_mask, max_n):
         R = jnp.where(ok, R - jnp.outer(R @ q, q), R)
         return counts.at[j].add(jnp.where(ok, 1, 0)), R
 
-    counts, _ = jax.lax.fori_loop(0, min(d, max_n), pivot, (jnp.zeros((K,), jnp.int32), X))
+    n_pivots = d if max_n is None else min(d, max_n)  # pivots past min(n, r) are no-ops
+    counts, _ = jax.lax.fori_loop(0, n_pivots, pivot, (jnp.zeros((K,), jnp.int32), X))
     A = (X * counts[:, None].astype(X.dtype)).T @ X + perp
     Ainv0 = jnp.linalg.inv(A)
 
-    def step(i, carry):
-        counts, Ainv = carry
+    def step(carry):
+        counts, Ainv, i = carry
         C = X @ Ainv @ X.T  # C[i, j] = x_i^T A^-1 x_j
         g = jnp.diag(C)
         # value after adding x_j: max_i g_i - C_ij^2 / (1 + g_j)
@@ -271,9 +270,13 @@ def _greedy(X, n, arm_mask, max_n):
         j = masked_argmin(worst, mask)
         u = Ainv @ X[j]
         Ainv_new = Ainv - jnp.outer(u, u) / (1.0 + X[j] @ u)
-        active = (i + jnp.sum(counts) - i) < n  # pulls so far < n
+        active = jnp.sum(counts) < n  # pulls so far < n
         counts = counts.at[j].add(jnp.where(active, 1, 0))
-        return counts, jnp.where(active, Ainv_new, Ainv)
+        return counts, jnp.where(active, Ainv_new, Ainv), i + 1
 
-    counts, _ = jax.lax.fori_loop(0, max_n, step, (counts, Ainv0))
+    # one pull per pass until n are placed (n may be traced: no static trip count needed; a
+    # static max_n caps the passes as the fixed-length loop it replaces did)
+    cap = jnp.iinfo(jnp.int32).max if max_n is None else max_n
+    counts, _, _ = jax.lax.while_loop(lambda c: (jnp.sum(c[0]) < n) & (c[2] < cap), step,
+                                      (counts, Ainv0, jnp.zeros((), jnp.int32)))
     return counts
