@@ -2,7 +2,12 @@
 theta = x_i + 0.01 (x_j - x_i) with x_i, x_j the two closest arms), accuracy versus K at fixed
 B / K; App E.3 repeats it with sigma^2 = 1 for several B (GSE versus OD-LinBAI) and runs Yang &
 Tan's corner case (d = 2).  Every point averages over random instances: J instances x R reps
-(J R >= 1000 by default), a fresh instance per replication block."""
+(J R >= 1000 by default), a fresh instance per replication block.
+
+Default: Fig. 3 at K in {8, 16, 32, 64} (K = 128 left out: its per-pull baselines and Peace cost
+more than the rest of the run on 2 shared CPU cores), LinGapE's delta from the three-value grid of
+``seed002_adaptive.SWEEP_DELTAS``; Fig. 6 at B in {150, 300, 500} (one compiled program per
+(algorithm, K) serves all three budgets); Fig. 7 at K in {4, ..., 64}."""
 from __future__ import annotations
 
 NAME = "seed002_sphere"
@@ -16,7 +21,7 @@ BUDGET_PER_ARM = 50  # ours (Fig. 3 fixes B / K; its value is only in the figure
 def run(ctx):
     import jax
 
-    from experiments.seed002_adaptive import best_of_grid, plot_accuracy, run_point
+    from experiments.seed002_adaptive import SWEEP_DELTAS, best_of_grid, plot_accuracy, run_point
     from jaxbandits.instances import seeds
 
     q = ctx.quick
@@ -25,25 +30,28 @@ def run(ctx):
     ctx.config.update(instances_per_point=n_inst, reps_per_instance=reps, budget_per_arm=BUDGET_PER_ARM)
 
     # -- Fig. 3: sigma^2 = 10 (see seeds.sphere_gse), accuracy vs K at B = 50 K
-    Ks = [16] if q else [8, 16, 32, 64, 128]
+    Ks = [16] if q else [8, 16, 32, 64]
     names = ["GSE-Lin-FWG", "OD-LinBAI"] if q else ALGORITHMS
     rows = []
     for K in Ks:
         inst = seeds.batch(seeds.sphere_gse, jax.random.fold_in(ctx.key, K), n_inst, num_arms=K)
         run_point(ctx, rows, dict(fig="3", K=K, B=BUDGET_PER_ARM * K), names, inst, BUDGET_PER_ARM * K, K, 10,
-                  reps, lingape_deltas=(0.1,) if q else None)
+                  reps, lingape_deltas=(0.1,) if q else SWEEP_DELTAS)
     rows = best_of_grid(rows, "K")
     ctx.table(rows, "fig3", f"Seed 002 Fig. 3: sphere d = 10, sigma^2 = 10, B = {BUDGET_PER_ARM} K, "
                             f"{n_inst} instances x {reps} reps")
     plot_accuracy(ctx, rows, "K", "K", f"sphere, d = 10, B = {BUDGET_PER_ARM}K", logx=True, name="fig3_accuracy")
 
-    # -- Fig. 6: sigma^2 = 1, GSE vs OD-LinBAI, several B
+    # -- Fig. 6: sigma^2 = 1, GSE vs OD-LinBAI, several B.  The budget is a traced argument of the
+    # compiled program (Algorithm.dynamic_fields), so each (algorithm, K) compiles once for all B.
     rows6 = []
-    Bs = [150] if q else [150, 500]
+    Bs = [150] if q else [150, 300, 500]
     Ks6 = [16] if q else [10, 20, 40, 80, 140]
-    for B in Bs:
-        for K in Ks6:
-            inst = seeds.batch(seeds.sphere_odlinbai, jax.random.fold_in(ctx.key, 1000 + K), n_inst, num_arms=K)
+    for K in Ks6:
+        inst = seeds.batch(seeds.sphere_odlinbai, jax.random.fold_in(ctx.key, 1000 + K), n_inst, num_arms=K)
+        for B in Bs:
+            if B < K:
+                continue
             run_point(ctx, rows6, dict(fig="6", K=K, B=B), ["GSE-Lin-FWG", "OD-LinBAI"], inst, B, K, 10, reps)
     ctx.table(rows6, "fig6", f"Seed 002 Fig. 6: sphere d = 10, sigma^2 = 1, GSE vs OD-LinBAI")
     plot_accuracy(ctx, rows6, "K", "K", "sphere, sigma^2 = 1", panel_key="B", logx=True, name="fig6_accuracy")
