@@ -204,3 +204,18 @@ def test_descending_rank_matches_stable_sort_with_ties():
     alive = jnp.array([True, True, False, True, True])
     kept = keep_top(jnp.array([1.0, 3.0, 9.0, 3.0, 0.0]), alive, 2)
     np.testing.assert_array_equal(np.asarray(kept), [False, True, False, True, False])
+
+
+def test_greedy_allocation_round_robin_on_orthogonal_arms():
+    """Soare et al.'s greedy G-allocation must not pile pulls on one arm when the max-variance
+    criterion ties (orthogonal arms: every candidate leaves another arm at the maximum)."""
+    from jaxbandits.design.gopt import greedy_allocation
+    from jaxbandits.design.reference import np_greedy
+
+    counts = np.asarray(greedy_allocation(jnp.eye(8), 40))
+    np.testing.assert_array_equal(counts, np.full(8, 5))
+    X = np.vstack([np.eye(6), [np.cos(0.1), np.sin(0.1), 0, 0, 0, 0]])  # Soare et al.'s instance
+    alive = np.array([True] * 4 + [False] * 2 + [True])
+    c = np.asarray(greedy_allocation(jnp.asarray(X), jnp.asarray(37.0), arm_mask=jnp.asarray(alive)))
+    assert c.sum() == 37 and np.all(c[~alive] == 0) and c[:4].max() - c[:4].min() <= 2
+    np.testing.assert_array_equal(np.asarray(greedy_allocation(jnp.asarray(X), 30)), np_greedy(X, 30))

@@ -229,12 +229,34 @@ def greedy_allocation(X, n, *, arm_mask=None, max_n: Optional[int] = None):
     """Greedy sequential G-allocation of Soare et al. (2014), used by GSE-Lin-Greedy (seed 002 Sec 8).
 
     Pulls are chosen one at a time: x_t = argmin_x max_{x' active} ||x'||^2_{(A_{t-1} + x x^T)^-1}
-    (ties to the lowest index).  The first r = rank pulls are a spanning set chosen by greedy
+    (ties, to a relative 1e-9, towards the arm of largest ||x||^2_{A_{t-1}^-1}, then the lowest
+    index: see :func:`_greedy_pick`).  The first r = rank pulls are a spanning set chosen by greedy
     volume maximisation (pivoted Gram-Schmidt: the arm of largest residual norm), so that A_{t-1}
     is invertible on span(X) from then on.  Returns integer counts [K] summing to n (n may be
     traced; ``max_n``, optional, is a static cap on the number of pulls placed).
     """
     return _greedy(X, n, arm_mask, max_n)
+
+
+GREEDY_TIE_RTOL = 1e-9
+
+
+def _greedy_pick(worst, g, mask):
+    """argmin of the max-variance after each candidate pull, ties towards the arm of largest
+    current variance g_j = ||x_j||^2_{A^-1} (then the lowest index).
+
+    The max over arms is flat in every candidate whose pull leaves another arm at the maximum
+    (exactly so for orthogonal arms), so a lowest-index tie-break put every pull after the
+    spanning set on arm 0 (40 pulls on e_1..e_8: [33, 1, ..., 1]); preferring the most uncertain
+    arm among the minimisers gives the round robin the G-criterion intends.  Ties are taken to a
+    relative tolerance ``GREEDY_TIE_RTOL`` so that they do not depend on rounding.
+    """
+    w = jnp.where(mask, worst, jnp.inf)
+    wmin = jnp.min(w)
+    cand = mask & (w <= wmin + GREEDY_TIE_RTOL * jnp.abs(wmin))
+    gc = jnp.where(cand, g, -jnp.inf)
+    gmax = jnp.max(gc)
+    return masked_argmax(jnp.where(gc >= gmax - GREEDY_TIE_RTOL * jnp.abs(gmax), 1.0, 0.0), cand)
 
 
 @partial(jax.jit, static_argnames=("max_n",))
@@ -258,25 +280,27 @@ def _greedy(X, n, arm_mask, max_n):
     n_pivots = d if max_n is None else min(d, max_n)  # pivots past min(n, r) are no-ops
     counts, _ = jax.lax.fori_loop(0, n_pivots, pivot, (jnp.zeros((K,), jnp.int32), X))
     A = (X * counts[:, None].astype(X.dtype)).T @ X + perp
-    Ainv0 = jnp.linalg.inv(A)
+    C0 = X @ jnp.linalg.inv(A) @ X.T  # C[i, j] = x_i^T A^-1 x_j
+    idx = jnp.arange(K)
 
     def step(carry):
-        counts, Ainv, i = carry
-        C = X @ Ainv @ X.T  # C[i, j] = x_i^T A^-1 x_j
+        counts, C, i = carry
         g = jnp.diag(C)
         # value after adding x_j: max_i g_i - C_ij^2 / (1 + g_j)
         after = g[:, None] - C * C / (1.0 + g[None, :])
         worst = jnp.max(jnp.where(mask[:, None], after, -jnp.inf), axis=0)
-        j = masked_argmin(worst, mask)
-        u = Ainv @ X[j]
-        Ainv_new = Ainv - jnp.outer(u, u) / (1.0 + X[j] @ u)
+        j = _greedy_pick(worst, g, mask)
+        # Sherman-Morrison on C itself: (A + x_j x_j^T)^-1 gives C - c_j c_j^T / (1 + C_jj), with
+        # c_j = C[:, j]; O(K^2) per pull instead of O(K^2 d) for re-forming X A^-1 X^T.
+        cj = jnp.sum(jnp.where(idx[None, :] == j, C, 0.0), axis=1)  # column j without a gather
+        C_new = C - jnp.outer(cj, cj) / (1.0 + jnp.sum(jnp.where(idx == j, g, 0.0)))
         active = jnp.sum(counts) < n  # pulls so far < n
-        counts = counts.at[j].add(jnp.where(active, 1, 0))
-        return counts, jnp.where(active, Ainv_new, Ainv), i + 1
+        counts = counts + jnp.where(active & (idx == j), 1, 0)
+        return counts, jnp.where(active, C_new, C), i + 1
 
     # one pull per pass until n are placed (n may be traced: no static trip count needed; a
     # static max_n caps the passes as the fixed-length loop it replaces did)
     cap = jnp.iinfo(jnp.int32).max if max_n is None else max_n
     counts, _, _ = jax.lax.while_loop(lambda c: (jnp.sum(c[0]) < n) & (c[2] < cap), step,
-                                      (counts, Ainv0, jnp.zeros((), jnp.int32)))
+                                      (counts, C0, jnp.zeros((), jnp.int32)))
     return counts

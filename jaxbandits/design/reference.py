@@ -138,13 +138,13 @@ def np_greedy(X, n):
         R = R - np.outer(R @ q, q)
         counts[j] += 1
     A = X.T @ (X * counts[:, None])
+    rtol = 1e-9  # ties of the max-variance criterion, broken towards the most uncertain arm
     while counts.sum() < n:
-        best, bj = np.inf, 0
-        for j in range(K):
-            Ainv = np.linalg.inv(A + np.outer(X[j], X[j]))
-            v = np.max(np.einsum("kd,de,ke->k", X, Ainv, X))
-            if v < best * (1 - 1e-12):
-                best, bj = v, j
+        v = np.array([np.max(np.einsum("kd,de,ke->k", X, np.linalg.inv(A + np.outer(x, x)), X)) for x in X])
+        g = np.einsum("kd,de,ke->k", X, np.linalg.pinv(A), X)
+        cand = v <= v.min() + rtol * abs(v.min())
+        gc = np.where(cand, g, -np.inf)
+        bj = int(np.flatnonzero(gc >= gc.max() - rtol * abs(gc.max()))[0])
         counts[bj] += 1
         A += np.outer(X[bj], X[bj])
     return counts
