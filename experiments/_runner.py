@@ -89,7 +89,8 @@ class Context:
 
     CSV_FIELDS = ["label", "seed", "instance", "rep", "samples", "steps", "correct", "stopped", "answer"]
 
-    def __init__(self, name: str, reps: int | None, seed: int, out: Path, quick: bool, quiet: bool = False):
+    def __init__(self, name: str, reps: int | None, seed: int, out: Path, quick: bool, quiet: bool = False,
+                 started: float | None = None):
         import jax
 
         self.name = name
@@ -109,7 +110,10 @@ class Context:
                     k = (row["label"], int(row["seed"]))
                     self._done.setdefault(k, {})[(int(row["instance"]), int(row["rep"]))] = row
         self._t0 = time.perf_counter()
+        # wall time of the whole command, across restarts in fresh processes (_restart)
+        self._started = time.time() if started is None else float(started)
         self.resumed = 0
+        self._simulated = 0  # configurations this process has compiled and run
 
     # -- helpers for experiments ------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -168,6 +172,9 @@ class Context:
             f.flush()
 
         key = self.label_key(label)
+        if todo:
+            self._check_mappings()
+            self._simulated += 1
         try:
             if todo:
                 res = simulate(algorithm, instances, key, n_reps, max_steps, tasks=np.asarray(todo),
@@ -197,6 +204,17 @@ class Context:
                 self.resumed += 1
         return res
 
+    def _check_mappings(self) -> None:
+        """Raise :class:`MappingsExhausted` when this process nears the kernel's limit on memory
+        mappings (and has finished at least one configuration, so a restart makes progress)."""
+        use = mapping_usage()
+        if use is None or self._simulated == 0:
+            return
+        n, limit = use
+        if n > MAPPINGS_FRACTION * limit:
+            raise MappingsExhausted(f"{n} memory mappings of the {limit} a process may have "
+                                    "(vm.max_map_count): XLA:CPU keeps ~750 per compiled program")
+
     def table(self, rows: list[dict], name: str = "summary", title: str | None = None) -> str:
         """Print and save (``<name>.md``) a Markdown table of summary rows."""
         text = (f"### {title}\n\n" if title else "") + markdown_table(rows)
@@ -224,27 +242,65 @@ class Context:
             jaxlib=getattr(__import__("jaxlib"), "__version__", "?"),
             python=platform.python_version(), platform=platform.platform(),
             devices=[str(d) for d in jax.devices()], backend=jax.default_backend(),
-            x64=bool(jax.config.jax_enable_x64), wall_time=time.perf_counter() - self._t0,
+            x64=bool(jax.config.jax_enable_x64), wall_time=time.time() - self._started,
             replications_read_back=self.resumed,
             command=" ".join(sys.argv),
         )
         (self.out / "metadata.json").write_text(json.dumps(meta, indent=2, default=str))
 
 
-MAX_RESTARTS = 5
+MAX_RESTARTS = 5  # after a stall
+MAX_MAPPING_RESTARTS = 100  # after MappingsExhausted (each follows >= 1 finished configuration)
+MAPPINGS_FRACTION = 0.6
 
 
-def _restart(err: Exception, argv: list[str] | None) -> None:
-    """The XLA:CPU runtime wedged (:mod:`jaxbandits.watchdog`) and stays wedged in this process:
-    start the same command again in a fresh process.  Everything finished is in results.csv and
-    is read back, so only the chunk in flight is recomputed (and identically: replications
-    depend only on their keys).  At most ``MAX_RESTARTS`` times per command."""
-    n = int(os.environ.get("JAXBANDITS_RESTARTS", "0"))
-    if n >= MAX_RESTARTS:
+class MappingsExhausted(RuntimeError):
+    """The process is close to ``vm.max_map_count`` memory mappings.
+
+    XLA:CPU maps the code, read-only data and data of every compiled kernel separately (~750
+    mappings for one engine program here) and does not give them back when the executable is
+    dropped, even after ``jax.clear_caches()`` (measured: ~590 of the 750 stay).  A long
+    experiment compiling ~90 programs then dies at the default limit of 65530 with "LLVM ERROR:
+    Unable to allocate section memory" (seed001_fig1 did, at panel (a) d = 35).  The runner
+    checks before each configuration and restarts the command in a fresh process instead.
+    """
+
+
+def mapping_usage() -> tuple[int, int] | None:
+    """(memory mappings of this process, the per-process limit), or None off Linux.
+    ``JAXBANDITS_MAX_MAP_COUNT`` overrides the limit (tests)."""
+    try:
+        with open("/proc/self/maps") as f:
+            n = sum(1 for _ in f)
+        limit = os.environ.get("JAXBANDITS_MAX_MAP_COUNT")
+        if limit is None:
+            with open("/proc/sys/vm/max_map_count") as f:
+                limit = f.read()
+        return n, int(limit)
+    except (OSError, ValueError):
+        return None
+
+
+def _restart(err: Exception, argv: list[str] | None, started: float | None = None) -> None:
+    """Start the same command again in a fresh process, because this one cannot go on:
+
+    * :class:`~jaxbandits.watchdog.StalledComputation`: the XLA:CPU runtime wedged
+      (:mod:`jaxbandits.watchdog`) and stays wedged in this process (at most ``MAX_RESTARTS``);
+    * :class:`MappingsExhausted`: the process nears its memory-mapping limit (at most
+      ``MAX_MAPPING_RESTARTS``).
+
+    Everything finished is in results.csv and is read back, so only the chunk in flight is
+    recomputed (and identically: replications depend only on their keys)."""
+    var, most = (("JAXBANDITS_MAPPING_RESTARTS", MAX_MAPPING_RESTARTS) if isinstance(err, MappingsExhausted)
+                 else ("JAXBANDITS_RESTARTS", MAX_RESTARTS))
+    n = int(os.environ.get(var, "0"))
+    if n >= most:
         raise err
-    print(f"[experiments] {err}\n[experiments] restarting in a fresh process ({n + 1}/{MAX_RESTARTS}); "
+    print(f"[experiments] {err}\n[experiments] restarting in a fresh process ({n + 1}/{most}); "
           "finished replications are read back from disk", file=sys.stderr, flush=True)
-    os.environ["JAXBANDITS_RESTARTS"] = str(n + 1)
+    os.environ[var] = str(n + 1)
+    if started is not None:  # the restarted process reports the whole command's wall time
+        os.environ["JAXBANDITS_RUN_STARTED"] = repr(started)
     args = list(sys.argv[1:] if argv is None else argv)
     os.execv(sys.executable, [sys.executable, "-m", "experiments", *args])
 
@@ -277,14 +333,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     mod = importlib.import_module(f"experiments.{found[args.name]}")
     out = Path(args.out) if args.out else Path("results") / args.name
-    ctx = Context(args.name, args.reps, args.seed, out, args.quick, args.quiet)
+    ctx = Context(args.name, args.reps, args.seed, out, args.quick, args.quiet,
+                  started=os.environ.pop("JAXBANDITS_RUN_STARTED", None))
     ctx.write_metadata(vars(args), "running")
     from jaxbandits.watchdog import StalledComputation
 
     try:
         mod.run(ctx)
-    except StalledComputation as e:
-        _restart(e, argv)
+    except (StalledComputation, MappingsExhausted) as e:
+        _restart(e, argv, ctx._started)
     ctx.write_metadata(vars(args), "done")
-    ctx.log(f"[{args.name}] done in {time.perf_counter() - ctx._t0:.1f}s; results in {out}/")
+    ctx.log(f"[{args.name}] done in {time.time() - ctx._started:.1f}s; results in {out}/")
     return 0
