@@ -35,6 +35,15 @@ thetas).
 Items: M = 12 random unit vectors of R^4 concentrated around e_1 (items close to each other, so
 measuring along their differences pays); prior theta ~ N(e_1, 0.5^2 I); K = 6 probes.
 ``--quick`` is a smoke test.
+
+Findings (default run, seed 0, 414 s on 2 CPU cores shared with other jobs: 165 s for the 150
+optax steps).  The learned probes generalise: on the 1000 held-out thetas the geometric-mean
+psi* is 212, against 337 for the standard basis (paired ratio 1.59, SE of the mean log ratio
+0.008; 98 % of the thetas easier with the learned probes), 359 for the random initial probes
+(1.70), a median of 734 over 20 random probe sets (range 299-2099) and 1096 for X = Z (5.2;
+100 %).  RAGE confirms it on all 8 validation thetas: 4.6e4 samples on average (SE 2.1e3)
+against 7.0e4 (standard basis, per-theta geometric-mean ratio 1.54, SE of the log ratio 0.11),
+1.29e5 (random, 2.13) and 5.1e5 (X = Z, 7.8), no error in 240 runs each.
 """
 from __future__ import annotations
 
