@@ -49,8 +49,8 @@ search's best theta is then certified by a long solve (bracket [lower, upper] of
 Arm sets: the Soare instance (d = 3, omega = 0.1, seed 001 Fig 1a) and a random unit-sphere arm
 set (K = 8, d = 3, seed 001 Fig 1c style).  ``--quick`` is a smoke test.
 
-Findings (default run, seed 0, ~9 min on 2 CPU cores shared with two other JAX jobs; 100,000
-thetas screened in 30 s (Soare) and 51 s (sphere)).  Soare: every method reaches the same
+Findings (default run, seed 0, 524 s on 2 CPU cores shared with two other JAX jobs; 100,000
+thetas screened in 27 s (Soare) and 41 s (sphere)).  Soare: every method reaches the same
 value, H = 5.8284 = 3 + 2 sqrt 2 (certified: ascent 5.8283, best of 100,000 random thetas
 5.8274, hybrid 5.8284), on a ridge theta_1 = theta_2 (12 of 32 ascent starts end within 1 %).
 Sphere arm set: the ascent alone is stuck at 5.298 (its 32 starts end at H from 0.8 to 5.3,
@@ -60,9 +60,9 @@ ascent's best: the peak is narrow), and the ascent started from the best random 
 5.823, 4 % above the best random theta: random screening to find the basin, gradients to climb
 the narrow peak that 100,000 samples (spacing ~0.01 rad) still miss.  At the hardest theta
 (Delta_min = 0.1, sigma = 1, delta = 0.05, 50 reps, no errors): RAGE needs 10-12x the lower bound
-sigma^2 T* kl(delta, 1 - delta), LT&S 37-39x, of which 34-35x is its threshold alone
+sigma^2 T* kl(delta, 1 - delta), LT&S 38.5x, of which 34-35x is its threshold alone
 (``lts_threshold``: beta(delta_tau, tau) ~ 90-94 against kl = 2.65; the predicted tau is within
-10 % of the measured one, the rest being forced exploration and tracking).
+9-13 % of the measured one, the rest being forced exploration and tracking).
 """
 from __future__ import annotations
 
