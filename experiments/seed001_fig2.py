@@ -38,6 +38,7 @@ def run(ctx):
     k = jax.random.fold_in(ctx.key, 7)
     run_panel(ctx, rows, "2a", "D",
               [(D, seeds.batch(seeds.multivariate_testing, jax.random.fold_in(k, D), n_inst,
-                               num_factors=D)) for D in Ds], names, max(reps, n_inst))
+                               num_factors=D)) for D in Ds], names, max(reps, n_inst),
+              max_x_by_alg={} if q else {"LinGapE": LINGAPE_MAX_D})
     ctx.table(rows, "summary", f"Seed 001 Fig. 2(a), delta = {DELTA}")
     plot(ctx, rows, [("2a", "D", "(2a) multivariate testing")], "fig2a")
