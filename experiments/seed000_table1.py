@@ -22,8 +22,8 @@ only, LT&S capped at ``PAPER_LTS_CAP`` rounds: its smallest gaps (arms within ~0
 put the lower bound itself far above the released-code instance's, most LT&S runs reach the cap
 (reported as capped, never as stops) and each capped run costs cap x K work.  RAGE: its XY design
 over all M^2 item pairs dominates its cost; it runs for K <= ``JAXBANDITS_TABLE1_RAGE_MAXK``
-(default 7500, every column: 20 replications took 76 s at K = 1000, 52 s at 2500 and 151 s at
-5000 on the shared 2-core machine) and ``JAXBANDITS_TABLE1_RAGE=0`` leaves it out.  ``--reps N`` sets every count to N.
+(default 7500, every column: 20 replications took 76 s at K = 1000, 52 s at 2500, 151 s at 5000 and
+434 s at 7500 on the shared 2-core machine) and ``JAXBANDITS_TABLE1_RAGE=0`` leaves it out.  ``--reps N`` sets every count to N.
 
 Every row prints our mean (standard error) and standard deviation next to the paper's
 mean (bracket) -- the bracketed figures of Table 1 are standard errors over 20 runs, so the paper's
