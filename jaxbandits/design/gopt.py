@@ -293,10 +293,8 @@ def _greedy(X, n, arm_mask, max_n):
         # Sherman-Morrison on C itself: (A + x_j x_j^T)^-1 gives C - c_j c_j^T / (1 + C_jj), with
         # c_j = C[:, j]; O(K^2) per pull instead of O(K^2 d) for re-forming X A^-1 X^T.
         cj = jnp.sum(jnp.where(idx[None, :] == j, C, 0.0), axis=1)  # column j without a gather
-        C_new = C - jnp.outer(cj, cj) / (1.0 + jnp.sum(jnp.where(idx == j, g, 0.0)))
-        active = jnp.sum(counts) < n  # pulls so far < n
-        counts = counts + jnp.where(active & (idx == j), 1, 0)
-        return counts, jnp.where(active, C_new, C), i + 1
+        C = C - jnp.outer(cj, cj) / (1.0 + jnp.sum(jnp.where(idx == j, g, 0.0)))
+        return counts + (idx == j).astype(counts.dtype), C, i + 1
 
     # one pull per pass until n are placed (n may be traced: no static trip count needed; a
     # static max_n caps the passes as the fixed-length loop it replaces did)
