@@ -37,6 +37,18 @@ class LinearStats(NamedTuple):
         return jnp.sum(self.counts)
 
 
+def noise_scale(sigma, instance: Instance) -> jax.Array:
+    """Sub-Gaussian scale sigma of the rewards, used wherever a paper's widths, phase sizes and
+    thresholds have sigma: ``sigma`` if given (an explicit option of every algorithm), else the
+    instance's Gaussian noise scale, or 1/2 for Bernoulli/logistic rewards (rewards in [0, 1] are
+    1/2-sub-Gaussian).  Uses ``jnp`` only, so ``sigma`` may be a traced (dynamic) field."""
+    if sigma is not None:
+        return jnp.asarray(sigma, instance.arms.dtype)
+    if instance.model == "gaussian":
+        return jnp.asarray(instance.noise, instance.arms.dtype)
+    return jnp.asarray(0.5, instance.arms.dtype)
+
+
 def init_stats(instance: Instance) -> LinearStats:
     K, d = instance.arms.shape
     dt = instance.arms.dtype

@@ -33,16 +33,6 @@ class UniformState(NamedTuple):
     stopped: jax.Array
 
 
-def noise_scale(sigma: float | None, instance: Instance) -> jax.Array:
-    """Sub-Gaussian scale of the rewards: ``sigma`` if given, else the Gaussian noise scale, or
-    1/2 for Bernoulli/logistic rewards (rewards in [0, 1])."""
-    if sigma is not None:
-        return jnp.asarray(sigma, instance.arms.dtype)
-    if instance.model == "gaussian":
-        return instance.noise
-    return jnp.asarray(0.5, instance.arms.dtype)
-
-
 @dataclasses.dataclass(frozen=True)
 class UniformGLR(Algorithm):
     """Round-robin sampling + GLR stopping (seed 000 Sec 3.4, eq. (8)-(9), Remark 1).
@@ -70,7 +60,7 @@ class UniformGLR(Algorithm):
         theta, L = common.least_squares(stats)
         z, best = common.glr_statistic(theta, L, instance.items)
         c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
-        beta = common.glr_threshold(stats.gram, self.delta, noise_scale(self.sigma, instance), c, self.u)
+        beta = common.glr_threshold(stats.gram, self.delta, common.noise_scale(self.sigma, instance), c, self.u)
         stop = (z > beta) & (common.lambda_min(stats.gram) >= c)
         return UniformState(stats, state.t + 1, best.astype(jnp.int32), stop)
 
