@@ -1,0 +1,129 @@
+"""Calibration of every fixed-confidence and Top-m algorithm (issue 12, item 2): error rate against
+delta and sample complexity against references, at sigma in {1/2, 1, 3} and delta in {0.05, 0.2},
+on small-gap instances; plus the mutations that the checks must catch.
+
+What is run and checked is defined in :mod:`jaxbandits.calibration` (instances, references, the
+scaling law behind the sigma grid, the three checks and the level).  In short: at noise sigma the
+instance is the seed's (seed 003 Fig. 1(b) hard Top-1 for best-arm identification, Fig. 1(a)
+classic K = 4, m = 2 for Top-m) with theta scaled by sigma / (1/2), so every grid point is the same
+problem in units of sigma and the sigma = 1 run is the exact reference of the others (for
+algorithms that use sigma where their paper does); published references are the released code's
+500-run outputs of seed 003 (mean and sd, with their file).
+
+Tables (Markdown, and ``calibration.csv`` / ``mutations.csv`` with every column):
+
+* ``calibration``: algorithm x sigma x delta: runs, errors (+ capped), error rate with its
+  Clopper-Pearson interval and the binomial p-value, mean +- SE, ratio to the lower bound
+  sigma^2 T* kl(delta, 1 - delta), the scaling check against sigma = 1 (ratio, p-values), the
+  published reference and its p-value, the verdict;
+* ``mutations``: at sigma = 3, each algorithm with a ``sigma`` option run with sigma = 1 ("sigma
+  ignored", widths 3x too small) and sigma = 3 / sqrt(3) (a sigma^2 threshold 3x too small), same
+  checks: the verdict must be FAIL;
+* ``verdicts``: pass/fail counts per algorithm.
+
+Size: 500 replications per configuration (the seeds' count), ``--quick``: 40 and a subset of
+algorithms.  Measured wall time of the full run on the shared 2-core machine: see the docstring's
+last line (updated after the run).
+"""
+from __future__ import annotations
+
+import csv
+
+NAME = "calibration"
+DESCRIPTION = "Issue 12 calibration: error vs delta and sample complexity vs references, sigma x delta grid, with mutations"
+
+QUICK_CASES = ("UniformGLR", "LT&S", "RAGE", "m-LinGapE (greedy)")
+
+
+def _write_csv(path, rows):
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+SHOW = ["algorithm", "sigma", "delta", "option", "runs", "errors", "capped", "error_rate", "error_CI95", "p_error",
+        "mean", "se", "ratio_LB", "ratio_to_unit", "p_scaling", "published", "p_published", "verdict"]
+
+
+def _show(rows):
+    return [{k: r.get(k, "") for k in SHOW} for r in rows]
+
+
+def run(ctx):
+    from jaxbandits import calibration as cal
+
+    reps = ctx.n_reps(500, 40)
+    all_cases = cal.cases()
+    if ctx.quick:
+        all_cases = [c for c in all_cases if c.label in QUICK_CASES]
+    ctx.config = dict(reps=reps, sigmas=cal.SIGMAS, deltas=cal.DELTAS, alpha=cal.ALPHA, band=cal.APPROX_BAND,
+                      reg=cal.REG, cases=[c.label for c in all_cases])
+    lbs = {(inst, d): cal.lower_bound(inst, d) for inst in cal.INSTANCES for d in cal.DELTAS}
+    rows, mut_rows = [], []
+
+    def sim(case, alg, sigma, delta, option=""):
+        label = dict(algorithm=case.label, sigma=sigma, delta=delta, option=option)
+        res = ctx.simulate(label, alg, cal.calibration_instance(case.instance, sigma), reps, case.max_steps)
+        return res.samples.ravel(), res.correct.ravel(), res.stopped.ravel()
+
+    for case in all_cases:
+        for delta in cal.DELTAS:
+            try:
+                alg = case.algorithm(delta)
+            except (TypeError, AttributeError) as e:
+                rows.append(dict(algorithm=case.label, delta=delta, verdict=f"not run: {e}"))
+                continue
+            out = {s: sim(case, alg, s, delta) for s in cal.SIGMAS}
+            unit = out[cal.UNIT_SIGMA]
+            for s in cal.SIGMAS:
+                samples, correct, stopped = out[s]
+                pub = (cal.PUBLISHED.get(case.reference) if case.reference is not None
+                       and s == cal.SIGMA0 and delta == 0.05 else None)
+                rows.append(cal.calibration_row(
+                    case, s, delta, samples, correct, stopped,
+                    unit_samples=None if s == cal.UNIT_SIGMA else unit[0], unit_capped=not unit[2].all(),
+                    lower_bound=lbs[(case.instance, delta)], published=pub))
+            # mutations at sigma = 3, through the sigma option
+            s = 3.0
+            for name, sig in cal.mutations(s).items():
+                try:
+                    malg = case.algorithm(delta, sigma=sig)
+                except TypeError as e:
+                    mut_rows.append(dict(algorithm=case.label, sigma=s, delta=delta, option=name, verdict=f"not run: {e}"))
+                    continue
+                samples, correct, stopped = sim(case, malg, s, delta, option=name)
+                mut_rows.append(cal.calibration_row(
+                    case, s, delta, samples, correct, stopped, unit_samples=unit[0],
+                    unit_capped=not unit[2].all(), lower_bound=lbs[(case.instance, delta)], option=name))
+            _write_csv(ctx.out / "calibration.csv", rows)
+            _write_csv(ctx.out / "mutations.csv", mut_rows)
+
+    ctx.table(_show(rows), "calibration",
+              f"Calibration: {reps} runs per row, level {cal.ALPHA:g} per check (jaxbandits.calibration)")
+    ctx.table(_show(mut_rows), "mutations",
+              "Mutations at sigma = 3 through the sigma option (each verdict must be FAIL)")
+    verdicts = {}
+    for r in rows:
+        v = verdicts.setdefault(r["algorithm"], dict(algorithm=r["algorithm"], rows=0, passed=0, failed=0, failures=""))
+        v["rows"] += 1
+        if r["verdict"] == "pass":
+            v["passed"] += 1
+        else:
+            v["failed"] += 1
+            v["failures"] += f"sigma={r.get('sigma', '?')} delta={r['delta']}: {r['verdict']}; "
+    for r in mut_rows:
+        v = verdicts.setdefault(r["algorithm"], dict(algorithm=r["algorithm"], rows=0, passed=0, failed=0, failures=""))
+        v["mutations_caught"] = v.get("mutations_caught", 0) + int(str(r["verdict"]).startswith("FAIL"))
+        v["mutations_run"] = v.get("mutations_run", 0) + int(not str(r["verdict"]).startswith("not run"))
+    ctx.table(list(verdicts.values()), "verdicts", "Verdicts per algorithm (grid rows; mutations caught / run)")
+    n_fail = sum(r["verdict"] != "pass" for r in rows)
+    ctx.log(f"[calibration] {len(rows) - n_fail}/{len(rows)} grid rows pass; "
+            f"{sum(str(r['verdict']).startswith('FAIL') for r in mut_rows)}/"
+            f"{sum(not str(r['verdict']).startswith('not run') for r in mut_rows)} mutations caught")
