@@ -48,8 +48,8 @@ def _write_csv(path, rows):
             w.writerow(r)
 
 
-SHOW = ["algorithm", "sigma", "delta", "option", "runs", "errors", "capped", "error_rate", "error_CI95", "p_error",
-        "mean", "se", "ratio_LB", "ratio_to_unit", "p_scaling", "published", "p_published", "verdict"]
+SHOW = ["algorithm", "instance", "sigma", "delta", "option", "runs", "errors", "capped", "error_rate", "error_CI95", "p_error",
+        "mean", "se", "ratio_LB", "p_LB", "ratio_to_unit", "p_scaling", "published", "p_published", "verdict"]
 
 
 def _show(rows):

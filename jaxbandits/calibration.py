@@ -42,18 +42,20 @@ Checks (:func:`calibration_row`), each at level ``ALPHA``:
    true best item (correct by construction): "n/a", excluded from this check.
 2. scaling (sigma != 1): Welch z-test on the means and two-sample Kolmogorov-Smirnov on the
    distributions, against the unit-noise run; combined p = min(1, 2 min(p_welch, p_ks)).
-3. published (where a reference exists): two-sided z-test of the mean against the reference mean,
+3. lower bound (best-arm instances): H0 "E[tau] >= sigma^2 T* kl(delta, 1 - delta)", which every
+   delta-correct algorithm satisfies (seed 000 Thm 1); one-sided z-test of the mean.
+4. published (where a reference exists): two-sided z-test of the mean against the reference mean,
    with SE^2 = ours^2 + reference's^2.  References: the released code of seed 003
    (github.com/clreda/linear-top-m, commit 42f3eb3, ``Results/<setting>/<algorithm>.txt``, last
    row: mean and standard deviation over 500 runs), compared with the ``released_code()``
    configuration (pre-pull stopping pair, lambda S / sigma tail) when the library has it.
 
 Runs that hit the step cap are never dropped: they count as errors in check 1, enter the mean with
-the pulls made so far (the mean is then a lower bound) and fail checks 2-3 ("capped").
+the pulls made so far (the mean is then a lower bound) and fail the row ("capped").
 
 The lower bound sigma^2 T*(theta) kl(delta, 1 - delta) (seed 000 Thm 1,
-:func:`jaxbandits.design.lower_bound`) is reported for best-arm instances as mean / bound; it is
-the same at every grid point.  For Top-m it is not computed ("n/a").
+:func:`jaxbandits.design.lower_bound`) is reported for best-arm instances as mean / bound (check 3);
+it is the same at every grid point.  For Top-m it is not computed ("n/a").
 """
 from __future__ import annotations
 
@@ -299,9 +301,13 @@ def calibration_row(case: Case, sigma: float, delta: float, samples, correct, st
         fails.append("capped")
     row.update(mean=mean, se=se, mean_is_lower_bound=capped)
     if lower_bound is not None and math.isfinite(lower_bound):
-        row.update(lower_bound=lower_bound, ratio_LB=mean / lower_bound)
+        # H0: E[tau] >= LB (true of every delta-correct algorithm); one-sided z-test
+        p_lb = 0.5 * math.erfc(-(mean - lower_bound) / (se * math.sqrt(2.0))) if se > 0 else float(mean >= lower_bound)
+        row.update(lower_bound=lower_bound, ratio_LB=mean / lower_bound, p_LB=p_lb)
+        if p_lb < ALPHA:
+            fails.append("below lower bound")
     else:
-        row.update(lower_bound="n/a", ratio_LB="n/a")
+        row.update(lower_bound="n/a", ratio_LB="n/a", p_LB="n/a")
     if unit_samples is not None:
         s = scaling_check(samples, unit_samples, case.equivariant)
         row.update(unit_mean=s["unit_mean"], ratio_to_unit=s["ratio_to_unit"], p_welch=s["p_welch"],
