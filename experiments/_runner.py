@@ -61,6 +61,8 @@ def discover() -> dict[str, str]:
 
 
 def _fmt(v: Any) -> str:
+    if v is None:
+        return "n/a"
     if isinstance(v, float):
         if math.isnan(v):
             return "nan"
