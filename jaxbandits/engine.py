@@ -45,7 +45,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 from jaxbandits.algorithms.base import Algorithm, is_correct
 from jaxbandits.instances.base import Instance, as_batch
 from jaxbandits.stats import summarize
-from jaxbandits.watchdog import run_guarded
+from jaxbandits.watchdog import run_guarded, timeout_for
 
 
 class _Lane(NamedTuple):
@@ -347,12 +347,15 @@ def simulate(
       stall_timeout: if the process makes no CPU progress for this many seconds while a chunk
         is pending, raise :class:`jaxbandits.watchdog.StalledComputation` instead of hanging
         (XLA:CPU runtime wedge, see :mod:`jaxbandits.watchdog`; default 30 s or
-        ``JAXBANDITS_STALL_TIMEOUT``; 0 disables).  Chunks already done reached ``on_chunk``.
+        ``JAXBANDITS_STALL_TIMEOUT`` on CPU devices, off on accelerators, where the host idles
+        while a long chunk runs; 0 disables).  Chunks already done reached ``on_chunk``.
 
     Returns:
       :class:`Results`.
     """
     _validate_run(algorithm, instances, n_reps, max_steps)
+    devices = list(devices) if devices is not None else jax.devices()
+    stall_timeout = timeout_for(devices, stall_timeout)
     t_prep = time.perf_counter()
     # per-instance precomputation (counted as run time), guarded like the chunks
     inst = run_guarded(algorithm.prepare, as_batch(instances), stall_timeout=stall_timeout, what="prepare")
@@ -362,7 +365,6 @@ def simulate(
     all_tasks = np.arange(T, dtype=np.int64) if tasks is None else np.unique(np.asarray(tasks, np.int64))
     if all_tasks.size and (all_tasks[0] < 0 or all_tasks[-1] >= T):
         raise ValueError("task ids out of range")
-    devices = list(devices) if devices is not None else jax.devices()
     D = len(devices)
     per_dev = max(1, math.ceil(max(all_tasks.size, 1) / D))
     L = lanes or _default_lanes(inst, per_dev)
