@@ -60,6 +60,7 @@ it is the same at every grid point.  For Top-m it is not computed ("n/a").
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Callable
 
@@ -331,6 +332,7 @@ def calibration_row(case: Case, sigma: float, delta: float, samples, correct, st
     return row
 
 
+@functools.lru_cache(maxsize=None)
 def lower_bound(instance_name: str, delta: float) -> float | None:
     """sigma^2 T* kl(delta, 1 - delta) of a best-arm calibration instance (the same at every sigma
     of the grid); None for Top-m."""
