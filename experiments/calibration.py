@@ -28,6 +28,7 @@ last line (updated after the run).
 from __future__ import annotations
 
 import csv
+import math
 
 NAME = "calibration"
 DESCRIPTION = "Issue 12 calibration: error vs delta and sample complexity vs references, sigma x delta grid, with mutations"
@@ -105,6 +106,24 @@ def run(ctx):
             _write_csv(ctx.out / "calibration.csv", rows)
             _write_csv(ctx.out / "mutations.csv", mut_rows)
 
+    # published references of seed 000 Table 1 (K = 1000, sigma = 1, delta = 0.05)
+    t1_rows = []
+    if not ctx.quick:
+        import jax
+
+        delta = 0.05
+        t1_inst = cal.table1_instances(jax.random.fold_in(ctx.key, cal.TABLE1_K))
+        lb = cal.table1_lower_bound(t1_inst, delta)
+        for case in cal.table1_cases():
+            n = reps if case.label != "RAGE" else min(reps, 100)  # RAGE: its XY design over M^2 pairs dominates
+            nr = max(1, math.ceil(n / cal.TABLE1_INSTANCES))
+            res = ctx.simulate(dict(table1=cal.TABLE1_K, algorithm=case.label, delta=delta), case.algorithm(delta),
+                               t1_inst, nr, case.max_steps)
+            t1_rows.append(cal.calibration_row(case, 1.0, delta, res.samples.ravel(), res.correct.ravel(),
+                                               res.stopped.ravel(), lower_bound=lb,
+                                               published=cal.TABLE1[case.label]))
+        _write_csv(ctx.out / "table1.csv", t1_rows)
+
     ctx.table(_show(rows), "calibration",
               f"Calibration: {reps} runs per row, level {cal.ALPHA:g} per check (jaxbandits.calibration)")
     ctx.table(_show(mut_rows), "mutations",
@@ -122,6 +141,9 @@ def run(ctx):
         v = verdicts.setdefault(r["algorithm"], dict(algorithm=r["algorithm"], rows=0, passed=0, failed=0, failures=""))
         v["mutations_caught"] = v.get("mutations_caught", 0) + int(str(r["verdict"]).startswith("FAIL"))
         v["mutations_run"] = v.get("mutations_run", 0) + int(not str(r["verdict"]).startswith("not run"))
+    if t1_rows:
+        ctx.table(_show(t1_rows), "table1", f"Seed 000 Table 1 (K = {cal.TABLE1_K}, {cal.TABLE1_INSTANCES} instances of "
+                  "the released code's generator, sigma = 1, delta = 0.05) against the paper's numbers")
     ctx.table(list(verdicts.values()), "verdicts", "Verdicts per algorithm (grid rows; mutations caught / run)")
     n_fail = sum(r["verdict"] != "pass" for r in rows)
     ctx.log(f"[calibration] {len(rows) - n_fail}/{len(rows)} grid rows pass; "

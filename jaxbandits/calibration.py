@@ -352,3 +352,50 @@ def mutations(sigma: float) -> dict[str, float]:
       small (widths sqrt(3)x too small).
     """
     return {"sigma ignored (sigma=1)": 1.0, "threshold / 3 (sigma/sqrt3)": sigma / math.sqrt(3.0)}
+
+
+# -- seed 000 Table 1 (published, K = 1000) -------------------------------------------------------
+TABLE1_K = 1000
+TABLE1_INSTANCES = 20  #: random instances of the released-code generator, replications spread over them
+_T1 = "seed 000 Table 1, K = 1000 (mean, bracket = SE over 20 runs)"
+#: seed 000 Table 1, K = 1000, delta = 0.05, sigma = 1: (mean, SE); sd = SE sqrt(20)
+TABLE1 = {
+    "LT&S (no averaging)": Reference(1206.55, 42.2 * math.sqrt(20), 20, _T1),
+    "LT&S": Reference(1409.0, 57.0 * math.sqrt(20), 20, _T1),
+    "RAGE": Reference(1148.45, 49.82 * math.sqrt(20), 20, _T1),
+    "Oracle [code]": Reference(476.45, 40.74 * math.sqrt(20), 20, _T1),
+}
+
+
+def table1_cases() -> list[Case]:
+    """The Table 1 algorithms as seed000_table1 runs them (the text's LT&S choices; the released
+    XY_ORACLE configuration; RAGE), on the released code's many-arms generator."""
+    from jaxbandits.algorithms import RAGE, LazyTrackAndStop, Oracle
+
+    inst = "table1"
+    return [
+        Case("LT&S (no averaging)", inst, lambda d: LazyTrackAndStop(delta=d, averaging=False),
+             reference=(inst, "LT&S (no averaging)"), max_steps=200_000),
+        Case("LT&S", inst, lambda d: LazyTrackAndStop(delta=d, averaging=True), reference=(inst, "LT&S"),
+             max_steps=200_000),
+        Case("RAGE", inst, lambda d: RAGE(delta=d), equivariant="approximate", reference=(inst, "RAGE"), max_steps=60),
+        Case("Oracle [code]", inst, lambda d: Oracle.released_code(delta=d), error_check=False,
+             reference=(inst, "Oracle [code]"), max_steps=400,
+             note="check='true_best': correct by construction, error n/a"),
+    ]
+
+
+def table1_instances(key):
+    """``TABLE1_INSTANCES`` instances of the released code's generator at K = 1000 (unit noise)."""
+    from jaxbandits.instances import seeds
+
+    return seeds.batch(seeds.many_arms_code, key, TABLE1_INSTANCES, num_arms=TABLE1_K)
+
+
+def table1_lower_bound(instances, delta: float) -> float:
+    """Mean over the instances of sigma^2 T* kl(delta, 1 - delta)."""
+    import jax
+
+    from jaxbandits.design import lower_bound as lb
+
+    return float(np.mean(np.asarray(jax.jit(lambda i: lb(i, delta))(instances))))
