@@ -330,6 +330,8 @@ class GIFA(Algorithm):
         W_t(a) = C_t sigma ||x_a||_{V_t^-1} (Sigma = sigma^2 V_t^-1), or C_t sigma / sqrt(N_a)
         for classical indices (Sec 2, last paragraph: lambda = 0, canonical features).
         """
+        # W_t(a) = C_t ||x_a||_Sigma = C_t sigma ||x_a||_{V_t^-1} (Sec 2); classical: C_t sigma / sqrt(N_a)
+        # (Sec 2, last paragraph; with the LUCB1 threshold, Kalyanakrishnan et al. 2012's width)
         C = self.confidence(state, inst) * self._sigma(inst)
         if self.index == "individual":
             s = jnp.sqrt(jnp.maximum(jnp.diagonal(state.G), 0.0))
