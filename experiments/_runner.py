@@ -61,6 +61,8 @@ def discover() -> dict[str, str]:
 
 
 def _fmt(v: Any) -> str:
+    if v is None:
+        return "n/a"
     if isinstance(v, float):
         if math.isnan(v):
             return "nan"
@@ -316,8 +318,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--devices", type=int, default=None,
                         help="XLA CPU devices to expose (default: 1; try the number of cores)")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--no-compile-cache", action="store_true",
+                        help="do not use the persistent compilation cache (default: on, in "
+                             "~/.cache/jaxbandits/xla or $JAXBANDITS_COMPILATION_CACHE)")
     args = parser.parse_args(argv)
     _set_cpu_devices(args.devices)
+    from jaxbandits import compilation_cache
+
+    if not (args.no_compile_cache or compilation_cache.disabled_by_env()):
+        args.compile_cache = str(compilation_cache.enable())
     import matplotlib
 
     matplotlib.use("Agg")

@@ -128,7 +128,7 @@ def run(ctx):
                                  wall_s=res.wall_time + res.compile_time))
                 r = rows[-1]
                 ctx.log(f"  {gname} K={K} {name}: {r['mean']:.1f} ({r['se']:.1f}) std {r['std']:.1f} | paper "
-                        f"{pm} ({pse}) | LB {lb:.1f} | error {r['error']:.3f} | capped {r['capped']:.2f} | "
+                        f"{pm} ({pse}) | LB {lb:.1f} | error {'n/a' if r['error'] is None else format(r['error'], '.3f')} | capped {r['capped']:.2f} | "
                         f"{r['wall_s']:.1f}s")
     ctx.table(rows, "summary", title="Seed 000 Table 1: ours mean (se) / std vs the paper's mean (se)")
     _plot(ctx, rows)

@@ -45,7 +45,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 from jaxbandits.algorithms.base import Algorithm, is_correct
 from jaxbandits.instances.base import Instance, as_batch
 from jaxbandits.stats import summarize
-from jaxbandits.watchdog import run_guarded
+from jaxbandits.watchdog import run_guarded, timeout_for
 
 
 class _Lane(NamedTuple):
@@ -84,6 +84,8 @@ class Results:
       wall_time: seconds spent running (compilation excluded), compile_time: seconds compiling.
       lane_steps: lane-steps executed; useful_steps: replication-steps done.
       devices, lanes, chunk_size: how the run was laid out.
+      error_defined: False when the algorithm's answer is correct by construction
+        (``Algorithm.correct_by_construction``); summaries then report the error rate as n/a.
     """
 
     samples: np.ndarray
@@ -101,6 +103,7 @@ class Results:
     devices: int
     lanes: int
     chunk_size: int
+    error_defined: bool = True
 
     @property
     def n_instances(self) -> int:
@@ -114,7 +117,8 @@ class Results:
         """Sample-complexity statistics, error rate with Clopper-Pearson interval, capped
         fraction, wall time and lane efficiency over the replications that ran."""
         r = self.ran
-        out = summarize(self.samples[r], self.correct[r], self.stopped[r], level)
+        out = summarize(self.samples[r], self.correct[r], self.stopped[r], level,
+                        error_defined=self.error_defined)
         out.update(wall_time=self.wall_time, compile_time=self.compile_time,
                    efficiency=self.efficiency,
                    steps_per_second=self.useful_steps / self.wall_time if self.wall_time > 0 else float("nan"))
@@ -264,6 +268,13 @@ def _validate_run(algorithm, instances, n_reps, max_steps):
 
 
 _RUNNERS: dict = {}
+_COMPILES = [0]
+
+
+def programs_compiled() -> int:
+    """Number of engine programs compiled so far in this process (a cache miss of
+    :func:`simulate`): tests and experiments count recompilations with it instead of timing them."""
+    return _COMPILES[0]
 
 
 def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_steps, lanes, chunk_per_dev,
@@ -288,6 +299,7 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
     t0 = time.perf_counter()
     tasks_proto = jnp.zeros((D * chunk_per_dev,), jnp.int32)
     compiled = fn.lower(tasks_proto, instances, key, dynamic, max_steps).compile()
+    _COMPILES[0] += 1
     ct = time.perf_counter() - t0
     if len(_RUNNERS) > 64:
         _RUNNERS.clear()
@@ -335,12 +347,15 @@ def simulate(
       stall_timeout: if the process makes no CPU progress for this many seconds while a chunk
         is pending, raise :class:`jaxbandits.watchdog.StalledComputation` instead of hanging
         (XLA:CPU runtime wedge, see :mod:`jaxbandits.watchdog`; default 30 s or
-        ``JAXBANDITS_STALL_TIMEOUT``; 0 disables).  Chunks already done reached ``on_chunk``.
+        ``JAXBANDITS_STALL_TIMEOUT`` on CPU devices, off on accelerators, where the host idles
+        while a long chunk runs; 0 disables).  Chunks already done reached ``on_chunk``.
 
     Returns:
       :class:`Results`.
     """
     _validate_run(algorithm, instances, n_reps, max_steps)
+    devices = list(devices) if devices is not None else jax.devices()
+    stall_timeout = timeout_for(devices, stall_timeout)
     t_prep = time.perf_counter()
     # per-instance precomputation (counted as run time), guarded like the chunks
     inst = run_guarded(algorithm.prepare, as_batch(instances), stall_timeout=stall_timeout, what="prepare")
@@ -350,7 +365,6 @@ def simulate(
     all_tasks = np.arange(T, dtype=np.int64) if tasks is None else np.unique(np.asarray(tasks, np.int64))
     if all_tasks.size and (all_tasks[0] < 0 or all_tasks[-1] >= T):
         raise ValueError("task ids out of range")
-    devices = list(devices) if devices is not None else jax.devices()
     D = len(devices)
     per_dev = max(1, math.ceil(max(all_tasks.size, 1) / D))
     L = lanes or _default_lanes(inst, per_dev)
@@ -424,5 +438,5 @@ def simulate(
         pulls=None if pulls is None else pulls.reshape(shape + (K,)), ran=ran.reshape(shape),
         efficiency=useful / lane_steps if lane_steps else float("nan"), wall_time=wall,
         compile_time=compile_time, lane_steps=lane_steps, useful_steps=useful, devices=D, lanes=L,
-        chunk_size=per_call,
+        chunk_size=per_call, error_defined=not algorithm.correct_by_construction,
     )

@@ -66,12 +66,23 @@ def kl_bernoulli(p: float, q: float) -> float:
     return term(p, q) + term(1 - p, 1 - q)
 
 
-def summarize(samples: np.ndarray, correct: np.ndarray, stopped: np.ndarray, level: float = 0.95) -> dict:
-    """Summary of a set of runs: sample-complexity moments and quantiles, error rate with its
-    Clopper-Pearson interval, and the fraction of runs that hit the step cap.
+def summarize(samples: np.ndarray, correct: np.ndarray, stopped: np.ndarray, level: float = 0.95,
+              error_defined: bool = True) -> dict:
+    """Summary of a set of runs that hides nothing about capped runs.
 
-    Runs that hit the cap did not stop: they are excluded from the sample-complexity statistics
-    and the error rate (never counted as stops) and reported as ``frac_capped``.
+    A run that hit the step cap did not stop: it is never counted as a stop, and its sample count
+    (the pulls made so far) is only a lower bound on its stopping time.  Reported:
+
+    * ``mean``, ``std``, ``se`` and quantiles over the runs that stopped (``stopped`` of ``runs``);
+    * ``frac_capped``: the fraction of runs that hit the cap;
+    * ``mean_lower_bound``: the mean over *all* runs with each capped run counted at the pulls it
+      had made.  Since a capped run's stopping time is at least that, this is a lower bound on the
+      mean stopping time of all runs; when ``frac_capped > 0`` the stopped-run ``mean`` is biased
+      low (the capped runs are the slow ones) and ``mean_lower_bound`` is the honest figure;
+    * ``error_rate`` with its Clopper-Pearson interval over the runs that stopped (a capped run
+      returned no answer), or ``None`` (printed "n/a") when ``error_defined`` is False: the
+      answer is correct by construction (e.g. an oracle that returns the true best arm), so an
+      error rate of 0 would say nothing.
     """
     samples = np.asarray(samples, dtype=float).ravel()
     correct = np.asarray(correct, dtype=bool).ravel()
@@ -81,6 +92,10 @@ def summarize(samples: np.ndarray, correct: np.ndarray, stopped: np.ndarray, lev
     errors = int((~correct[stopped]).sum())
     lo, hi = clopper_pearson(errors, n, level)
     q = np.quantile(s, [0.05, 0.25, 0.5, 0.75, 0.95]) if n else [np.nan] * 5
+    if not error_defined:
+        err, lo, hi = None, None, None
+    else:
+        err = errors / n if n else float("nan")
     return dict(
         runs=int(samples.size),
         stopped=n,
@@ -88,8 +103,9 @@ def summarize(samples: np.ndarray, correct: np.ndarray, stopped: np.ndarray, lev
         std=float(s.std(ddof=1)) if n > 1 else float("nan"),
         se=float(s.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan"),
         q05=float(q[0]), q25=float(q[1]), median=float(q[2]), q75=float(q[3]), q95=float(q[4]),
-        error_rate=errors / n if n else float("nan"),
+        error_rate=err,
         error_lo=lo,
         error_hi=hi,
         frac_capped=float(1.0 - n / samples.size) if samples.size else float("nan"),
+        mean_lower_bound=float(samples.mean()) if samples.size else float("nan"),
     )

@@ -82,6 +82,21 @@ def _fetch_in_thread(out: Any, fetch: Callable[[Any], Any]):
     return th, box
 
 
+def timeout_for(devices, stall_timeout: float | None = None) -> float:
+    """The stall timeout to use on ``devices``: the guard belongs to XLA:CPU only.
+
+    It judges a stall by the host's CPU time, which is right on XLA:CPU (the host threads *are*
+    the device) and wrong on an accelerator, where the host idles by design while a long chunk
+    runs: there a chunk simply completes, however long it takes.  An explicit ``stall_timeout``
+    wins; otherwise 0 (off) when any device is not a CPU, else the default.
+    """
+    if stall_timeout is not None:
+        return float(stall_timeout)
+    if any(getattr(d, "platform", "cpu") != "cpu" for d in devices):
+        return 0.0
+    return DEFAULT_STALL_TIMEOUT
+
+
 def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, retries: int = 0,
                 what: str = "computation", fetch: Callable[[Any], Any] | None = None, **kwargs):
     """``fn(*args, **kwargs)`` brought to completion, or :class:`StalledComputation` if it wedges

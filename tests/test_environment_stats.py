@@ -90,3 +90,18 @@ def test_summarize_excludes_capped_runs():
     s = summarize(np.array([10, 20, 1000]), np.array([True, False, False]), np.array([True, True, False]))
     assert s["stopped"] == 2 and s["mean"] == 15 and s["error_rate"] == 0.5
     assert abs(s["frac_capped"] - 1 / 3) < 1e-12
+    # the capped run is counted in the lower bound on the mean, at the pulls it had made
+    assert abs(s["mean_lower_bound"] - 1030 / 3) < 1e-9
+    assert s["mean_lower_bound"] >= s["mean"]
+
+
+def test_summarize_error_rate_na_when_correct_by_construction():
+    s = summarize(np.array([10, 20]), np.array([True, True]), np.array([True, True]), error_defined=False)
+    assert s["error_rate"] is None and s["error_lo"] is None and s["mean"] == 15
+
+
+def test_oracle_true_best_reports_error_na():
+    """The released Oracle check returns the true z*: its results say so instead of "0 errors"."""
+    from jaxbandits.algorithms.oracle import Oracle
+    assert Oracle.released_code().correct_by_construction
+    assert not Oracle().correct_by_construction

@@ -86,3 +86,17 @@ def test_run_guarded_redispatches_a_wedged_host_copy():
         out = run_guarded(lambda: jnp.arange(3), stall_timeout=0.5, fetch=fetch, retries=1)
     assert out.tolist() == [0, 1, 2] and len(fetches) == 2
     assert any("re-dispatching" in str(x.message) for x in w)
+
+
+def test_guard_only_on_xla_cpu():
+    """On an accelerator the host idles while a chunk runs: no stall guard there by default."""
+    from jaxbandits.watchdog import DEFAULT_STALL_TIMEOUT, timeout_for
+
+    class Dev:
+        def __init__(self, platform):
+            self.platform = platform
+
+    assert timeout_for([Dev("cpu"), Dev("cpu")]) == DEFAULT_STALL_TIMEOUT
+    assert timeout_for([Dev("gpu")]) == 0.0
+    assert timeout_for([Dev("tpu")]) == 0.0
+    assert timeout_for([Dev("gpu")], 12.0) == 12.0  # an explicit timeout wins

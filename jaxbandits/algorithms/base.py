@@ -118,6 +118,12 @@ class Algorithm:
         return getattr(self, "m", 1)
 
     @property
+    def correct_by_construction(self) -> bool:
+        """True when the returned answer cannot be wrong by design (an oracle that is handed the
+        true best item): its error rate is reported as "n/a", never as a meaningless 0."""
+        return False
+
+    @property
     def slack(self) -> float:
         """Tolerated suboptimality epsilon of the answer (0: exact identification)."""
         return float(getattr(self, "epsilon", 0.0))
