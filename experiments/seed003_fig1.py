@@ -89,7 +89,8 @@ def base_name(name: str) -> str:
 
 
 def summarize(name, res, delta, ref=None, mode=None):
-    """One table row: mean +- SE over stopped runs, capped runs counted, error with its
+    """One table row: mean +- SE over stopped runs, capped runs counted (and the lower bound on the
+    mean that includes them at their pull count), error with its
     Clopper-Pearson 95% interval, and (with ``ref``) the reference mean +- SE and the two-sided z."""
     from jaxbandits.stats import summarize as stats_summary
     s = stats_summary(res.samples, res.correct, res.stopped)
@@ -99,6 +100,7 @@ def summarize(name, res, delta, ref=None, mode=None):
     if mode is not None:
         row["mode"] = mode
     row.update(runs=s["runs"], capped=s["runs"] - n, mean=round(s["mean"], 1), SE=round(s["se"], 1),
+               mean_lower_bound=round(s["mean_lower_bound"], 1),
                median=s["median"], q05=s["q05"], q95=s["q95"], errors=err, error=round(s["error_rate"], 4),
                error_CI95=f"[{s['error_lo']:.4f}, {s['error_hi']:.4f}]", wall_s=round(res.wall_time, 2))
     if ref is not None:
