@@ -401,3 +401,20 @@ def test_error_check_has_power_against_widths_3x_too_small(name):
         errors = int(n - correct.sum())
         p = binomial_test_upper(errors, n, delta)
         assert (p >= 0.01) == should_pass, (name, sigma, errors, p)
+
+
+def test_sigma_can_be_traced():
+    """sigma is used through jnp only: one compiled program serves every value (a future dynamic field)."""
+    inst = topm_classic(4, 2)
+    base = gifa.LinGIFA(2, 0.05)
+
+    @jax.jit
+    def stat(sig):
+        a = dataclasses.replace(base, sigma=sig)
+        return a.step(jax.random.key(1), a.init(jax.random.key(0), inst), inst).stat
+
+    s1, s2 = stat(0.5), stat(1.0)
+    assert stat._cache_size() == 1
+    direct = dataclasses.replace(base, sigma=1.0)
+    want = direct.step(jax.random.key(1), direct.init(jax.random.key(0), inst), inst).stat
+    assert float(s2) == pytest.approx(float(want), rel=1e-9) and float(s1) != float(s2)
