@@ -8,15 +8,21 @@ same distribution at both, and the sigma = 1 run (independent key) is the refere
 mutations go through the algorithm's ``sigma`` option, at noise 3:
 
 * ``sigma=1`` ("sigma ignored"): widths 3x too small, sigma^2 thresholds 9x too small;
-* ``sigma=sqrt(3)``: a sigma^2 threshold 3x too small.
+* ``sigma=sqrt(3)``: a sigma^2 threshold 3x too small (GIFA: widths C sigma ||x|| sqrt(3)x too
+  small, i.e. their square 3x).
 
-Power, measured with these keys and counts (40 runs per configuration, level 1e-3 per check):
-the unmutated LT&S / uniform GLR / m-LinGapE runs at sigma = 3 have mean ratios 0.95-1.07 to the
-sigma = 1 run (scaling p >= 0.09); under "threshold / 3" the ratio is 0.25-0.31 (p ~ 1e-27 to 1e-75)
-and under "sigma ignored" 0.03-0.07 (p ~ 1e-59 to 1e-161), about 18-30 standard errors away, so
+Power, measured with these keys and counts (40 runs per configuration, level 1e-3 per check;
+LT&S / uniform GLR on hard Top-1 / m-LinGapE greedy on the classic Top-m instance):
+
+* unmutated: mean ratio to the sigma = 1 run 0.95 / 0.96 / 1.01, combined scaling p 0.46 / 1.0 / 1.0:
+  pass;
+* threshold / 3: ratio 0.30 / 0.27 / 0.29, Welch p 2e-78 / 2e-32 / 1e-61, KS p <= 3e-16: FAIL;
+* sigma ignored: ratio 0.070 / 0.031 / 0.098, Welch p 1e-169 / 3e-71 / 2e-115: FAIL.
+
+The weakest detection (uniform GLR, threshold / 3) is about 12 standard errors away, so
 20 runs would already do.  The error-rate check alone is weaker, because the paper thresholds
-are 7-25x above what delta needs (LT&S's mean is 24x the lower bound sigma^2 T* kl(delta, 1-delta)
-= 583 pulls): with sigma ignored, the uniform GLR errs 25 times in 200 runs at delta = 0.05 (rate
+are conservative (LT&S's mean is 24x the lower bound sigma^2 T* kl(delta, 1-delta) = 583 pulls,
+LinGapE's 7x): with sigma ignored, the uniform GLR errs 25 times in 200 runs at delta = 0.05 (rate
 0.125, Clopper-Pearson [0.083, 0.179], binomial p = 2.6e-5 < 1e-3; measured with this key), which
 :func:`test_error_check_has_power` asserts; with 40 runs the same mutation gave 7/40 (p = 0.003),
 not enough at level 1e-3.
@@ -99,10 +105,10 @@ def test_error_check_has_power():
 
 def test_capped_runs_fail_and_are_counted():
     case = _case("LT&S")
-    s, c, st = _run(case, 1.0, 0.05, reps=8, max_steps=500)  # LT&S needs ~14k pulls here
+    s, c, st = _run(case, 1.0, 0.05, max_steps=500)  # LT&S needs ~14k pulls here
     assert not st.any()
     row = cal.calibration_row(case, 1.0, 0.05, s, c, st)
-    assert row["capped"] == 8 and row["error_rate"] == 1.0 and row["mean_is_lower_bound"]
+    assert row["capped"] == REPS and row["error_rate"] == 1.0 and row["mean_is_lower_bound"]
     assert "capped" in row["verdict"] and "error" in row["verdict"]
 
 
