@@ -70,7 +70,7 @@ def _has_sigma(case):
     try:
         case.algorithm(0.05, sigma=1.0)
         return True
-    except TypeError:
+    except (TypeError, AttributeError):
         return False
 
 
@@ -146,3 +146,19 @@ def test_statistics_against_scipy():
     # two-sided test of a mean against a published (mean, se)
     assert cal.z_test(10.0, 1.0, 10.0, 1.0) == 1.0
     assert abs(cal.z_test(10.0, 3.0, 0.0, 4.0) - math.erfc(2.0 / math.sqrt(2.0))) < 1e-12
+
+
+def test_published_check_has_power():
+    """m-LinGapE with the released code's switches against seed 003's released 500-run mean (classic
+    Top-m, sigma = 1/2): passes as is, FAILS with a sigma^2 threshold 3x too small (sigma / sqrt 3).
+    Measured with 300 runs: 3014 +- 50 against 2942 +- 37 (p = 0.25)."""
+    case = _case("m-LinGapE (greedy) [released code]", "classic_topm")
+    if not _has_sigma(case):
+        pytest.skip("GIFA has no sigma option / released_code() on this branch")
+    ref = cal.PUBLISHED[case.reference]
+    for option, ok in ((None, True), (cal.SIGMA0 / math.sqrt(3.0), False)):
+        s, c, st = _run(case, cal.SIGMA0, 0.05, option=option)
+        row = cal.calibration_row(case, cal.SIGMA0, 0.05, s, c, st, published=ref)
+        assert (row["verdict"] == "pass") == ok, row
+        if not ok:
+            assert "published" in row["verdict"] and row["p_published"] < 1e-10, row
