@@ -88,7 +88,7 @@ def run(ctx):
             try:
                 alg = case.algorithm(delta)
             except (TypeError, AttributeError) as e:
-                rows.append(dict(algorithm=case.label, delta=delta, verdict=f"not run: {e}"))
+                rows.append(dict(algorithm=case.label, instance=case.instance, delta=delta, verdict=f"not run: {e}"))
                 continue
             out = {s: sim(case, alg, s, delta) for s in cal.SIGMAS}
             unit = out[cal.UNIT_SIGMA]
@@ -108,7 +108,8 @@ def run(ctx):
                 try:
                     malg = case.algorithm(delta, sigma=sig)
                 except TypeError as e:
-                    mut_rows.append(dict(algorithm=case.label, sigma=s, delta=delta, option=name, verdict=f"not run: {e}"))
+                    mut_rows.append(dict(algorithm=case.label, instance=case.instance, sigma=s, delta=delta, option=name,
+                                         verdict=f"not run: {e}"))
                     continue
                 samples, correct, stopped = sim(case, malg, s, delta, option=name)
                 mut_rows.append(cal.calibration_row(
@@ -117,31 +118,17 @@ def run(ctx):
             _write_csv(ctx.out / "calibration.csv", rows)
             _write_csv(ctx.out / "mutations.csv", mut_rows)
 
-    # published references of seed 000 Table 1 (K = 1000, sigma = 1, delta = 0.05)
-    t1_rows = []
-    if not ctx.quick:
-        import jax
-
-        delta = 0.05
-        t1_inst = cal.table1_instances(jax.random.fold_in(ctx.key, cal.TABLE1_K))
-        lb = cal.table1_lower_bound(t1_inst, delta)
-        for case in cal.table1_cases():
-            n = reps if case.label != "RAGE" else min(reps, 100)  # RAGE: its XY design over M^2 pairs dominates
-            nr = max(1, math.ceil(n / cal.TABLE1_INSTANCES))
-            res = ctx.simulate(dict(table1=cal.TABLE1_K, algorithm=case.label, delta=delta), case.algorithm(delta),
-                               t1_inst, nr, case.max_steps)
-            t1_rows.append(cal.calibration_row(case, 1.0, delta, res.samples.ravel(), res.correct.ravel(),
-                                               res.stopped.ravel(), lower_bound=lb,
-                                               published=cal.TABLE1[case.label]))
-        _write_csv(ctx.out / "table1.csv", t1_rows)
-
     ctx.table(_show(rows), "calibration",
               f"Calibration: {reps} runs per row, level {cal.ALPHA:g} per check (jaxbandits.calibration)")
     ctx.table(_show(mut_rows), "mutations",
               "Mutations at sigma = 3 through the sigma option (each verdict must be FAIL)")
     verdicts = {}
+    def entry(r):
+        name = f"{r['algorithm']} ({r.get('instance') or '-'})"
+        return verdicts.setdefault(name, dict(algorithm=name, rows=0, passed=0, failed=0, failures=""))
+
     for r in rows:
-        v = verdicts.setdefault(r["algorithm"], dict(algorithm=r["algorithm"], rows=0, passed=0, failed=0, failures=""))
+        v = entry(r)
         v["rows"] += 1
         if r["verdict"] == "pass":
             v["passed"] += 1
@@ -149,14 +136,40 @@ def run(ctx):
             v["failed"] += 1
             v["failures"] += f"sigma={r.get('sigma', '?')} delta={r['delta']}: {r['verdict']}; "
     for r in mut_rows:
-        v = verdicts.setdefault(r["algorithm"], dict(algorithm=r["algorithm"], rows=0, passed=0, failed=0, failures=""))
+        v = entry(r)
         v["mutations_caught"] = v.get("mutations_caught", 0) + int(str(r["verdict"]).startswith("FAIL"))
         v["mutations_run"] = v.get("mutations_run", 0) + int(not str(r["verdict"]).startswith("not run"))
-    if t1_rows:
-        ctx.table(_show(t1_rows), "table1", f"Seed 000 Table 1 (K = {cal.TABLE1_K}, {cal.TABLE1_INSTANCES} instances of "
-                  "the released code's generator, sigma = 1, delta = 0.05) against the paper's numbers")
     ctx.table(list(verdicts.values()), "verdicts", "Verdicts per algorithm (grid rows; mutations caught / run)")
     n_fail = sum(r["verdict"] != "pass" for r in rows)
     ctx.log(f"[calibration] {len(rows) - n_fail}/{len(rows)} grid rows pass; "
             f"{sum(str(r['verdict']).startswith('FAIL') for r in mut_rows)}/"
             f"{sum(not str(r['verdict']).startswith('not run') for r in mut_rows)} mutations caught")
+    if not ctx.quick:
+        run_table1(ctx, reps)
+
+
+def run_table1(ctx, reps):
+    """Seed 000 Table 1 at K = 1000 against the paper's numbers (rows of the ``table1`` table)."""
+    import jax
+
+    from jaxbandits import calibration as cal
+
+    delta = 0.05
+    rows = []
+    t1_inst = cal.table1_instances(jax.random.fold_in(ctx.key, cal.TABLE1_K))
+    lb = cal.table1_lower_bound(t1_inst, delta)
+    for case in cal.table1_cases():
+        n = reps if case.label != "RAGE" else min(reps, 100)  # RAGE: its XY design over M^2 pairs dominates
+        nr = max(1, math.ceil(n / cal.TABLE1_INSTANCES))
+        try:
+            res = ctx.simulate(dict(table1=cal.TABLE1_K, algorithm=case.label, delta=delta), case.algorithm(delta),
+                               t1_inst, nr, case.max_steps)
+        except Exception as e:  # reported, never hidden
+            rows.append(dict(algorithm=case.label, verdict=f"not run: {type(e).__name__}: {e}"))
+            continue
+        rows.append(cal.calibration_row(case, 1.0, delta, res.samples.ravel(), res.correct.ravel(),
+                                        res.stopped.ravel(), lower_bound=lb, published=cal.TABLE1[case.label]))
+    _write_csv(ctx.out / "table1.csv", rows)
+    ctx.table(_show(rows), "table1", f"Seed 000 Table 1 (K = {cal.TABLE1_K}, {cal.TABLE1_INSTANCES} instances of "
+              "the released code's generator, sigma = 1, delta = 0.05) against the paper's numbers")
+    return rows
