@@ -310,7 +310,7 @@ def plot_ratio_distribution(df, *, by: str = "algorithm", panel: Sequence[str] =
     r = per_instance_ratio(df, [by, *panel])
     labels = list(dict.fromkeys(r[by]))
     data = [r.loc[r[by] == lab, "ratio"].dropna().to_numpy() for lab in labels]
-    ax.boxplot(data, vert=False, labels=[str(lab) for lab in labels], showfliers=True)
+    ax.boxplot(data, orientation="horizontal", tick_labels=[str(lab) for lab in labels], showfliers=True)
     ax.set_xscale("log")
     ax.set_xlabel("E[tau] / lower bound, per instance")
     return ax
