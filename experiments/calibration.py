@@ -26,8 +26,9 @@ Tables (Markdown, and ``calibration.csv`` / ``mutations.csv`` with every column)
 
 Algorithms that have no ``sigma`` option on this branch get "not run" mutation rows; rows whose
 configuration cannot be built (e.g. ``released_code()`` missing) are "not run" rows, never passes.
-Rerun into a fresh ``--out`` after an algorithm changes: the runner reads back replications by
-label, and the label does not see code changes.
+Each run's label carries :func:`jaxbandits.calibration.code_version` (a hash of the configuration
+and of the source files it depends on), so a rerun into the same ``--out`` reads back only the
+configurations whose code did not change and recomputes the others.
 
 Size: 500 replications per configuration (the seeds' count; RAGE at K = 1000: 100), ``--quick``:
 40 and a subset of algorithms.  Measured wall time of the full run on the shared 2-core machine: see the docstring's
@@ -79,7 +80,8 @@ def run(ctx):
     rows, mut_rows = [], []
 
     def sim(case, alg, sigma, delta, option=""):
-        label = dict(algorithm=case.label, sigma=sigma, delta=delta, option=option)
+        label = dict(algorithm=case.label, instance=case.instance, sigma=sigma, delta=delta, option=option,
+                     code=cal.code_version(alg))
         res = ctx.simulate(label, alg, cal.calibration_instance(case.instance, sigma), reps, case.max_steps)
         return res.samples.ravel(), res.correct.ravel(), res.stopped.ravel()
 
@@ -162,8 +164,9 @@ def run_table1(ctx, reps):
         n = reps if case.label != "RAGE" else min(reps, 100)  # RAGE: its XY design over M^2 pairs dominates
         nr = max(1, math.ceil(n / cal.TABLE1_INSTANCES))
         try:
-            res = ctx.simulate(dict(table1=cal.TABLE1_K, algorithm=case.label, delta=delta), case.algorithm(delta),
-                               t1_inst, nr, case.max_steps)
+            alg = case.algorithm(delta)
+            res = ctx.simulate(dict(table1=cal.TABLE1_K, algorithm=case.label, delta=delta, code=cal.code_version(alg)),
+                               alg, t1_inst, nr, case.max_steps)
         except Exception as e:  # reported, never hidden
             rows.append(dict(algorithm=case.label, verdict=f"not run: {type(e).__name__}: {e}"))
             continue

@@ -401,3 +401,33 @@ def table1_lower_bound(instances, delta: float) -> float:
     from jaxbandits.design import lower_bound as lb
 
     return float(np.mean(np.asarray(jax.jit(lambda i: lb(i, delta))(instances))))
+
+
+# -- code version (safe resume) -------------------------------------------------------------------
+_SHARED_SOURCES = ("algorithms/base.py", "algorithms/common.py", "environment.py", "engine.py", "design")
+
+
+def code_version(algorithm) -> str:
+    """A short hash of the configuration (its repr) and of the source files its results depend on:
+    the module defining its class (and its base classes' modules) plus the shared layers
+    (:data:`_SHARED_SOURCES`).  The experiment puts it in each run's label, so a rerun into the same
+    output folder recomputes every configuration whose code changed instead of reading stale
+    replications back (the runner matches replications by label only)."""
+    import inspect
+    import zlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    files = set()
+    for cls in type(algorithm).__mro__:
+        mod = inspect.getmodule(cls)
+        f = getattr(mod, "__file__", None)
+        if f and Path(f).resolve().is_relative_to(root):
+            files.add(Path(f).resolve())
+    for rel in _SHARED_SOURCES:
+        p = root / rel
+        files.update(sorted(p.glob("*.py")) if p.is_dir() else [p])
+    h = zlib.crc32(repr(algorithm).encode())
+    for f in sorted(files):
+        h = zlib.crc32(f.read_bytes(), h)
+    return f"{h:08x}"
