@@ -472,7 +472,7 @@ class LazyTrackAndStop(Algorithm):
                 raise ValueError("LazyTrackAndStop with Bernoulli rewards needs every mean x^T theta in "
                                  f"[0, 1] (otherwise they are clipped and not linear); got range "
                                  f"[{float(means.min()):.3g}, {float(means.max()):.3g}]")
-        if self.sigma is not None and not float(self.sigma) > 0.0:
+        if isinstance(self.sigma, (int, float)) and not self.sigma > 0.0:  # host-side; a traced sigma is not checked
             raise ValueError(f"sigma must be positive, got {self.sigma}")
 
     # -- pieces --------------------------------------------------------------------------------
