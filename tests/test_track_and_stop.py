@@ -176,9 +176,10 @@ def test_averaging_differs_when_w_moves():
         r = res[av]
         assert np.median(r["moved"]) > 0.2, r["moved"]           # w(t) moves ...
         assert np.mean(r["gap"]) > 8.0, r["gap"]                 # ... so the two targets differ
-    # each variant tracks its own target (C-tracking: within one pull for this K) ...
-    assert res[True]["to_cum"].max() <= 1.5, res[True]["to_cum"]
-    assert res[False]["to_cur"].max() <= 1.5, res[False]["to_cur"]
+    # each variant tracks its own target (measured: within one pull; K - 1 + 1/2 allowed, the
+    # tracking bound of seed 000 Lemma 6 is of order K) ...
+    assert res[True]["to_cum"].max() <= 2.5, res[True]["to_cum"]
+    assert res[False]["to_cur"].max() <= 2.5, res[False]["to_cur"]
     # ... and not the other's
     assert np.mean(res[True]["to_cur"]) > 8.0, res[True]["to_cur"]
     assert np.mean(res[False]["to_cum"]) > 8.0, res[False]["to_cum"]
