@@ -57,7 +57,9 @@ theta (measured, relative duality gap < 1e-7), so w(t) is bit-identical at every
 empirical best is e_1 (from t = 4-16 on; the Frank-Wolfe of the code returns (0.7005, 0.2995)
 from a warm start, (0.7011, 0.2989) from uniform), and sum_s w(s) differs from t w(t) by the <= 16
 rounds of the first designs.  The two variants therefore coincide there up to a few pulls, as do
-the released code's two variants; the paper's 1206.55 vs 1409 gap cannot come from Algorithm 1
+the released code's two variants (paired runs, same keys, K = 1000, 100 runs: averaging minus no
+averaging 0.96 +- 1.03 pulls with the text's choices, 48 identical stopping times; -0.22 +- 1.26
+with the code's, 63 identical); the paper's 1206.55 vs 1409 gap cannot come from Algorithm 1
 on that instance.  Where w(t) does move (allocations that balance several directions whose gaps
 depend on theta_hat) the variants differ (tests/test_track_and_stop.py).  ``w_shift`` in the state
 records the total l_1 movement of w(t) over the updates after the first (the first replaces the
