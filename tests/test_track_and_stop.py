@@ -244,17 +244,17 @@ def test_sigma_scales_the_threshold(released):
     X = np.stack([np.cos(ang), np.sin(ang)], -1)
     means, errors, n = [], 0, 0
     for noise in (1.0, 3.0):
-        r = simulate(alg, make_instance(X, [1.0, 0.0], noise), jax.random.PRNGKey(0), 60, 1_000_000)
+        r = simulate(alg, make_instance(X, [1.0, 0.0], noise), jax.random.PRNGKey(0), 40, 1_000_000)
         assert r.stopped.all()
         means.append(r.samples.mean())
         errors += int((~r.correct).sum())
         n += r.correct.size
     assert 6.0 < means[1] / means[0] < 16.0, means
     assert binomial_test_upper(errors, n, 0.2) > 0.01
-    # an explicit sigma overrides the instance's noise
-    r = simulate(dataclasses.replace(alg, sigma=1.0), make_instance(X, [1.0, 0.0], 3.0), jax.random.PRNGKey(0), 60,
-                 1_000_000)
-    assert r.samples.mean() < 0.3 * means[1]
+    if not released:  # an explicit sigma overrides the instance's noise (one more compile: once)
+        r = simulate(dataclasses.replace(alg, sigma=1.0), make_instance(X, [1.0, 0.0], 3.0), jax.random.PRNGKey(0),
+                     40, 1_000_000)
+        assert r.samples.mean() < 0.3 * means[1]
 
 
 def test_validate_refuses_nonlinear_models():
