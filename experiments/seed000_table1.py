@@ -95,7 +95,7 @@ QUICK = ("LT&S (no averaging) [paper]", "LT&S (no averaging) [code]", "Oracle [c
 
 ASSUMPTION = ("Assumption: Table 1's bracketed figures are read as standard errors over the paper's 20 runs "
               "(the header says 'Std'); paper_std = sqrt(20) x bracket (read as standard deviations they would "
-              "be 4-8x below the spread of any LT&S or Oracle stopping time measured here).")
+              "be 3-8x below the spread of any LT&S or Oracle stopping time measured here).")
 DIFFERENCE = ("[paper] vs [code]: same sampling rule; [code] adds A_0's Gram matrix as a reward-free prior and "
               "uses u = 0.1 and beta(delta, t) instead of u = 1 and beta(6 delta / (pi^2 t^2), t), a threshold "
               "about 3x lower at the stopping time, hence about 3x fewer samples.")
