@@ -93,14 +93,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.custom_batching import custom_vmap
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.batching import solve_where  # noqa: F401  (re-exported: its old home)
 from jaxbandits.design import oracle_allocation
 from jaxbandits.design.core import design_matrix, initial_design
 from jaxbandits.design.minimax import _oracle_directions
@@ -113,72 +113,6 @@ METHODS = ("smooth", "paper")
 # The two named configurations, side by side (see the module docstring's table).
 PAPER_TEXT = dict(a0_prior=False, u=1.0, anytime=True, method="paper", warm_start=True, max_iters=1000)
 RELEASED_CODE = dict(a0_prior=True, u=0.1, anytime=False, method="paper", warm_start=False, max_iters=1000)
-
-
-# ------------------------------------------------------------------------------------------------
-# solving only on the lanes that need it
-# ------------------------------------------------------------------------------------------------
-def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int = 1, batched_solve: bool = False):
-    """``fn(*args)`` where ``pred`` holds, ``old`` elsewhere; under ``vmap`` only the lanes with
-    ``pred`` run ``fn``.
-
-    Unbatched it is ``lax.cond``.  Batched (``custom_vmap``), the lanes with ``pred`` are gathered
-    ``capacity`` at a time (``jnp.nonzero(size=capacity)``), ``vmap(fn)`` runs on that small buffer
-    and the results are scattered back; a ``while_loop`` repeats until every such lane is served,
-    so it runs zero times on steps where no lane needs ``fn``.  With ``batched_solve=False`` the
-    gathered lanes are solved one after the other (``lax.map``), each unbatched.  Results are identical to the
-    ``cond`` version (tested).  ``fn`` must return a pytree with the structure of ``old``.
-    """
-    leaves, treedef = jax.tree.flatten(args)
-    old_leaves, old_def = jax.tree.flatten(old)
-    n_in = len(leaves)
-
-    def f_flat(*flat):
-        a = jax.tree.unflatten(treedef, list(flat[:n_in]))
-        return jax.tree.leaves(fn(*a))
-
-    @custom_vmap
-    def run(p, *flat):
-        o = list(flat[n_in:])
-        return jax.lax.cond(p, lambda: f_flat(*flat[:n_in]), lambda: o)
-
-    @run.def_vmap
-    def _rule(axis_size, in_batched, p, *flat):
-        p_b, flat_b = in_batched[0], in_batched[1:]
-        p = p if p_b else jnp.broadcast_to(p, (axis_size,))
-        ins, outs = list(flat[:n_in]), list(flat[n_in:])
-        ins_b = list(flat_b[:n_in])
-        outs = [o if b else jnp.broadcast_to(o, (axis_size,) + o.shape) for o, b in zip(outs, flat_b[n_in:])]
-        C = min(int(capacity), axis_size)
-        if batched_solve:
-            solver = jax.vmap(f_flat, in_axes=tuple(0 if b else None for b in ins_b))
-        else:
-            # one lane at a time: batched Cholesky/triangular solves inside a solver are far
-            # slower on CPU than a loop over unbatched ones (measured ~100x for d = 2)
-            def solver(*a):
-                xs = tuple(x for x, b in zip(a, ins_b) if b)
-
-                def one(xs_):
-                    it = iter(xs_)
-                    return f_flat(*[next(it) if b else x for x, b in zip(a, ins_b)])
-                return jax.lax.map(one, xs)
-
-        def chunk(carry):
-            res, served = carry
-            todo = p & ~served
-            idx = jnp.nonzero(todo, size=C, fill_value=axis_size)[0]
-            valid = idx < axis_size
-            safe = jnp.where(valid, idx, 0)
-            got = solver(*[a[safe] if b else a for a, b in zip(ins, ins_b)])
-            tgt = jnp.where(valid, idx, axis_size)  # out of bounds: dropped
-            res = [r.at[tgt].set(g.astype(r.dtype), mode="drop") for r, g in zip(res, got)]
-            return res, served.at[tgt].set(True, mode="drop")
-
-        res, _ = jax.lax.while_loop(lambda c: jnp.any(p & ~c[1]), chunk, (outs, jnp.zeros((axis_size,), bool)))
-        return res, [True] * len(res)
-
-    out = run(jnp.asarray(pred, bool), *leaves, *old_leaves)
-    return jax.tree.unflatten(old_def, out)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -413,7 +347,9 @@ class LazyTrackAndStop(Algorithm):
         project's certified Frank-Wolfe) or "paper" (the released code's Frank-Wolfe).
       tol, max_iters: solver tolerance (relative duality gap) and iteration cap.
       warm_start: warm-start the solver from w(t - 1) (Sec 5; the code restarts from uniform).
-      solve_capacity: lanes solved together by :func:`solve_where` under vmap.
+      solve_capacity: lanes solved together by :func:`solve_where` under vmap (None: the
+        device's policy, :mod:`jaxbandits.batching`: one at a time on CPU, all at once on an
+        accelerator).
       sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`: the instance's
         Gaussian noise, 1/2 for Bernoulli rewards); enters the threshold of Prop 2 / eq. (9) only.
     """
@@ -431,7 +367,7 @@ class LazyTrackAndStop(Algorithm):
     tol: float = 1e-3
     max_iters: int = 1000
     warm_start: bool = True
-    solve_capacity: int = 1
+    solve_capacity: int | None = None
     sigma: float | None = None
 
     @classmethod
