@@ -252,9 +252,18 @@ class Context:
             devices=[str(d) for d in jax.devices()], backend=jax.default_backend(),
             x64=bool(jax.config.jax_enable_x64), wall_time=time.time() - self._started,
             replications_read_back=self.resumed, layouts=self.layouts,
+            engine_programs_compiled=_programs_compiled(),
             command=" ".join(sys.argv),
         )
         (self.out / "metadata.json").write_text(json.dumps(meta, indent=2, default=str))
+
+
+def _programs_compiled() -> int:
+    """Engine programs compiled by this process (cache misses; a persistent-cache hit still
+    counts, since the program is traced and loaded again)."""
+    from jaxbandits.engine import programs_compiled
+
+    return programs_compiled()
 
 
 MAX_RESTARTS = 5  # after a stall

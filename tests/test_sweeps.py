@@ -13,7 +13,9 @@ from jaxbandits.sweeps import per_instance_ratio, summary
 def _run(out):
     gen = jb.Generator("sphere", seeds.unit_sphere, {"dim": [2, 3]}, n_instances=2,
                        fixed=dict(num_arms=3, alpha=0.0, noise=0.5))
-    return jb.sweep({"uniform": UniformGLR(), "uniform u=0.5": lambda d: UniformGLR(delta=d, u=0.5)}, gen,
+    # a configured algorithm (its delta replaced) and a factory delta -> algorithm; both are
+    # the same configuration, so one program serves both (and they must agree run for run)
+    return jb.sweep({"uniform": UniformGLR(u=0.5), "factory": lambda d: UniformGLR(delta=d, u=0.5)}, gen,
                     deltas=[0.2], n_reps=3, key=jax.random.key(1), max_steps=3000, out=out, progress=False)
 
 
@@ -27,6 +29,9 @@ def test_sweep_table_resume_and_lower_bounds(tmp_path):
     # both algorithms saw the same instances (T* per (dim, instance) identical across algorithms)
     t = df.groupby(["dim", "instance"])["T_star"].nunique()
     assert (t == 1).all()
+    # ... but independent replications (the configuration's label keys its runs)
+    a, b = (df[df["algorithm"] == n].sort_values(["dim", "instance", "rep"]) for n in ("uniform", "factory"))
+    assert (a["samples"].to_numpy() != b["samples"].to_numpy()).any()
     np.testing.assert_allclose(df["lower_bound"], 0.25 * df["T_star"] * kl_bernoulli(0.2, 0.8), rtol=1e-12)
     # the runs are the engine's: capped runs are kept and counted, never dropped
     s = summary(df, ["algorithm", "dim"])
