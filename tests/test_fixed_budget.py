@@ -159,3 +159,74 @@ def test_budget_sweep_compiles_once_and_matches_static_budget(make):
     assert programs_compiled() == programs + 1  # really a separate program
     for f in ("answer", "samples", "steps", "pulls", "correct"):
         np.testing.assert_array_equal(getattr(r2, f), getattr(ref, f))
+
+
+# ------------------------------------------------------------------------------------------------
+# noise: every sigma option is read (issue 12 item 1)
+# ------------------------------------------------------------------------------------------------
+def _eager_run(alg, inst, steps=3, key=5):
+    """init + a few steps, op by op (no compilation: cheap for several configurations)."""
+    k = jax.random.key(key)
+    state = alg.init(k, inst)
+    for i in range(steps):
+        state = alg.step(jax.random.fold_in(k, i), state, inst)
+    return state
+
+
+def _same_state(s1, s2):
+    return all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(jax.tree.leaves(s1), jax.tree.leaves(s2)))
+
+
+def test_bayesgap_noise_conventions():
+    """sigma^2 (Hoffman et al. Sec 3 posterior, Thm 1 beta) comes from noise_var, sigma, or
+    noise_scale: Gaussian -> the instance's noise, Bernoulli / logistic -> 1/2 (not the
+    instance's unused noise leaf).  A 3x sigma must change the run (it is read)."""
+    g = seeds.static_basis(0.3, d=6, noise=2.0)
+    base = _eager_run(BayesGap(budget=60), g)
+    assert _same_state(base, _eager_run(BayesGap(budget=60, sigma=2.0), g))
+    assert _same_state(base, _eager_run(BayesGap(budget=60, noise_var=4.0), g))
+    assert not _same_state(base, _eager_run(BayesGap(budget=60, sigma=6.0), g))
+    lg = make_instance(jnp.eye(6), jnp.linspace(1.0, -1.0, 6), 7.0, model="logistic")
+    base = _eager_run(BayesGap(budget=60), lg)
+    assert _same_state(base, _eager_run(BayesGap(budget=60, sigma=0.5), lg))
+    assert not _same_state(base, _eager_run(BayesGap(budget=60, sigma=7.0), lg))
+    with pytest.raises(ValueError, match="not both"):
+        BayesGap(budget=60, sigma=1.0, noise_var=1.0)
+
+
+def test_linucb_radius_reads_sigma():
+    """OFUL radius (Abbasi-Yadkori et al. 2011 Thm 2) = sigma * sqrt(...) + sqrt(lambda) S: linear
+    in sigma, sigma = 1/2 on Bernoulli rewards whatever the instance's noise leaf."""
+    g = seeds.static_basis(0.5, d=4, noise=3.0)
+    t = jnp.asarray(10.0)
+    r1 = float(LinUCB(budget=40).radius(t, g))
+    r3 = float(LinUCB(budget=40, sigma=9.0).radius(t, g))
+    tail = 1.0  # sqrt(reg) * theta_norm
+    assert r3 - tail == pytest.approx(3.0 * (r1 - tail), rel=1e-12)
+    b = make_instance(jnp.eye(4), jnp.array([0.8, 0.5, 0.5, 0.2]), 7.0, model="bernoulli")
+    assert float(LinUCB(budget=40).radius(t, b)) == pytest.approx(float(LinUCB(budget=40, sigma=0.5).radius(t, b)))
+    base = _eager_run(LinUCB(budget=40), b, steps=12)
+    assert _same_state(base, _eager_run(LinUCB(budget=40, sigma=0.5), b, steps=12))
+    assert not _same_state(base, _eager_run(LinUCB(budget=40, sigma=7.0), b, steps=12))
+
+
+def test_ucb_glm_sigma_and_model_check():
+    """Li et al. (2017) width (sigma / kappa) sqrt(...): linear in sigma, sigma = 1/2 for {0, 1}
+    rewards by default whatever the noise leaf; Gaussian rewards are refused (logistic likelihood)."""
+    X = jax.random.uniform(jax.random.key(2), (6, 3), minval=-0.5, maxval=0.5)
+    lg = make_instance(X, jnp.array([2.0, -1.0, 0.5]), 9.0, model="logistic")
+    t = jnp.asarray(20.0)
+    r = float(UCBGLM(budget=40).radius(t, lg))
+    assert r == pytest.approx(float(UCBGLM(budget=40, sigma=0.5).radius(t, lg)), rel=1e-12)
+    assert float(UCBGLM(budget=40, sigma=1.5).radius(t, lg)) == pytest.approx(3.0 * r, rel=1e-12)
+    with pytest.raises(ValueError, match="rewards in \\{0, 1\\}"):
+        UCBGLM(budget=40).validate(make_instance(X, jnp.array([2.0, -1.0, 0.5]), 1.0))
+    UCBGLM(budget=40).validate(make_instance(X, jnp.array([0.1, 0.1, 0.1]), 1.0, model="bernoulli"))
+
+
+def test_gse_refuses_logistic_estimator_on_gaussian_rewards():
+    g = seeds.static_basis(0.5, d=4)
+    with pytest.raises(ValueError, match="rewards in \\{0, 1\\}"):
+        GSE(budget=40, estimator="logistic").validate(g)
+    GSE(budget=40, estimator="linear").validate(g)
+    GSE(budget=40, estimator="logistic").validate(g.replace(model="logistic"))

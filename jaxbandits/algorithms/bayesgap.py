@@ -17,6 +17,12 @@ Each round t (after one initial pull of every arm):
 * pull whichever of J(t), j(t) has the larger s_k (Hoffman et al. Algorithm 1),
 * recommend J(t*) with t* = argmin_t B_{J(t)}(t).
 
+The noise variance sigma^2 (``noise_var``, or ``sigma`` squared, default
+:func:`jaxbandits.algorithms.common.noise_scale`: the instance's Gaussian noise, 1/2 for
+Bernoulli/logistic rewards) enters in three places, all from Hoffman et al. Sec 3-4: the posterior
+precision Phi^T Phi / sigma^2 + I / eta^2 and mean C Phi^T y / sigma^2 (the GP posterior, Sec 3),
+the rank-one update's innovation variance sigma^2 + phi_a^T C phi_a, and beta (Theorem 1).
+
 beta follows Hoffman et al. Theorem 1 for the linear-Gaussian model,
 beta^2 = ((B - K) / sigma^2 + kappa / eta^2) / (4 H_eps), kappa = sum_k ||phi_k||^{-2},
 H_eps = sum_k H_{k,eps}^{-2}, H_{k,eps} = max(1/2 (Delta_k + eps), eps); the gaps Delta_k are
@@ -38,6 +44,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 
@@ -89,7 +96,12 @@ class BayesGap(Algorithm):
       kernel: "linear", "exponential" or "matern" (seed 002 App E.1).
       length_scale: l of the exponential / Matern kernels.
       prior_std: eta, prior standard deviation of the weights (f ~ GP(0, eta^2 k)).
-      noise_var: sigma^2 of the rewards (default: the instance's noise^2).
+      noise_var: sigma^2 of the rewards (Hoffman et al.'s noise variance).
+      sigma: the sub-Gaussian scale instead (sigma^2 = sigma**2), the convention of every other
+        algorithm.  Give at most one of the two; default (both None):
+        :func:`~jaxbandits.algorithms.common.noise_scale` (the instance's Gaussian noise, 1/2 for
+        Bernoulli / logistic rewards, on which the Gaussian likelihood is misspecified, as in
+        seed 002 Sec 8.4's BayesGap-M).
       eps: epsilon of H_eps (Hoffman et al. Theorem 1).
       beta: fixed exploration coefficient (default: Theorem 1's, with estimated gaps).
     """
@@ -101,6 +113,7 @@ class BayesGap(Algorithm):
     noise_var: float | None = None
     eps: float = 0.01
     beta: float | None = None
+    sigma: float | None = None
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
@@ -109,6 +122,8 @@ class BayesGap(Algorithm):
     def __post_init__(self):
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown kernel {self.kernel!r}; expected one of {KERNELS}")
+        if self.noise_var is not None and self.sigma is not None:
+            raise ValueError("BayesGap: give the noise as sigma or as noise_var (= sigma^2), not both")
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -122,9 +137,10 @@ class BayesGap(Algorithm):
         return int(self.budget) - num_arms
 
     def _sigma2(self, instance):
+        """sigma^2 of Hoffman et al. Sec 3 (the GP likelihood's noise variance)."""
         if self.noise_var is not None:
             return jnp.asarray(self.noise_var, instance.arms.dtype)
-        return instance.noise ** 2
+        return noise_scale(self.sigma, instance) ** 2
 
     def init(self, key, instance: Instance) -> BayesGapState:
         X = instance.arms
@@ -135,11 +151,12 @@ class BayesGap(Algorithm):
         s2 = self._sigma2(instance)
         counts = jnp.ones(K, dt)
         sums = pull_counts(key, instance, counts)
+        # posterior of w ~ N(0, eta^2 I) after one reward per arm (Hoffman et al. Sec 3): sigma^2 here
         prec = phi.T @ phi / s2 + jnp.eye(p, dtype=dt) / self.prior_std ** 2
         L = jnp.linalg.cholesky(prec)
         Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(p, dtype=dt), lower=True)
         C = Linv.T @ Linv
-        w = C @ (phi.T @ sums) / s2
+        w = C @ (phi.T @ sums) / s2  # posterior mean (Sec 3): sigma^2 here
         mean = phi @ w
         var = jnp.sum((phi @ C) * phi, axis=-1)
         norms = jnp.sum(phi * phi, axis=-1)
@@ -168,6 +185,7 @@ class BayesGap(Algorithm):
             dhat, _ = self._gap_index(state.mean, s, 3.0)
             H = jnp.maximum(0.5 * (dhat + self.eps), self.eps)
             H_eps = jnp.sum(H ** -2.0)
+            # Hoffman et al. Theorem 1: beta^2 = ((B - K) / sigma^2 + kappa / eta^2) / (4 H_eps)
             num = (jnp.asarray(self.budget) - K) / s2 + state.kappa / self.prior_std ** 2
             beta = jnp.sqrt(num / (4.0 * H_eps))
         else:
@@ -182,7 +200,7 @@ class BayesGap(Algorithm):
         y = pull(key, instance, a)
         phi_a = state.phi[a]
         u = state.C @ phi_a
-        denom = s2 + phi_a @ u
+        denom = s2 + phi_a @ u  # innovation variance of the Kalman update (Sec 3): sigma^2 here
         resid = y - state.mean[a]
         proj = state.phi @ u
         return BayesGapState(state.t + 1, state.mean + proj * resid / denom, state.var - proj * proj / denom,
