@@ -230,3 +230,27 @@ def test_gse_refuses_logistic_estimator_on_gaussian_rewards():
         GSE(budget=40, estimator="logistic").validate(g)
     GSE(budget=40, estimator="linear").validate(g)
     GSE(budget=40, estimator="logistic").validate(g.replace(model="logistic"))
+
+
+def test_sphere_cube_arms_option():
+    """seeds.unit_sphere(arms="cube") draws the released code's arms (uniform on [-1, 1]^d, then
+    normalised): unit norms, same theta placement, but not uniform on the sphere.  The fourth
+    coordinate moment E x_1^4 is 3 / (d (d + 2)) for the uniform law (0.025 at d = 10); the cube
+    law is measurably different (its coordinates are less spread)."""
+    d = 10
+    sph = seeds.batch(seeds.sphere_gse, jax.random.key(0), 400, num_arms=50)
+    cub = seeds.batch(seeds.sphere_gse, jax.random.key(0), 400, num_arms=50, arms="cube")
+    for b in (sph, cub):
+        np.testing.assert_allclose(np.linalg.norm(np.asarray(b.arms), axis=-1), 1.0, atol=1e-12)
+        # theta = x_i + 0.01 (x_j - x_i): the best arm is one of the closest pair, gap > 0
+        v = np.asarray(b.item_values())
+        top = np.sort(v, axis=-1)[:, -2:]
+        assert np.all(top[:, 1] > top[:, 0])
+    m4 = lambda b: np.asarray(b.arms)[..., 0] ** 4
+    ref = 3.0 / (d * (d + 2))
+    x, y = m4(sph).ravel(), m4(cub).ravel()
+    se = lambda z: z.std() / np.sqrt(z.size)
+    assert abs(x.mean() - ref) < 4 * se(x)
+    assert abs(y.mean() - ref) > 6 * se(y)
+    with pytest.raises(ValueError, match="arms must be one of"):
+        seeds.unit_sphere(jax.random.key(0), 8, 3, arms="ball")
