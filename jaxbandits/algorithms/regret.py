@@ -47,11 +47,11 @@ def _gram(X, pulls):
     return (X.T * pulls) @ X
 
 
-def _ucb_pick(X, theta, V, alpha, L=None):
+def _ucb_pick(X, theta, V, alpha, L=None, squared: bool = False):
     L = jnp.linalg.cholesky(V) if L is None else L
     W = jax.scipy.linalg.solve_triangular(L, X.T, lower=True)
-    width = jnp.sqrt(jnp.sum(W * W, axis=0))
-    return jnp.argmax(X @ theta + alpha * width)
+    sq = jnp.sum(W * W, axis=0)
+    return jnp.argmax(X @ theta + alpha * (sq if squared else jnp.sqrt(sq)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,6 +145,9 @@ class UCBGLM(_MostPulledBaseline):
       sigma: the sub-Gaussian scale of that default; default
         :func:`~jaxbandits.algorithms.common.noise_scale` (1/2 for rewards in {0, 1}).
       reg: ridge guard of the MLE and of V; irls_iters: Newton steps per pull (warm-started).
+      width: "norm" (Li et al.: alpha ||x||_{V^-1}) or "squared" (alpha ||x||^2_{V^-1}, what the
+        seed 002 authors' code computes, with alpha = 1/2: a far smaller bonus once
+        ||x||^2_{V^-1} < 1, i.e. nearly greedy).  :func:`ucbglm_released` is that configuration.
 
     The logistic likelihood needs rewards in {0, 1}: ``validate`` refuses Gaussian rewards
     (Bernoulli rewards with a linear mean are accepted, the logistic link then misspecified).
@@ -158,6 +161,11 @@ class UCBGLM(_MostPulledBaseline):
     reg: float = 1e-3
     irls_iters: int = 10
     sigma: float | None = None
+    width: str = "norm"
+
+    def __post_init__(self):
+        if self.width not in ("norm", "squared"):
+            raise ValueError(f"width must be 'norm' or 'squared', got {self.width!r}")
 
 
     def validate(self, instance: Instance) -> None:
@@ -198,11 +206,17 @@ class UCBGLM(_MostPulledBaseline):
         t = state.t.astype(dt)
         fit = logistic_mle(X, state.pulls, state.sums, init=state.theta, reg=self.reg, max_iters=self.irls_iters)
         V = _gram(X, state.pulls) + self.reg * jnp.eye(d, dtype=dt)
-        a_ucb = _ucb_pick(X, fit.theta, V, self.radius(t, instance))
+        a_ucb = _ucb_pick(X, fit.theta, V, self.radius(t, instance), squared=self.width == "squared")
         a = jnp.where(state.t < tau, state.t % K, a_ucb)
         y = pull(key, instance, a)
         theta = jnp.where(state.t < tau, state.theta, fit.theta)
         return UCBState(state.t + 1, state.pulls.at[a].add(1.0), state.sums.at[a].add(y), theta)
+
+
+def ucbglm_released(budget: int) -> "UCBGLM":
+    """UCB-GLM as the seed 002 authors' code runs it: one pull per arm, then argmax x^T theta_hat +
+    (1/2) ||x||^2_{V^-1} (the squared norm), V = sum x x^T with a 1e-8 ridge guard."""
+    return UCBGLM(budget=budget, alpha=0.5, width="squared", reg=1e-8)
 
 
 @dataclasses.dataclass(frozen=True)
