@@ -125,6 +125,32 @@ def print_findings(ctx, name: str, text: str) -> None:
     ctx.log(text)
 
 
+def side_by_side(rows, entries, x_key: str) -> str:
+    """Markdown table: our accuracy (from this run's ``rows``) beside the authors' code's, each
+    with its 95% Clopper-Pearson interval, the text's claim and the explanation.
+
+    ``entries``: dicts with ``ours`` (our algorithm name; a "LinGapE" prefix matches the best-delta
+    row), ``x`` (the value of ``x_key``), ``code`` ((successes, replications) measured with the
+    authors' code, or None), ``text`` (the paper's claim) and ``why``; optional ``match`` (extra
+    label fields a row must have).
+    """
+    from jaxbandits.stats import clopper_pearson
+
+    def fmt(k, n):
+        lo, hi = clopper_pearson(k, n)
+        return f"{k / n:.3f} [{lo:.3f}, {hi:.3f}] n={n}"
+
+    out = [f"| algorithm | {x_key} | ours | authors' code | text | explanation |", "|---|---|---|---|---|---|"]
+    for e in entries:
+        hit = [r for r in rows if r[x_key] == e["x"] and (r["algorithm"] == e["ours"] or (
+            e["ours"] == "LinGapE" and r["algorithm"].startswith("LinGapE")))
+               and all(r.get(k) == v for k, v in e.get("match", {}).items())]
+        ours = fmt(round(hit[0]["accuracy"] * hit[0]["reps"]), hit[0]["reps"]) if hit else "not run here"
+        code = fmt(*e["code"]) if e.get("code") else "not run"
+        out.append(f"| {e['ours']} | {e['x']} | {ours} | {code} | {e['text']} | {e['why']} |")
+    return "\n".join(out) + "\n"
+
+
 def run_point(ctx, rows, label: dict, names, instances, budget, num_arms, dim, n_reps, **kw):
     """Run every algorithm of ``names`` on ``instances`` and append one summary row each."""
     for name, alg, steps in roster(names, budget, num_arms, dim, **kw):
