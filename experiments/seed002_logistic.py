@@ -49,7 +49,7 @@ Measured (accuracy, 95% Clopper-Pearson; K = 8, d = 5, code's instance family):
 def run(ctx):
     import jax
 
-    from experiments.seed002_adaptive import plot_accuracy, print_findings, run_point
+    from experiments.seed002_adaptive import plot_accuracy, print_findings, run_point, side_by_side
     from jaxbandits.instances import seeds
 
     q = ctx.quick
@@ -82,7 +82,20 @@ def run(ctx):
                   released_noise_var=RELEASED_NOISE_VAR)
     ctx.table(rows_c, "code_instance", f"Seed 002 Fig. 4, the released code's instances (theta std 3/d), d = 5, "
                                        f"{n_inst} instances x {reps} reps")
-    print_findings(ctx, "findings", FINDINGS + FINDINGS_TABLE)
+    print_findings(ctx, "findings", FINDINGS + side_by_side(rows_c, AUTHORS_CODE_RESULTS, "B_per_K"))
 
 
-FINDINGS_TABLE = """(filled in below)"""
+_D5 = dict(d=5)
+AUTHORS_CODE_RESULTS = [
+    dict(ours="UCB-GLM", x=50, match=_D5, code=(23, 60), text="fails (CR algorithms could fail in BAI)",
+         why="Li et al.'s width: does not fail"),
+    dict(ours="UCB-GLM[released]", x=50, match=_D5, code=(23, 60), text="fails",
+         why="alpha = 1/2 on the squared norm: nearly greedy"),
+    dict(ours="BayesGap-M", x=50, match=_D5, code=(47, 100), text="falls short for B/K >= 50",
+         why="Hoffman et al.'s rules: does not fall short"),
+    dict(ours="BayesGap-M[released]", x=50, match=_D5, code=(47, 100), text="falls short for B/K >= 50",
+         why="the code's rules, sigma^2 = 10 on Bernoulli rewards"),
+]
+"""The authors' code on its own Fig. 4 instances (jobStBAI.py synt 3: K = 8, d = 5, B = 50 K,
+Bernoulli rewards, its sigma^2 = 10 in BayesGap), measured once in a side-by-side harness
+(``seed002_adaptive.AUTHORS_CODE``): (successes, replications)."""
