@@ -14,7 +14,9 @@ T* ~ 2.0e4 and the Prop 2 threshold beta ~ 130 at that t (the d/2 log det term a
 so LT&S runs ``--soare-lts-reps`` (default 8) replications there, the Oracle ``--soare-reps``.
 The benchmark prints T*, the lower bound sigma^2 T* kl(delta, 1 - delta) and, for LT&S, the mean
 of tau / (T* beta(delta_tau, tau)) computed from the final design matrix (c = 1, a lower bound
-for the threshold; ~1 means the stopping time is what the threshold implies).
+for the threshold; ~1 means the stopping time is what the threshold implies).  "LT&S [code
+choices]" is :meth:`LazyTrackAndStop.released_code` (since issue 12 with the released code's A_0
+prior, which the ratio's count-only design matrix leaves out).
 
     python benchmarks/fixed_confidence_ltns.py [--reps 1000] [--soare-reps 1000]
         [--soare-lts-reps 8] [--skip-soare] [--devices 1] [--lanes L]

@@ -6,7 +6,9 @@ time, and the speed-up over the released code (about 2.3 s per m-LinGapE run and
 run on (i), single core; the released outputs record 3.7-4.5 s for m-LinGapE, 6-13 s for LinGIFA,
 6 s for LUCB, 19 s for UGapE).
 
-Usage: ``python benchmarks/topm_gifa.py [--reps 1000] [--only classic|large] [--quick] [--devices N]``
+Usage: ``python benchmarks/topm_gifa.py [--reps 1000] [--only classic|large] [--quick] [--devices N]
+[--released-code]`` (``--released-code``: every algorithm with :meth:`GIFA.released_code`, the
+pre-pull stopping pair and lambda S / sigma tail of the code the reference timings come from)
 (one XLA CPU device by default: runs with 2 forced host devices were seen to stall on a loaded
 2-core machine; ``--devices 2`` forces two).
 """
@@ -59,6 +61,8 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true")
     p.add_argument("--devices", type=int, default=1)
     p.add_argument("--only-alg", default=None, help="substring of the algorithm names to run")
+    p.add_argument("--released-code", action="store_true",
+                   help="run every algorithm in the released code's mode (GIFA.released_code)")
     a = p.parse_args(argv)
     reps = 50 if a.quick else a.reps
     cases = []
@@ -71,6 +75,8 @@ def main(argv=None):
         algs += [gifa.LinGIFA(5, 0.05, selection=s, threshold="heuristic") for s in ("largest_variance", "greedy")]
         algs += [gifa.LUCB(5, 0.05, threshold="heuristic"), gifa.UGapE(5, 0.05, threshold="heuristic")]
         cases.append(("random K=100 d=20 m=5", inst, algs, 1_000_000))
+    if a.released_code:
+        cases = [(title, inst, [alg.released_code() for alg in algs], cap) for title, inst, algs, cap in cases]
     print(f"devices: {jax.devices()}")
     print("| instance | algorithm | reps | mean samples | reps/s | steps/s | efficiency | compile s | wall s | "
           "ref s/run | speed-up |")

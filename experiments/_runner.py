@@ -115,6 +115,7 @@ class Context:
         # wall time of the whole command, across restarts in fresh processes (_restart)
         self._started = time.time() if started is None else float(started)
         self.resumed = 0
+        self.layouts: dict[str, dict] = {}  # label -> the engine's Layout (device-aware choices)
         self._simulated = 0  # configurations this process has compiled and run
 
     # -- helpers for experiments ------------------------------------------------------------
@@ -185,13 +186,18 @@ class Context:
                 res = None
         finally:
             f.close()
+        if res is not None and res.layout is not None:
+            import dataclasses
+
+            self.layouts[lab] = dataclasses.asdict(res.layout)
         shape = (J, n_reps)
         if res is None:
             res = Results(samples=np.zeros(shape, np.int64), steps=np.zeros(shape, np.int64),
                           correct=np.zeros(shape, bool), stopped=np.zeros(shape, bool),
                           answer=np.zeros(shape + (M,), bool), pulls=None, ran=np.zeros(shape, bool),
                           efficiency=float("nan"), wall_time=0.0, compile_time=0.0, lane_steps=0,
-                          useful_steps=0, devices=0, lanes=0, chunk_size=0)
+                          useful_steps=0, devices=0, lanes=0, chunk_size=0,
+                          error_defined=not algorithm.correct_by_construction)
         for (j, i), row in have.items():
             if j < J and i < n_reps:
                 res.samples[j, i] = int(row["samples"])
@@ -245,10 +251,19 @@ class Context:
             python=platform.python_version(), platform=platform.platform(),
             devices=[str(d) for d in jax.devices()], backend=jax.default_backend(),
             x64=bool(jax.config.jax_enable_x64), wall_time=time.time() - self._started,
-            replications_read_back=self.resumed,
+            replications_read_back=self.resumed, layouts=self.layouts,
+            engine_programs_compiled=_programs_compiled(),
             command=" ".join(sys.argv),
         )
         (self.out / "metadata.json").write_text(json.dumps(meta, indent=2, default=str))
+
+
+def _programs_compiled() -> int:
+    """Engine programs compiled by this process (cache misses; a persistent-cache hit still
+    counts, since the program is traced and loaded again)."""
+    from jaxbandits.engine import programs_compiled
+
+    return programs_compiled()
 
 
 MAX_RESTARTS = 5  # after a stall
@@ -318,8 +333,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--devices", type=int, default=None,
                         help="XLA CPU devices to expose (default: 1; try the number of cores)")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--no-compile-cache", action="store_true",
+                        help="do not use the persistent compilation cache (default: on, in "
+                             "~/.cache/jaxbandits/xla or $JAXBANDITS_COMPILATION_CACHE)")
     args = parser.parse_args(argv)
     _set_cpu_devices(args.devices)
+    from jaxbandits import compilation_cache
+
+    if not (args.no_compile_cache or compilation_cache.disabled_by_env()):
+        args.compile_cache = str(compilation_cache.enable())
     import matplotlib
 
     matplotlib.use("Agg")

@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
+from jaxbandits import batching
 from jaxbandits.algorithms.base import Algorithm, is_correct
 from jaxbandits.instances.base import Instance, as_batch
 from jaxbandits.stats import summarize
@@ -55,7 +56,7 @@ class _Lane(NamedTuple):
     steps: jax.Array     # steps taken by this replication
     key: jax.Array       # the replication's run key
     state: Any           # the algorithm state
-    instance: Instance   # the replication's instance (gathered once, at refill)
+    inst: jax.Array      # index of the replication's instance in the shared batch
 
 
 class _Out(NamedTuple):
@@ -84,6 +85,7 @@ class Results:
       wall_time: seconds spent running (compilation excluded), compile_time: seconds compiling.
       lane_steps: lane-steps executed; useful_steps: replication-steps done.
       devices, lanes, chunk_size: how the run was laid out.
+      layout: the :class:`Layout` chosen (platform, lanes, chunk, solve batching, memory).
       error_defined: False when the algorithm's answer is correct by construction
         (``Algorithm.correct_by_construction``); summaries then report the error rate as n/a.
     """
@@ -104,6 +106,7 @@ class Results:
     lanes: int
     chunk_size: int
     error_defined: bool = True
+    layout: Layout | None = None
 
     @property
     def n_instances(self) -> int:
@@ -154,8 +157,9 @@ def _select(mask, new, old):
 
 
 def _default_lanes(instances: Instance, per_device_tasks: int) -> int:
-    # Keep one lane-batch of per-arm arrays (K x d floats) around a few MiB, well inside the L3
-    # cache (DESIGN.md: batches whose per-step arrays outgrow the L3 got slower per step).
+    """CPU lanes: keep one lane-batch of per-arm arrays (K x d floats) around a few MiB, well
+    inside the L3 cache (docs/design.md, scale: batches whose per-step arrays outgrow the L3 got
+    slower per step)."""
     K, d = instances.arms.shape[-2:]
     M = instances.items.shape[-2]
     per_lane = 8 * (K * d + M * d + K + M + d * d) * 4
@@ -165,6 +169,111 @@ def _default_lanes(instances: Instance, per_device_tasks: int) -> int:
     # 1000 reps: 64 lanes 0.94 efficiency / 309 reps/s against 512 lanes 0.59 / 246 reps/s.
     lanes = min(lanes, max(32, per_device_tasks // 16))
     return max(1, min(lanes, per_device_tasks))
+
+
+#: lanes never exceed this on an accelerator (a step's launch cost is amortised long before)
+MAX_ACCELERATOR_LANES = 1 << 16
+#: fraction of a device's free memory a run may plan to use
+MEMORY_FRACTION = 0.5
+#: working-set multiple of a lane's carried bytes (the loop carry, its selected copy, the step's
+#: temporaries); the compiled program's own memory analysis is checked afterwards
+WORKING_SET_FACTOR = 6
+
+
+def free_memory(device) -> int | None:
+    """Bytes free on ``device``: the allocator's limit minus its use on an accelerator, the
+    host's available memory on a CPU (None when unknown)."""
+    if getattr(device, "platform", "cpu") != "cpu":
+        try:
+            st = device.memory_stats() or {}
+        except Exception:  # backends without memory statistics
+            st = {}
+        if "bytes_limit" in st:
+            return int(st["bytes_limit"]) - int(st.get("bytes_in_use", 0))
+        return None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def lane_bytes(algorithm: Algorithm, instances: Instance) -> int:
+    """Bytes one lane carries: the algorithm state (from its shapes, ``jax.eval_shape``, nothing
+    is computed), the lane's bookkeeping, and, with several instances, the instance a lane gathers
+    each step.  Instances themselves are shared by all lanes, never copied per lane."""
+    one = instance_at(instances, jnp.zeros((), jnp.int32))
+    st = jax.eval_shape(algorithm.init, jax.random.key(0), one)
+    nbytes = sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(st))
+    K, M = instances.num_arms, instances.num_items
+    nbytes += 8 * (K + M) + 64
+    if instances.batch_shape[0] > 1:
+        nbytes += sum(int(np.prod(a.shape[1:])) * a.dtype.itemsize for a in jax.tree.leaves(instances))
+    return nbytes
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How :func:`simulate` laid a run out on the devices, chosen from the backend and memory
+    unless the caller fixed it; reported in :class:`Results` and the experiments' metadata.
+
+    Attributes:
+      platform: device platform ("cpu", "gpu", "tpu").
+      devices: number of devices; lanes: replications stepped together per device;
+      chunk_per_device: replications per compiled call per device; refill_min: free lanes that
+      trigger a refill.
+      batched_solve, solve_capacity: how :func:`jaxbandits.batching.solve_where` serves lanes.
+      bytes_per_lane: carried bytes per lane (:func:`lane_bytes`); free_bytes: free device memory
+      seen when the layout was chosen (None: unknown); program_bytes: the compiled program's
+      temporary + argument + output bytes when the backend reports them.
+    """
+
+    platform: str
+    devices: int
+    lanes: int
+    chunk_per_device: int
+    refill_min: int
+    batched_solve: bool
+    solve_capacity: int | None
+    bytes_per_lane: int
+    free_bytes: int | None
+    program_bytes: int | None = None
+
+
+def choose_lanes(platform: str, bytes_per_lane: int, free: int | None, instances: Instance,
+                 per_device_tasks: int) -> int:
+    """Default lanes per device.
+
+    CPU: sized for the L3 cache (:func:`_default_lanes`), and never more than memory allows.
+    Accelerator: as many lanes as ``MEMORY_FRACTION`` of the free memory holds at
+    ``WORKING_SET_FACTOR`` times the carried bytes per lane (a GPU step costs kernel launches
+    whatever its width, so it pays off only with many lanes), capped at the tasks available and at
+    ``MAX_ACCELERATOR_LANES``.
+    """
+    per_lane = max(1, WORKING_SET_FACTOR * bytes_per_lane)
+    by_memory = MAX_ACCELERATOR_LANES if free is None else max(1, int(MEMORY_FRACTION * free) // per_lane)
+    if platform == "cpu":
+        lanes = min(_default_lanes(instances, per_device_tasks), by_memory)
+    else:
+        lanes = min(by_memory, MAX_ACCELERATOR_LANES)
+    return max(1, min(lanes, per_device_tasks))
+
+
+def instance_at(instances: Instance, j: jax.Array) -> Instance:
+    """Instance ``j`` of the shared batch, as the kernels see it.
+
+    Lanes hold an instance *index*, never a copy of the instance.  With a single instance (the
+    common Monte Carlo study) the index is ignored and the kernels get the one instance
+    unbatched: under ``vmap`` its arms, items and caches stay one shared array, and products such
+    as ``X @ v`` over the lanes become one matrix product instead of per-lane copies.  With a batch,
+    each lane gathers its instance's leaves where it reads them.
+    """
+    if instances.batch_shape[0] == 1:
+        return jax.tree.map(lambda a: a[0], instances)
+    return jax.tree.map(lambda a: a[j], instances)
 
 
 def _make_chunk_runner(static_algorithm: Algorithm, n_reps: int, lanes: int,
@@ -184,10 +293,9 @@ def _make_chunk_runner(static_algorithm: Algorithm, n_reps: int, lanes: int,
         valid = valid & (tid >= 0)
         tid = jnp.maximum(tid, 0)
         j, i = tid // n_reps, tid % n_reps
-        inst = jax.tree.map(lambda a: a[j], instances)
         k_init, k_run = jax.random.split(replication_key(key, j, i))
-        state = algorithm.init(k_init, inst)
-        return _Lane(slot, valid, jnp.zeros((), bool), jnp.zeros((), jnp.int32), k_run, state, inst)
+        state = algorithm.init(k_init, instance_at(instances, j))
+        return _Lane(slot, valid, jnp.zeros((), bool), jnp.zeros((), jnp.int32), k_run, state, j.astype(jnp.int32))
 
     def run(task_ids, instances, key, dynamic, max_steps):
         algorithm = dataclasses.replace(static_algorithm, **dynamic) if dynamic else static_algorithm
@@ -195,7 +303,8 @@ def _make_chunk_runner(static_algorithm: Algorithm, n_reps: int, lanes: int,
         lanes0 = lane_init(jnp.arange(L), task_ids, instances, key)
         M = instances.items.shape[-2]
         K = instances.arms.shape[-2]
-        proto = jax.eval_shape(lambda l: jax.vmap(algorithm.outcome)(l.state, l.instance), lanes0)
+        outcome = jax.vmap(lambda st, j: algorithm.outcome(st, instance_at(instances, j)))
+        proto = jax.eval_shape(lambda l: outcome(l.state, l.inst), lanes0)
         out0 = _Out(
             answer=jnp.zeros((C, M), bool),
             samples=jnp.zeros((C,), proto.samples.dtype),
@@ -208,7 +317,7 @@ def _make_chunk_runner(static_algorithm: Algorithm, n_reps: int, lanes: int,
 
         def step_lane(lane: _Lane):
             k = jax.random.fold_in(lane.key, lane.steps)
-            return algorithm.step(k, lane.state, lane.instance)
+            return algorithm.step(k, lane.state, instance_at(instances, lane.inst))
 
         def cond(carry):
             lanes_, _, _, _ = carry
@@ -217,8 +326,8 @@ def _make_chunk_runner(static_algorithm: Algorithm, n_reps: int, lanes: int,
         def refill(args):
             lanes_, nxt, out = args
             fin = lanes_.finished
-            oc = jax.vmap(algorithm.outcome)(lanes_.state, lanes_.instance)
-            corr = jax.vmap(lambda a, inst: is_correct(a, inst, m, eps))(oc.answer, lanes_.instance)
+            oc = outcome(lanes_.state, lanes_.inst)
+            corr = jax.vmap(lambda a, j: is_correct(a, instance_at(instances, j), m, eps))(oc.answer, lanes_.inst)
             idx = jnp.where(fin, lanes_.slot, C)  # C is out of bounds: dropped
             upd = lambda buf, val: buf.at[idx].set(val, mode="drop")
             out = _Out(
@@ -277,15 +386,24 @@ def programs_compiled() -> int:
     return _COMPILES[0]
 
 
+def program_bytes(compiled) -> int | None:
+    """Temporary + argument + output bytes of a compiled program, when the backend reports them."""
+    try:
+        m = compiled.memory_analysis()
+        return int(m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes)
+    except Exception:  # not every backend implements it
+        return None
+
+
 def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_steps, lanes, chunk_per_dev,
-                     record_pulls, devices, refill_min):
+                     record_pulls, devices, refill_min, solve=batching.SolvePolicy()):
     """Compile (once per configuration and shapes) the multi-device chunk runner.
 
     The key leaves out ``max_steps`` and the values of the algorithm's dynamic fields (their
     shapes and dtypes are in it): those are arguments of the executable.
     """
     D = len(devices)
-    sig = (static_algorithm, n_reps, lanes, chunk_per_dev, record_pulls, tuple(devices), refill_min,
+    sig = (static_algorithm, n_reps, lanes, chunk_per_dev, record_pulls, tuple(devices), refill_min, solve,
            jax.tree.map(lambda a: (a.shape, a.dtype), instances), instances.model,
            tuple((k, v.shape, v.dtype) for k, v in sorted(dynamic.items())))
     if sig in _RUNNERS:
@@ -298,7 +416,8 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
     fn = jax.jit(run)
     t0 = time.perf_counter()
     tasks_proto = jnp.zeros((D * chunk_per_dev,), jnp.int32)
-    compiled = fn.lower(tasks_proto, instances, key, dynamic, max_steps).compile()
+    with batching.policy(solve):  # solve_where reads it while the kernels are traced
+        compiled = fn.lower(tasks_proto, instances, key, dynamic, max_steps).compile()
     _COMPILES[0] += 1
     ct = time.perf_counter() - t0
     if len(_RUNNERS) > 64:
@@ -333,9 +452,13 @@ def simulate(
       n_reps: replications per instance.
       max_steps: cap on ``step`` calls per replication; runs reaching it are reported with
         ``stopped = False`` and never counted as stops.
-      lanes: replications stepped together per device (default: sized from K, d to stay in cache).
+      lanes: replications stepped together per device (default: :func:`choose_lanes`, from the
+        backend and memory: cache-sized on a CPU, as many as memory holds on an accelerator, where
+        a program too large for the free memory is recompiled with half the lanes).  Results never
+        depend on it.
       chunk_size: replications per compiled call over all devices (bounds memory; default
-        16 lanes' worth per device).  Results never depend on it.
+        16 lanes' worth per device, with output buffers within a tenth of free memory).  Results
+        never depend on it.
       record_pulls: keep per-arm pull counts [.., K].
       refill_min: refill finished lanes once at least this many lanes are free (default
         ``max(1, lanes // 16)``: each refill is one batched ``init`` over all lanes, so waiting for
@@ -367,14 +490,19 @@ def simulate(
         raise ValueError("task ids out of range")
     D = len(devices)
     per_dev = max(1, math.ceil(max(all_tasks.size, 1) / D))
-    L = lanes or _default_lanes(inst, per_dev)
-    L = max(1, min(int(L), per_dev))
+    platform = getattr(devices[0], "platform", "cpu")
+    free = free_memory(devices[0])
+    bpl = lane_bytes(algorithm, inst)
+    L = int(lanes) if lanes else choose_lanes(platform, bpl, free, inst, per_dev)
+    L = max(1, min(L, per_dev))
+    # per-task output buffers ([C, M] answers, [C, K] pulls) stay within a tenth of free memory
+    out_bytes = inst.num_items + (8 * inst.num_arms if record_pulls else 0) + 32
+    max_chunk = per_dev if free is None else max(1, int(0.1 * free) // out_bytes)
     if chunk_size is None:
-        chunk_per_dev = min(per_dev, 16 * L)
+        chunk_per_dev = max(1, min(per_dev, 16 * L, max_chunk))
     else:
         chunk_per_dev = max(1, math.ceil(int(chunk_size) / D))
     L = min(L, chunk_per_dev)
-    refill_min = max(1, min(L, int(refill_min) if refill_min is not None else L // 16))
     if T >= 2**31:
         raise ValueError("too many replications for int32 task ids; split the run")
 
@@ -392,8 +520,22 @@ def simulate(
     dynamic = {k: jnp.asarray(v) for k, v in dynamic.items()}
     # steps are int32; a larger cap is never reached
     max_steps_arr = jnp.asarray(min(int(max_steps), 2**31 - 1), jnp.int32)
-    compiled, compile_time = _compiled_runner(static_algorithm, dynamic, inst, key, int(n_reps), max_steps_arr, L,
-                                              chunk_per_dev, record_pulls, devices, refill_min)
+    compile_time = 0.0
+    while True:
+        rmin = max(1, min(L, int(refill_min) if refill_min is not None else L // 16))
+        solve = batching.solve_for(platform, L)
+        compiled, ct = _compiled_runner(static_algorithm, dynamic, inst, key, int(n_reps), max_steps_arr, L,
+                                        chunk_per_dev, record_pulls, devices, rmin, solve)
+        compile_time += ct
+        need = program_bytes(compiled)
+        # on an accelerator, a program that would not fit shrinks its lanes instead of failing
+        if (platform == "cpu" or lanes or free is None or need is None or need <= 0.9 * free or L == 1):
+            break
+        L = max(1, L // 2)
+    refill_min = rmin
+    layout = Layout(platform=platform, devices=D, lanes=L, chunk_per_device=chunk_per_dev, refill_min=refill_min,
+                    batched_solve=solve.batched, solve_capacity=solve.capacity, bytes_per_lane=bpl,
+                    free_bytes=free, program_bytes=need)
     say = progress if callable(progress) else (print if progress else None)
     per_call = D * chunk_per_dev
     lane_steps = 0
@@ -438,5 +580,5 @@ def simulate(
         pulls=None if pulls is None else pulls.reshape(shape + (K,)), ran=ran.reshape(shape),
         efficiency=useful / lane_steps if lane_steps else float("nan"), wall_time=wall,
         compile_time=compile_time, lane_steps=lane_steps, useful_steps=useful, devices=D, lanes=L,
-        chunk_size=per_call, error_defined=not algorithm.correct_by_construction,
+        chunk_size=per_call, error_defined=not algorithm.correct_by_construction, layout=layout,
     )

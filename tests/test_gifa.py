@@ -1,5 +1,6 @@
 """Tests of the GIFA framework (seed 003): correctness of the assemblies, Lemma 1, LinGapE parity,
 incremental numerics, compilation."""
+import dataclasses
 import math
 
 import jax
@@ -13,11 +14,14 @@ from jaxbandits.algorithms import gifa
 from jaxbandits.algorithms.base import is_correct
 from jaxbandits.instances.base import make_instance
 from jaxbandits.instances.seeds import topm_classic
+from jaxbandits.instances.seeds import topm_hard_top1
 from jaxbandits.stats import binomial_test_upper
 
 
-def run_batch(alg, inst, key, n, max_steps):
-    """jit(vmap(while_loop)) harness with the engine's key derivation (init key, step keys fold_in(t))."""
+def run_batch(alg, inst, key, n, max_steps, answers=False):
+    """jit(vmap(while_loop)) harness with the engine's key derivation (init key, step keys fold_in(t)).
+
+    Returns samples, correct, stopped, answer sizes (and the answer masks with ``answers=True``)."""
     def one(k):
         k_init, k_run = jax.random.split(k)
         st = alg.init(k_init, inst)
@@ -30,10 +34,11 @@ def run_batch(alg, inst, key, n, max_steps):
 
         _, st = jax.lax.while_loop(cond, body, (jnp.int32(0), st))
         o = alg.outcome(st, inst)
-        return o.samples, is_correct(o.answer, inst, alg.m, alg.epsilon), alg.done(st), jnp.sum(o.answer)
+        return o.samples, is_correct(o.answer, inst, alg.m, alg.epsilon), alg.done(st), jnp.sum(o.answer), o.answer
 
     keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
-    return [np.asarray(a) for a in jax.jit(jax.vmap(one))(keys)]
+    out = [np.asarray(a) for a in jax.jit(jax.vmap(one))(keys)]
+    return out if answers else out[:4]
 
 
 # -- (epsilon, m, delta)-correctness ---------------------------------------------------------------
@@ -239,3 +244,177 @@ def test_validation_errors():
     bad = make_instance(inst.arms, inst.theta, 0.5, items=inst.arms[:3])
     with pytest.raises(ValueError):
         gifa.MLinGapE(2).validate(bad)
+
+
+# -- paper vs released code switches (seed 003 Algorithm 1 vs github.com/clreda/linear-top-m) -------
+def test_released_code_preset():
+    alg = gifa.MLinGapE(2, 0.05)
+    assert (alg.stopping_pair, alg.threshold_tail) == ("post_pull", "sqrt_lambda")  # paper defaults
+    rel = alg.released_code()
+    assert (rel.stopping_pair, rel.threshold_tail) == ("pre_pull", "lambda")
+    assert rel.name == "m-LinGapE (greedy) [released code]"
+    assert dataclasses.replace(rel, name=alg.name) == dataclasses.replace(alg, **gifa.RELEASED_CODE)
+    algs = gifa.fig1a_algorithms(2, 0.05, released_code=True)
+    assert len(algs) == 9 and all(a.stopping_pair == "pre_pull" and a.threshold_tail == "lambda" for a in algs)
+    with pytest.raises(ValueError):
+        gifa.GIFA(m=2, stopping_pair="before")
+    with pytest.raises(ValueError):
+        gifa.GIFA(m=2, threshold_tail="sqrt")
+
+
+@pytest.mark.parametrize("threshold", ["theoretical", "determinant", "heuristic", "lucb1"])
+def test_threshold_tail_changes_only_the_tail(threshold):
+    """C_{t,delta} with tail lambda S / sigma minus with sqrt(lambda) S / sigma is exactly
+    (lambda - sqrt(lambda)) S / sigma for the thresholds that have a tail, 0 for the others."""
+    inst = make_instance(topm_classic(4, 2).arms, 1.5 * topm_classic(4, 2).theta, 0.7)
+    paper = gifa.MLinGapE(2, 0.05, threshold=threshold, sigma=0.9)
+    rel = dataclasses.replace(paper, threshold_tail="lambda")
+    st = paper.init(jax.random.key(0), inst)._replace(t=jnp.asarray(57.0), logdet=jnp.asarray(9.3))
+    lam, S, sigma = 0.9 / 20, 1.5, 0.9  # lambda = sigma / 20 (Sec 5), S = ||theta||, the explicit sigma
+    diff = float(rel.confidence(st, inst) - paper.confidence(st, inst))
+    want = (lam - math.sqrt(lam)) * S / sigma if threshold in ("theoretical", "determinant") else 0.0
+    assert diff == pytest.approx(want, rel=1e-12, abs=1e-14)
+
+
+def test_pre_pull_ugape_is_post_pull_plus_one_sample():
+    """With tau_UGapE the released code checks the statistic computed before the pull: the same
+    trajectory (same keys), one more sample, the same answer."""
+    inst = topm_classic(4, 2, omega=math.pi / 3)
+    alg = gifa.LinGIFA(2, 0.05, selection="greedy")
+    pre = dataclasses.replace(alg, stopping_pair="pre_pull")
+    s1, c1, d1, _, a1 = run_batch(alg, inst, jax.random.key(4), 64, 100_000, answers=True)
+    s2, c2, d2, _, a2 = run_batch(pre, inst, jax.random.key(4), 64, 100_000, answers=True)
+    assert d1.all() and d2.all()
+    np.testing.assert_array_equal(s2, s1 + 1)
+    np.testing.assert_array_equal(a1, a2)
+
+
+def test_pre_pull_lucb_stops_earlier_on_the_same_trajectories():
+    """With tau_LUCB the released code checks B_{c_{t-1}, b_{t-1}}(t): the pair chosen before the
+    pull, whose width just shrank.  Same keys = same trajectories up to the first stop, so the
+    paired difference of stopping times must be clearly negative (seed 003 Fig. 1a: LUCB 14.1k
+    post-pull vs 10.6k pre-pull)."""
+    inst = make_instance(topm_classic(4, 2, omega=math.pi / 3).arms, topm_classic(4, 2).theta, 0.5)
+    alg = gifa.LUCB(2, 0.05)
+    s1, c1, d1, _ = run_batch(alg, inst, jax.random.key(5), 100, 100_000)
+    s2, c2, d2, _ = run_batch(dataclasses.replace(alg, stopping_pair="pre_pull"), inst, jax.random.key(5), 100, 100_000)
+    assert d1.all() and d2.all()
+    diff = s2.astype(float) - s1
+    z = diff.mean() / (diff.std(ddof=1) / math.sqrt(diff.size))
+    assert z < -5, (diff.mean(), z)
+    assert np.mean(diff <= 0) > 0.8
+
+
+def test_pre_pull_changes_nothing_before_the_stop():
+    """The switch acts on the stopping decision only: run for a fixed number of steps on an instance
+    where neither rule can stop, both states are identical (J, b_t, c_t, statistics, counts)."""
+    X = jax.random.normal(jax.random.key(2), (6, 3))
+    inst = make_instance(X, jnp.zeros(3), 1.0)  # all means equal: never stops
+    for alg in (gifa.MLinGapE(2, 0.05), gifa.LinGIFA(2, 0.05)):  # tau_LUCB and tau_UGapE
+        pre = dataclasses.replace(alg, stopping_pair="pre_pull")
+
+        def run(a):
+            st = a.init(jax.random.key(0), inst)
+            return jax.lax.fori_loop(0, 200, lambda t, s: a.step(jax.random.fold_in(jax.random.key(1), t), s, inst), st)
+
+        s1, s2 = jax.jit(lambda: run(alg))(), jax.jit(lambda: run(pre))()
+        assert not bool(s1.done) and not bool(s2.done)
+        for f in ("counts", "mu", "J", "b", "c", "stat"):
+            np.testing.assert_array_equal(np.asarray(getattr(s1, f)), np.asarray(getattr(s2, f)))
+
+
+# -- noise: sigma everywhere seed 003 has it ----------------------------------------------------------
+def test_sigma_scales_the_widths_and_defaults_to_the_instance():
+    """Widths are C_t ||x||_Sigma, Sigma = sigma^2 V_t^-1 (Sec 2): with lambda fixed and a threshold
+    free of sigma (heuristic), B_ij - (mu_i - mu_j) is proportional to sigma; sigma = None reads
+    the instance's noise (Gaussian) or 1/2 (Bernoulli); lambda = sigma / 20 by default (Sec 5)."""
+    base = topm_classic(4, 2)
+    inst = make_instance(base.arms, base.theta, 2.0)
+    for index in ("paired", "individual", "classical"):
+        kw = dict(m=2, index=index, threshold="heuristic", reg=0.1)
+        a1, a3 = gifa.GIFA(sigma=1.0, **kw), gifa.GIFA(sigma=3.0, **kw)
+        st = a1.init(jax.random.key(0), inst)
+        st = st._replace(t=jnp.asarray(100.0), counts=st.counts * 7)
+        gap = st.mu[:, None] - st.mu[None, :]
+        w1 = np.asarray(a1.gap_indices(st, inst) - gap)
+        w3 = np.asarray(a3.gap_indices(st, inst) - gap)
+        np.testing.assert_allclose(w3, 3.0 * w1, rtol=1e-12, atol=1e-12)
+        assert np.all(w1[~np.eye(4, dtype=bool)] > 0)
+        np.testing.assert_array_equal(np.asarray(gifa.GIFA(**kw).gap_indices(st, inst)),
+                                      np.asarray(gifa.GIFA(sigma=2.0, **kw).gap_indices(st, inst)))
+    # lambda = sigma / 20: the explicit sigma, else the instance's
+    a = gifa.MLinGapE(2, 0.05)
+    assert float(a._reg(inst)) == pytest.approx(0.1)
+    assert float(dataclasses.replace(a, sigma=0.4)._reg(inst)) == pytest.approx(0.02)
+    bern = make_instance(base.arms, 0.5 * base.theta, 1.0, model="bernoulli")
+    assert float(a._sigma(bern)) == 0.5 and float(a._reg(bern)) == pytest.approx(0.025)
+
+
+def test_validate_refuses_models_the_indices_cannot_handle():
+    base = topm_classic(4, 2)
+    logistic = make_instance(base.arms, base.theta, 1.0, model="logistic")
+    with pytest.raises(ValueError, match="logistic"):
+        gifa.MLinGapE(2).validate(logistic)
+    with pytest.raises(ValueError, match="logistic"):
+        gifa.LinGIFA(2, index="individual").validate(logistic)
+    gifa.LUCB(2).validate(logistic)  # classical indices: rewards in [0, 1], 1/2-sub-Gaussian
+    gifa.UGapE(2).validate(logistic)
+    clipped = make_instance(base.arms, 1.5 * base.theta, 1.0, model="bernoulli")  # means 1.5 > 1
+    for alg in (gifa.MLinGapE(2), gifa.LUCB(2)):
+        with pytest.raises(ValueError, match=r"\[0, 1\]"):
+            alg.validate(clipped)
+    gifa.MLinGapE(2).validate(make_instance(base.arms, 0.8 * base.theta, 1.0, model="bernoulli"))
+    for bad in (dict(sigma=0.0), dict(sigma=-1.0), dict(reg=0.0)):
+        with pytest.raises(ValueError):
+            gifa.MLinGapE(2, **bad).validate(base)
+
+
+# -- power: the error check at sigma = 3 fails when the widths are 3x too small --------------------
+POWER_CASES = {
+    # hard Top-1 instance (Fig. 1b) scaled to sigma = 3: mu = 6, 5.97, 0 (gap sigma / 100)
+    "m-LinGapE (greedy), hard Top-1": (lambda **k: gifa.MLinGapE(1, 0.05, selection="greedy", threshold="heuristic", **k),
+                                       lambda: make_instance(topm_hard_top1().arms, 6.0 * topm_hard_top1().theta, 3.0)),
+    # classic K = 4, omega = pi/6 at sigma = 3: mu = 2, 2, 1.73, 0 (gap sigma / 11)
+    "LinGIFA (largest variance), classic pi/6": (
+        lambda **k: gifa.LinGIFA(2, 0.05, threshold="heuristic", **k),
+        lambda: make_instance(topm_classic(4, 2, omega=math.pi / 6).arms, 2.0 * topm_classic(4, 2).theta, 3.0)),
+}
+
+
+@pytest.mark.parametrize("name", list(POWER_CASES))
+def test_error_check_has_power_against_widths_3x_too_small(name):
+    """At sigma = 3 the error rate is <= delta (one-sided binomial test at level 0.01); passing
+    sigma = 1 (the true sigma / 3, i.e. every width C_t sigma ||.|| 3x too small) makes it fail.
+
+    The heuristic threshold of seed 003 Sec 5 is used: eq. (2) and the LUCB1 threshold have more
+    than a 3x margin on these instances (m-LinGapE with eq. (2) and sigma / 3 on the hard
+    instance: 11/200 errors, still <= delta), so a check built on them cannot see a 3x error in
+    sigma; the heuristic threshold is the one whose calibration a wrong sigma breaks.
+    """
+    make_alg, make_inst = POWER_CASES[name]
+    inst = make_inst()
+    n, delta = 100, 0.05
+    for sigma, should_pass in ((None, True), (1.0, False)):
+        alg = make_alg(sigma=sigma)
+        _, correct, stopped, _ = run_batch(alg, inst, jax.random.key(8), n, 200_000)
+        assert stopped.all()
+        errors = int(n - correct.sum())
+        p = binomial_test_upper(errors, n, delta)
+        assert (p >= 0.01) == should_pass, (name, sigma, errors, p)
+
+
+def test_sigma_can_be_traced():
+    """sigma is used through jnp only: one compiled program serves every value (a future dynamic field)."""
+    inst = topm_classic(4, 2)
+    base = gifa.LinGIFA(2, 0.05)
+
+    @jax.jit
+    def stat(sig):
+        a = dataclasses.replace(base, sigma=sig)
+        return a.step(jax.random.key(1), a.init(jax.random.key(0), inst), inst).stat
+
+    s1, s2 = stat(0.5), stat(1.0)
+    assert stat._cache_size() == 1
+    direct = dataclasses.replace(base, sigma=1.0)
+    want = direct.step(jax.random.key(1), direct.init(jax.random.key(0), inst), inst).stat
+    assert float(s2) == pytest.approx(float(want), rel=1e-9) and float(s1) != float(s2)

@@ -26,7 +26,31 @@ Algorithm 1; the named algorithms of Table 1 are assemblies (:func:`LUCB`, :func
   b_t and c_t, original LUCB);
 * ``stopping``: ``"lucb"`` (tau_LUCB: B_{c_t,b_t}(t) <= eps) or ``"ugape"``
   (tau_UGapE: max_{j in J(t)} max^m_{i != j} B_{i,j}(t) <= eps);
-* ``initialization``: pull every arm once first; slack ``epsilon >= 0``.
+* ``initialization``: pull every arm once first; slack ``epsilon >= 0``;
+* ``sigma``: the sub-Gaussian scale of the noise (Sec 2), ``None`` = the instance's (through
+  :func:`~jaxbandits.algorithms.common.noise_scale`: the Gaussian noise scale, 1/2 for Bernoulli
+  rewards).  Where it enters: the widths C_t ||x||_Sigma with Sigma = sigma^2 V_t^-1 (Sec 2), the
+  classical widths C_t sigma / sqrt(N_a) (Sec 2, last paragraph), the tail sqrt(lambda) S / sigma
+  of eq. (2) and of the determinant threshold, and lambda = sigma / 20 (Sec 5).
+
+Paper vs released code (github.com/clreda/linear-top-m, Code/bandits.py, Code/betas.py), two
+switches whose defaults follow the paper:
+
+* ``stopping_pair``: ``"post_pull"`` (Algorithm 1: the loop condition is evaluated on B(t) with
+  the pair (b_t, c_t) and set J(t) of the current data) or ``"pre_pull"`` (the released
+  ``GIFA.run``: ``sample()`` picks J, b, c, the arm is pulled, then ``stopping_rule()`` evaluates
+  tau_LUCB on the *old* pair with the *new* indices, B_{c_{t-1}, b_{t-1}}(t), and tau_UGapE on
+  the indices computed before the pull; the answer is the J chosen before the pull).  With
+  tau_UGapE, pre-pull is post-pull plus one (or two, selection "both") extra samples and the
+  same answer; with tau_LUCB it stops earlier, since the old pair no longer maximises B after
+  its most uncertain arm was pulled.
+* ``threshold_tail``: ``"sqrt_lambda"`` (eq. (2) and Abbasi-Yadkori et al. 2011, Thm 2:
+  + sqrt(lambda) S / sigma) or ``"lambda"`` (the released ``FrequentistBeta``: + lambda S /
+  sigma, smaller for lambda < 1).  Only the theoretical and determinant thresholds have a tail.
+
+:meth:`GIFA.released_code` sets both (:data:`RELEASED_CODE`).  Other differences of the released
+code are not reproduced: its initial design matrix is lambda^2 I (LinGIFA) or I (m-LinGapE)
+instead of lambda I, and its threshold is evaluated at t + 1 when there is no initialization.
 
 The optimized rule (eq. (1)): the paper prints argmax_a N_a ||w*||_1 / |w*_a|; Xu et al. (2018)
 and the released code take the argmin (pull the arm furthest behind its target proportion
@@ -43,7 +67,8 @@ max-and-remove (no sort, no scatter under vmap); for individual and classical in
 separable (B_ij = U_i - L_j), max^m_{i != j} B_ij is read off the m + 1 largest U_i in O(K).
 
 Stopping happens at the top of Algorithm 1's loop: the state holds J(t), b_t, c_t and the stopping
-statistic of the current data, so ``done`` is "statistic <= eps" and ``outcome`` returns J(t).
+statistic of the current data, so ``done`` is "statistic <= eps" (``stopping_pair="post_pull"``) and
+``outcome`` returns J(t).
 """
 from __future__ import annotations
 
@@ -53,9 +78,10 @@ from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome
-from jaxbandits.algorithms.common import argmax_fast
+from jaxbandits.algorithms.common import argmax_fast, noise_scale
 from jaxbandits.algorithms.complexity import min_l1_representation
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
@@ -66,6 +92,11 @@ COMPUTE_J = ("empirical", "gap")
 COMPUTE_B = ("lucb", "gap")
 SELECTIONS = ("largest_variance", "greedy", "optimized", "both")
 STOPPINGS = ("lucb", "ugape")
+STOPPING_PAIRS = ("post_pull", "pre_pull")
+THRESHOLD_TAILS = ("sqrt_lambda", "lambda")
+
+#: the two behaviours of the released code (module docstring) as GIFA options
+RELEASED_CODE = dict(stopping_pair="pre_pull", threshold_tail="lambda")
 
 
 class GIFAState(NamedTuple):
@@ -78,7 +109,8 @@ class GIFAState(NamedTuple):
       logdet: ln det V_t - N ln lambda (for the determinant threshold).
       t: samples so far.
       J: [K] bool, the estimated m best arms J(t).  b, c: b_t and c_t.
-      stat: the stopping statistic at t.  done: stat <= epsilon.
+      stat: the stopping statistic of the current data.  done: the stopping rule fired (stat <=
+        epsilon, or the released code's pre-pull check).
       w_pair: [2] pair (b, c) whose w* is cached in ``w`` ([K]; optimized rule only).
     """
 
@@ -172,6 +204,10 @@ class GIFA(Algorithm):
       S: bound on ||theta|| in the theoretical / determinant thresholds; None = ||theta|| of the
         instance (as the released code does).
       tie_break: ``"random"`` (Sec 3.1) or ``"first"`` (lowest index) in the selection rules.
+      sigma: sub-Gaussian scale of the noise; None = the instance's
+        (:func:`~jaxbandits.algorithms.common.noise_scale`).  Used through ``jnp`` only.
+      stopping_pair: ``"post_pull"`` (Algorithm 1) or ``"pre_pull"`` (released code).
+      threshold_tail: ``"sqrt_lambda"`` (eq. (2)) or ``"lambda"`` (released code).
       name: label.
     """
 
@@ -188,12 +224,16 @@ class GIFA(Algorithm):
     reg: float | None = None
     S: float | None = None
     tie_break: str = "random"
+    sigma: float | None = None
+    stopping_pair: str = "post_pull"
+    threshold_tail: str = "sqrt_lambda"
     name: str = "GIFA"
 
     def __post_init__(self):
         for field, allowed in (("index", INDICES), ("threshold", THRESHOLDS), ("compute_J", COMPUTE_J),
                                ("compute_b", COMPUTE_B), ("selection", SELECTIONS), ("stopping", STOPPINGS),
-                               ("tie_break", ("random", "first"))):
+                               ("tie_break", ("random", "first")), ("stopping_pair", STOPPING_PAIRS),
+                               ("threshold_tail", THRESHOLD_TAILS)):
             if getattr(self, field) not in allowed:
                 raise ValueError(f"{field} must be one of {allowed}, got {getattr(self, field)!r}")
         if self.epsilon < 0:
@@ -209,42 +249,74 @@ class GIFA(Algorithm):
     needs_span: ClassVar[bool] = False  # the regulariser lambda > 0 makes V_t invertible
 
     def validate(self, instance: Instance) -> None:
+        """Host-side checks: Z = X, m < K, a positive sigma and lambda, and a reward model the
+        indices are valid for (seed 003 Sec 2: r = x^T theta + sigma-sub-Gaussian noise)."""
         super().validate(instance)
         if instance.num_items != instance.num_arms:
             raise ValueError("Top-m identification returns arms: the items must be the arms (Z = X)")
         if self.m >= instance.num_arms:
             raise ValueError(f"need m < K, got m = {self.m}, K = {instance.num_arms}")
+        if self.sigma is not None and not np.all(np.asarray(self.sigma) > 0):
+            raise ValueError(f"sigma must be positive, got {self.sigma}")
+        if self._linear() and self.reg is not None and not np.all(np.asarray(self.reg) > 0):
+            raise ValueError(f"the regulariser lambda must be positive (V_t = lambda I + sum x x^T), got {self.reg}")
+        if instance.model == "logistic" and self._linear():
+            raise ValueError(
+                f"{self.name}: logistic rewards have mean sigmoid(x^T theta), not x^T theta; the linear gap "
+                "indices of seed 003 (least squares on a linear model) are not valid confidence bounds for them. "
+                "Use classical indices (LUCB, UGapE) or Gaussian / linear Bernoulli rewards")
+        if instance.model == "bernoulli":
+            means = np.asarray(instance.arm_means())
+            if np.any(means < 0.0) or np.any(means > 1.0):
+                raise ValueError(
+                    f"{self.name}: Bernoulli rewards need every mean x^T theta in [0, 1] (they are clipped "
+                    f"otherwise, and the clipped means are not linear); got range [{means.min():.3g}, {means.max():.3g}]")
 
     # -- pieces --------------------------------------------------------------------------------
+    def _sigma(self, inst) -> jax.Array:
+        """sigma of seed 003 Sec 2 (sub-Gaussian noise scale)."""
+        return noise_scale(self.sigma, inst)
+
     def _reg(self, inst):
-        return inst.noise / 20.0 if self.reg is None else jnp.asarray(self.reg, inst.arms.dtype)
+        if self.reg is None:
+            return self._sigma(inst) / 20.0  # lambda = sigma / 20 (seed 003 Sec 5)
+        return jnp.asarray(self.reg, inst.arms.dtype)
 
     def _linear(self) -> bool:
         return self.index != "classical"
 
     def confidence(self, state: GIFAState, inst: Instance) -> jax.Array:
-        """The threshold C_{t,delta} (seed 003 eq. (2), Sec 5, Kalyanakrishnan et al. 2012, Xu et al. 2018)."""
+        """The threshold C_{t,delta} (seed 003 eq. (2), Sec 5, Kalyanakrishnan et al. 2012, Xu et al. 2018).
+
+        Dimensionless: the widths are C_{t,delta} ||x||_Sigma = C_{t,delta} sigma ||x||_{V_t^-1}.
+        """
         K, N = inst.arms.shape
         t = jnp.maximum(state.t, 1.0)
         delta = self.delta
         if self.threshold == "heuristic":
-            return jnp.sqrt(2.0 * jnp.log((jnp.log(t) + 1.0) / delta))
+            return jnp.sqrt(2.0 * jnp.log((jnp.log(t) + 1.0) / delta))  # Sec 5
         if self.threshold == "lucb1":
+            # LUCB1: width sqrt(2 sigma^2 beta(t) / N_a), beta = ln(5 K t^4 / (4 delta)) (released LUCB1Beta)
             return jnp.sqrt(2.0 * jnp.log(5.0 * K * t**4 / (4.0 * delta)))
         lam = self._reg(inst)
         S = jnp.linalg.norm(inst.theta) if self.S is None else self.S
-        tail = jnp.sqrt(lam) * S / inst.noise
+        sigma = self._sigma(inst)
+        if self.threshold_tail == "sqrt_lambda":
+            tail = jnp.sqrt(lam) * S / sigma  # eq. (2): + sqrt(lambda) S / sigma
+        else:
+            tail = lam * S / sigma  # released code (betas.FrequentistBeta): + lambda S / sigma
         if self.threshold == "theoretical":
             L2 = jnp.max(jnp.sum(inst.arms**2, axis=-1))
             return jnp.sqrt(2.0 * math.log(1.0 / delta) + N * jnp.log(1.0 + (state.t + 1.0) * L2 / (lam**2 * N))) + tail
-        # determinant (Abbasi-Yadkori et al. 2011, Thm 2; Xu et al. 2018)
+        # determinant (Abbasi-Yadkori et al. 2011, Thm 2, divided by sigma; Xu et al. 2018)
         return jnp.sqrt(2.0 * math.log(1.0 / delta) + state.logdet) + tail
 
     def gap_indices(self, state: GIFAState, inst: Instance) -> jax.Array:
         """B[i, j] = mu_i(t) - mu_j(t) + C_{t,delta} W_t(i, j) [K, K] (seed 003 Sec 2)."""
-        C = self.confidence(state, inst) * inst.noise
         mu = state.mu
         if self.index == "paired":
+            # ||x_i - x_j||_Sigma = sigma ||x_i - x_j||_{V_t^-1}, Sigma = sigma^2 V_t^-1 (Sec 2)
+            C = self.confidence(state, inst) * self._sigma(inst)
             g = jnp.diagonal(state.G)
             D = jnp.maximum(g[:, None] + g[None, :] - 2.0 * state.G, 0.0)
             W = C * jnp.sqrt(D)
@@ -253,8 +325,14 @@ class GIFA(Algorithm):
         return up[:, None] - low[None, :]
 
     def _individual_bounds(self, state: GIFAState, inst: Instance):
-        """Individual indices: B[i, j] = U_i - L_j with U = mu + C s, L = mu - C s (Sec 2, Remark 1)."""
-        C = self.confidence(state, inst) * inst.noise
+        """Individual indices: B[i, j] = U_i - L_j with U = mu + W, L = mu - W (Sec 2).
+
+        W_t(a) = C_t sigma ||x_a||_{V_t^-1} (Sigma = sigma^2 V_t^-1), or C_t sigma / sqrt(N_a)
+        for classical indices (Sec 2, last paragraph: lambda = 0, canonical features).
+        """
+        # W_t(a) = C_t ||x_a||_Sigma = C_t sigma ||x_a||_{V_t^-1} (Sec 2); classical: C_t sigma / sqrt(N_a)
+        # (Sec 2, last paragraph; with the LUCB1 threshold, Kalyanakrishnan et al. 2012's width)
+        C = self.confidence(state, inst) * self._sigma(inst)
         if self.index == "individual":
             s = jnp.sqrt(jnp.maximum(jnp.diagonal(state.G), 0.0))
         else:
@@ -276,9 +354,15 @@ class GIFA(Algorithm):
         top = top_values(up, m + 1)
         return jnp.where(topm_mask(up, m), top[m], top[m - 1]) - low
 
-    def _decide(self, state: GIFAState, inst: Instance) -> GIFAState:
-        """J(t), b_t, c_t and the stopping statistic from the current data (Algorithm 1, Table 1)."""
-        K = inst.num_arms
+    def _decide(self, state: GIFAState, inst: Instance, prev: GIFAState | None = None) -> GIFAState:
+        """J(t), b_t, c_t, the stopping statistic and the stopping decision from the current data
+        (Algorithm 1, Table 1).
+
+        ``prev``: the state before the last pull (None at initialization); only read with
+        ``stopping_pair="pre_pull"``, where the decision is the released code's: tau_LUCB on the
+        pair chosen before the pull with the new indices, B_{c_{t-1}, b_{t-1}}(t), or tau_UGapE's
+        statistic computed before the pull, and the answer is the J chosen before the pull.
+        """
         m = self.m
         B = self.gap_indices(state, inst)
         need_mth = self.compute_J == "gap" or self.compute_b == "gap" or self.stopping == "ugape"
@@ -298,8 +382,20 @@ class GIFA(Algorithm):
             stat = B[c, b]
         else:
             stat = jnp.max(jnp.where(J, mth, -jnp.inf))
-        return state._replace(J=J, b=b.astype(jnp.int32), c=c.astype(jnp.int32), stat=stat,
-                              done=stat <= self.epsilon)
+        if self.stopping_pair == "post_pull":
+            done = stat <= self.epsilon
+        elif prev is None:
+            done = jnp.asarray(False)  # the released code checks only after a pull
+        else:
+            pre_stat = B[prev.c, prev.b] if self.stopping == "lucb" else prev.stat
+            done = pre_stat <= self.epsilon
+            J = jnp.where(done, prev.J, J)
+        return state._replace(J=J, b=b.astype(jnp.int32), c=c.astype(jnp.int32), stat=stat, done=done)
+
+    def released_code(self, name: str | None = None) -> "GIFA":
+        """This configuration with the released code's stopping pair and threshold tail
+        (:data:`RELEASED_CODE`, module docstring); name suffixed " [released code]"."""
+        return dataclasses.replace(self, **RELEASED_CODE, name=name or f"{self.name} [released code]")
 
     def _pick(self, key, v, valid):
         return argmax_random_ties(key if self.tie_break == "random" else None, v, valid)
@@ -379,7 +475,7 @@ class GIFA(Algorithm):
         if self.selection == "both":
             other = jnp.where(arm == state.b, state.c, state.b)
             st = self._update(st, inst, other, pull(k_pull2, inst, other))
-        new = self._decide(st, inst)
+        new = self._decide(st, inst, prev=state)
         return jax.tree.map(lambda n, o: jnp.where(state.done, o, n), new, state)
 
     def done(self, state: GIFAState) -> jax.Array:
@@ -448,16 +544,22 @@ def LinGIFA(m: int, delta: float = 0.05, epsilon: float = 0.0, *, selection: str
 
 
 def fig1a_algorithms(m: int = 2, delta: float = 0.05, *, threshold: str = "theoretical",
-                     classical_threshold: str = "lucb1") -> list[GIFA]:
-    """The nine variants of seed 003 Fig. 1(a) / Table 3, first column."""
-    return [
-        MLinGapE(m, delta, selection="greedy", threshold=threshold),
-        MLinGapE(m, delta, selection="optimized", threshold=threshold),
-        LinGIFA(m, delta, selection="largest_variance", threshold=threshold),
-        LinGIFA(m, delta, selection="largest_variance", stopping="lucb", threshold=threshold),
-        LinGIFA(m, delta, selection="greedy", stopping="lucb", threshold=threshold),
-        LinGIFA(m, delta, selection="greedy", threshold=threshold),
-        LinGIFA(m, delta, index="individual", threshold=threshold),
-        LUCB(m, delta, threshold=classical_threshold),
-        UGapE(m, delta, threshold=classical_threshold),
+                     classical_threshold: str = "lucb1", released_code: bool = False, **kw) -> list[GIFA]:
+    """The nine variants of seed 003 Fig. 1(a) / Table 3, first column.
+
+    ``released_code=True``: each with :meth:`GIFA.released_code` (pre-pull stopping pair, lambda S /
+    sigma tail), the behaviour behind the released code's 500-run outputs.  ``kw`` (e.g. ``sigma``)
+    goes to every constructor.
+    """
+    algs = [
+        MLinGapE(m, delta, selection="greedy", threshold=threshold, **kw),
+        MLinGapE(m, delta, selection="optimized", threshold=threshold, **kw),
+        LinGIFA(m, delta, selection="largest_variance", threshold=threshold, **kw),
+        LinGIFA(m, delta, selection="largest_variance", stopping="lucb", threshold=threshold, **kw),
+        LinGIFA(m, delta, selection="greedy", stopping="lucb", threshold=threshold, **kw),
+        LinGIFA(m, delta, selection="greedy", threshold=threshold, **kw),
+        LinGIFA(m, delta, index="individual", threshold=threshold, **kw),
+        LUCB(m, delta, threshold=classical_threshold, **kw),
+        UGapE(m, delta, threshold=classical_threshold, **kw),
     ]
+    return [a.released_code() for a in algs] if released_code else algs

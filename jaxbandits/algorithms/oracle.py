@@ -36,7 +36,7 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms.common import safe_cholesky
 from jaxbandits.algorithms.rage import gram_from_counts
-from jaxbandits.algorithms.track_and_stop import solve_where
+from jaxbandits.batching import solve_where
 from jaxbandits.algorithms.xy import XYOracle, XYPhasedState, certified_best, spans
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance

@@ -92,11 +92,11 @@ def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=N
     gather keeps the items' order (so the pair order and the solver's argmax tie-breaking), so the
     result is that of the full masked solve; but each Frank-Wolfe iteration costs O(B^2 d) for a
     buffer of B items instead of O(M^2 d).  Under ``vmap`` every bucket goes through
-    :func:`jaxbandits.algorithms.track_and_stop.solve_where`, so a lane pays only for its own
+    :func:`jaxbandits.batching.solve_where`, so a lane pays only for its own
     bucket, each lane's solve runs its own number of iterations, and a bucket no lane needs costs
     nothing.
     """
-    from jaxbandits.algorithms.track_and_stop import solve_where
+    from jaxbandits.batching import solve_where
 
     M = Z.shape[0]
     buckets = buckets or item_buckets(M)

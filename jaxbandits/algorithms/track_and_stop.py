@@ -5,7 +5,8 @@ One step = one round.  In round t + 1 (t rounds played):
 * **Forced exploration** (Lemma 5): with A_0 = {a_0(1), ..., a_0(d)} a spanning set of arms drawn
   at random (Sec 5, "A_0 is chosen at random"), c_{A_0} = lambda_min(sum_{a in A_0} a a^T) / sqrt(d)
   and f(t) = c_{A_0} sqrt(t): if lambda_min(A_t) < f(t), pull a_0(i) and advance i cyclically.  The
-  first d rounds are therefore A_0 (f is evaluated at max(t, 1)), after which lambda_min(A_d) = c.
+  first d rounds are therefore A_0 (f is evaluated at max(t, 1)), after which lambda_min(A_d) = c
+  (not with the released code's ``a0_prior``, where lambda_min(A_0) = c from the start).
 * **Tracking** (eq. (6), Algorithm 1) otherwise: ``averaging=True`` pulls
   argmin_{b in supp(sum_s w(s))} N_b(t) - sum_{s <= t} w_b(s) (the cumulative allocation of
   Algorithm 1); ``averaging=False`` is the "no averaging" variant of Sec 5,
@@ -22,12 +23,54 @@ One step = one round.  In round t + 1 (t rounds played):
   Sec 5 choices c = c_{A_0} sqrt(d), u = 1, delta_t = 6 delta / (pi^2 t^2).  The decision rule
   returns argmax_z z^T mu_hat_tau.
 
-Where the paper's text and the authors' released code differ, the paper is the default and the
-code's choice an option: the code uses u = 0.1 (``u``), the plain delta rather than
-6 delta / (pi^2 t^2) (``anytime=False``), a Frank-Wolfe with step 2 / (k + 2) restarted from the
-uniform design at every update, stopped on a relative change < 0.01, max 1000 iterations
-(``method="paper", warm_start=False, max_iters=1000``), and it adds the Gram matrix of A_0 to A_t as a prior without rewards
-(not reproduced: it changes the estimator).
+Paper text vs released code, side by side (:data:`PAPER_TEXT`, :data:`RELEASED_CODE`; the
+constructors :meth:`LazyTrackAndStop.paper` and :meth:`LazyTrackAndStop.released_code`; the plain
+constructor is the paper's text).  Each switch is a field, so any mixture can be run:
+
+=============  ==========================================  ==========================================
+switch         paper text (Sec 3.4, 5; Algorithm 1)        released code (lazy_ts.py)
+=============  ==========================================  ==========================================
+``a0_prior``   False: A_t = sum_s a_s a_s^T                True: A_0's Gram matrix sum_{a in A_0} a a^T
+                                                           is added to A_t once, with no reward (a
+                                                           ridge prior): it enters mu_hat, the forced-
+                                                           exploration test and the threshold's
+                                                           det; Z(t) keeps the count-only A_t^{-1};
+                                                           the condition lambda_min(A_t) >= c (always
+                                                           true with the prior) becomes t >= d
+``u``          1 (Sec 5)                                   0.1
+``anytime``    True: beta(6 delta / (pi^2 t^2), t) (Sec 5) False: beta(delta, t)
+``warm_start`` True: w(t - 1) fed to Frank-Wolfe (Sec 5)   False: Frank-Wolfe restarted from uniform
+``method``     "paper" (FW of seed 001 App F, App A.3)     "paper" (same), 1000 iterations max
+=============  ==========================================  ==========================================
+
+The threshold switches (``u``, ``anytime``, and the prior's det) set the sample complexity on the
+Table 1 instance: the sampling rule is the same in both columns.
+
+Averaging vs no averaging (issue 12 item 4).  Both rules are implemented as Algorithm 1 and Sec 5
+state them; they differ only through sum_s w(s) - t w(t), i.e. only when w(t) moves between lazy
+updates.  On the Table 1 many-arms instance it does not: for every direction y_b = e_1 - x_b
+(angles in [0.78, 0.88)) the c-optimal design (Elfving) lies on the chord between -x_2
+(x_2 the informative arm) and -x_p, x_p the look-alike arm of *largest* angle, and the max-min allocation is the
+c-optimal design of the smallest-gap direction.  The certified solver returns the same
+w* = (0.6962 on x_2, 0.3036 on the largest-angle arm) for theta_hat anywhere within ~0.4 of
+theta (measured, relative duality gap < 1e-7), so w(t) is bit-identical at every update once the
+empirical best is e_1 (from t = 4-16 on; the Frank-Wolfe of the code returns (0.7005, 0.2995)
+from a warm start, (0.7011, 0.2989) from uniform), and sum_s w(s) differs from t w(t) by the <= 16
+rounds of the first designs.  The two variants therefore coincide there up to a few pulls, as do
+the released code's two variants (paired runs, same keys, K = 1000, 100 runs: averaging minus no
+averaging 0.96 +- 1.03 pulls with the text's choices, 48 identical stopping times; -0.22 +- 1.26
+with the code's, 63 identical); the paper's 1206.55 vs 1409 gap cannot come from Algorithm 1
+on that instance.  Where w(t) does move (allocations that balance several directions whose gaps
+depend on theta_hat) the variants differ (tests/test_track_and_stop.py).  ``w_shift`` in the state
+records the total l_1 movement of w(t) over the updates after the first (the first replaces the
+placeholder w(0)); :meth:`LazyTrackAndStop.cumulative_allocation` returns sum_{s <= t} w(s).
+
+Noise scale sigma (``sigma`` field, else :func:`common.noise_scale`): it enters only the
+exploration threshold beta(delta, t) = (1 + u) sigma^2 log(det(...)^{1/2} / delta) of Prop 2 /
+eq. (9).  The GLR statistic Z(t) of Lemma 7 is written for the unit-variance likelihood
+f_mu ~ exp(-1/2 sum (r_s - mu^T a_s)^2) and carries no sigma: the paper puts sigma^2 on the
+threshold's side (Z > beta  <=>  Z / sigma^2 > (1 + u) log(...)).  Forced exploration (Lemma 5),
+the lazy updates and the allocation psi (eq. (1)-(2)) are sigma-free (sigma^2 only scales T*).
 
 Performance.  Under ``vmap`` a ``lax.cond`` whose predicate differs across lanes runs both
 branches, so the design solve would run on every lane at every step.  The solve therefore goes
@@ -50,14 +93,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.custom_batching import custom_vmap
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.batching import solve_where  # noqa: F401  (re-exported: its old home)
 from jaxbandits.design import oracle_allocation
 from jaxbandits.design.core import design_matrix, initial_design
 from jaxbandits.design.minimax import _oracle_directions
@@ -67,71 +110,9 @@ from jaxbandits.instances.base import Instance
 SCHEDULES = ("exponential", "periodic", "every")
 METHODS = ("smooth", "paper")
 
-
-# ------------------------------------------------------------------------------------------------
-# solving only on the lanes that need it
-# ------------------------------------------------------------------------------------------------
-def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int = 1, batched_solve: bool = False):
-    """``fn(*args)`` where ``pred`` holds, ``old`` elsewhere; under ``vmap`` only the lanes with
-    ``pred`` run ``fn``.
-
-    Unbatched it is ``lax.cond``.  Batched (``custom_vmap``), the lanes with ``pred`` are gathered
-    ``capacity`` at a time (``jnp.nonzero(size=capacity)``), ``vmap(fn)`` runs on that small buffer
-    and the results are scattered back; a ``while_loop`` repeats until every such lane is served,
-    so it runs zero times on steps where no lane needs ``fn``.  With ``batched_solve=False`` the
-    gathered lanes are solved one after the other (``lax.map``), each unbatched.  Results are identical to the
-    ``cond`` version (tested).  ``fn`` must return a pytree with the structure of ``old``.
-    """
-    leaves, treedef = jax.tree.flatten(args)
-    old_leaves, old_def = jax.tree.flatten(old)
-    n_in = len(leaves)
-
-    def f_flat(*flat):
-        a = jax.tree.unflatten(treedef, list(flat[:n_in]))
-        return jax.tree.leaves(fn(*a))
-
-    @custom_vmap
-    def run(p, *flat):
-        o = list(flat[n_in:])
-        return jax.lax.cond(p, lambda: f_flat(*flat[:n_in]), lambda: o)
-
-    @run.def_vmap
-    def _rule(axis_size, in_batched, p, *flat):
-        p_b, flat_b = in_batched[0], in_batched[1:]
-        p = p if p_b else jnp.broadcast_to(p, (axis_size,))
-        ins, outs = list(flat[:n_in]), list(flat[n_in:])
-        ins_b = list(flat_b[:n_in])
-        outs = [o if b else jnp.broadcast_to(o, (axis_size,) + o.shape) for o, b in zip(outs, flat_b[n_in:])]
-        C = min(int(capacity), axis_size)
-        if batched_solve:
-            solver = jax.vmap(f_flat, in_axes=tuple(0 if b else None for b in ins_b))
-        else:
-            # one lane at a time: batched Cholesky/triangular solves inside a solver are far
-            # slower on CPU than a loop over unbatched ones (measured ~100x for d = 2)
-            def solver(*a):
-                xs = tuple(x for x, b in zip(a, ins_b) if b)
-
-                def one(xs_):
-                    it = iter(xs_)
-                    return f_flat(*[next(it) if b else x for x, b in zip(a, ins_b)])
-                return jax.lax.map(one, xs)
-
-        def chunk(carry):
-            res, served = carry
-            todo = p & ~served
-            idx = jnp.nonzero(todo, size=C, fill_value=axis_size)[0]
-            valid = idx < axis_size
-            safe = jnp.where(valid, idx, 0)
-            got = solver(*[a[safe] if b else a for a, b in zip(ins, ins_b)])
-            tgt = jnp.where(valid, idx, axis_size)  # out of bounds: dropped
-            res = [r.at[tgt].set(g.astype(r.dtype), mode="drop") for r, g in zip(res, got)]
-            return res, served.at[tgt].set(True, mode="drop")
-
-        res, _ = jax.lax.while_loop(lambda c: jnp.any(p & ~c[1]), chunk, (outs, jnp.zeros((axis_size,), bool)))
-        return res, [True] * len(res)
-
-    out = run(jnp.asarray(pred, bool), *leaves, *old_leaves)
-    return jax.tree.unflatten(old_def, out)
+# The two named configurations, side by side (see the module docstring's table).
+PAPER_TEXT = dict(a0_prior=False, u=1.0, anytime=True, method="paper", warm_start=True, max_iters=1000)
+RELEASED_CODE = dict(a0_prior=True, u=0.1, anytime=False, method="paper", warm_start=False, max_iters=1000)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -327,22 +308,27 @@ class LTSState(NamedTuple):
     t: jax.Array            # rounds played
     lmin: jax.Array         # lambda_min(A_t)
     w: jax.Array            # current allocation w(t) [K]
-    cum_base: jax.Array     # sum_{s <= t_base} w(s) [K] (averaging variant; else zeros)
+    cum_base: jax.Array     # sum_{s <= t_base} w(s) [K] (both variants: a diagnostic without averaging)
     t_base: jax.Array       # round of the last allocation change minus one: for t >= t_base,
                             # sum_{s <= t} w(s) = cum_base + (t - t_base) w(t)
     forced_arms: jax.Array  # A_0 [d]
+    prior: jax.Array        # sum_{a in A_0} a a^T with ``a0_prior`` (released code), else zeros [d, d]
     c0: jax.Array           # c_{A_0}
     i0: jax.Array           # forced-exploration pointer
     next_update: jax.Array  # next round in the lazy update set T
     best: jax.Array         # empirical best item
     stopped: jax.Array
-    n_forced: jax.Array     # diagnostics: forced rounds, allocation updates
+    n_forced: jax.Array     # diagnostics: forced rounds, allocation updates,
     n_updates: jax.Array
+    w_shift: jax.Array      # sum over the updates after the first of ||w(t) - w(t - 1)||_1
 
 
 @dataclasses.dataclass(frozen=True)
 class LazyTrackAndStop(Algorithm):
     """LT&S (seed 000 Algorithm 1; Lemma 5, eq. (5)-(10), Prop 2, Sec 5 experimental choices).
+
+    The defaults are the paper's text (:data:`PAPER_TEXT`, :meth:`paper`); :meth:`released_code`
+    gives the authors' code (:data:`RELEASED_CODE`).
 
     Attributes:
       delta: confidence level.
@@ -353,14 +339,19 @@ class LazyTrackAndStop(Algorithm):
       factor: growth factor of the exponential schedule (2 in the paper).
       period: P of the periodic schedule.
       first_update: first round of T (default d: the first round with A_t invertible).
+      a0_prior: add the Gram matrix of A_0 to A_t as a reward-free prior (released code; the
+        paper's A_t has no prior).  See the module docstring for where it enters.
       u: the constant u of Prop 2 (Sec 5: u = 1; the released code: 0.1).
-      anytime: use beta(6 delta / (pi^2 t^2), t) (Sec 5) instead of beta(delta, t).
+      anytime: use beta(6 delta / (pi^2 t^2), t) (Sec 5) instead of beta(delta, t) (code).
       method: design solver method of :func:`jaxbandits.design.oracle_allocation`: "smooth" (the
         project's certified Frank-Wolfe) or "paper" (the released code's Frank-Wolfe).
       tol, max_iters: solver tolerance (relative duality gap) and iteration cap.
-      warm_start: warm-start the solver from w(t - 1) (Sec 5).
-      solve_capacity: lanes solved together by :func:`solve_where` under vmap.
-      sigma: sub-Gaussian noise scale (default: the instance's).
+      warm_start: warm-start the solver from w(t - 1) (Sec 5; the code restarts from uniform).
+      solve_capacity: lanes solved together by :func:`solve_where` under vmap (None: the
+        device's policy, :mod:`jaxbandits.batching`: one at a time on CPU, all at once on an
+        accelerator).
+      sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`: the instance's
+        Gaussian noise, 1/2 for Bernoulli rewards); enters the threshold of Prop 2 / eq. (9) only.
     """
 
     delta: float = 0.05
@@ -369,24 +360,30 @@ class LazyTrackAndStop(Algorithm):
     factor: float = 2.0
     period: int = 10
     first_update: int | None = None
+    a0_prior: bool = False
     u: float = 1.0
     anytime: bool = True
     method: str = "paper"
     tol: float = 1e-3
     max_iters: int = 1000
     warm_start: bool = True
-    solve_capacity: int = 1
+    solve_capacity: int | None = None
     sigma: float | None = None
 
     @classmethod
+    def paper(cls, **kw) -> "LazyTrackAndStop":
+        """The choices of the paper's text (:data:`PAPER_TEXT`; Sec 3.4, Sec 5, Algorithm 1):
+        no prior, u = 1, beta(6 delta / (pi^2 t^2), t), Frank-Wolfe warm-started from w(t - 1).
+        The same as the plain constructor; ``kw`` overrides."""
+        return cls(**{**PAPER_TEXT, **kw})
+
+    @classmethod
     def released_code(cls, **kw) -> "LazyTrackAndStop":
-        """The choices of the released LT&S code (lazy_ts.py) where they differ from the text:
-        u = 0.1, threshold beta(delta, t) (no union over t), Frank-Wolfe of seed 001 App F restarted
-        from uniform at every update (1000 iterations max).  Not reproduced: the code also adds the
-        Gram matrix of A_0 to A_t as a reward-free prior."""
-        base = dict(u=0.1, anytime=False, method="paper", warm_start=False, max_iters=1000)
-        base.update(kw)
-        return cls(**base)
+        """The choices of the released LT&S code (lazy_ts.py) where they differ from the text
+        (:data:`RELEASED_CODE`): the Gram matrix of A_0 added to A_t as a reward-free prior,
+        u = 0.1, threshold beta(delta, t) (no union over t), Frank-Wolfe of seed 001 App F
+        restarted from uniform at every update (1000 iterations max).  ``kw`` overrides."""
+        return cls(**{**RELEASED_CODE, **kw})
 
     def __post_init__(self):
         if self.schedule not in SCHEDULES:
@@ -398,12 +395,25 @@ class LazyTrackAndStop(Algorithm):
         if self.schedule == "periodic" and int(self.period) < 1:
             raise ValueError(f"period must be >= 1, got {self.period}")
 
-    # -- pieces --------------------------------------------------------------------------------
-    def _sigma(self, instance):
-        if self.sigma is not None:
-            return jnp.asarray(self.sigma, instance.arms.dtype)
-        return instance.noise if instance.model == "gaussian" else jnp.asarray(0.5, instance.arms.dtype)
+    def validate(self, instance: Instance) -> None:
+        """Also refuses reward models outside the paper's linear model (Sec 2: r = mu^T a + eta,
+        eta sigma-sub-Gaussian for Prop 2): logistic rewards, and Bernoulli rewards whose means
+        x^T theta leave [0, 1] (then clipped, hence not linear)."""
+        super().validate(instance)
+        if instance.model == "logistic":
+            raise ValueError("LazyTrackAndStop needs linear rewards (seed 000 Sec 2: r = mu^T a + noise); "
+                             "the logistic model is not linear in theta: use a GLM algorithm (e.g. GSE "
+                             "with estimator='logistic')")
+        if instance.model == "bernoulli":
+            means = jax.device_get(instance.arms @ instance.theta)
+            if not (means.min() >= 0.0 and means.max() <= 1.0):
+                raise ValueError("LazyTrackAndStop with Bernoulli rewards needs every mean x^T theta in "
+                                 f"[0, 1] (otherwise they are clipped and not linear); got range "
+                                 f"[{float(means.min()):.3g}, {float(means.max()):.3g}]")
+        if isinstance(self.sigma, (int, float)) and not self.sigma > 0.0:  # host-side; a traced sigma is not checked
+            raise ValueError(f"sigma must be positive, got {self.sigma}")
 
+    # -- pieces --------------------------------------------------------------------------------
     def _next(self, t):
         if self.schedule == "exponential":
             return jnp.maximum(jnp.ceil(self.factor * t).astype(t.dtype), t + 1)
@@ -415,20 +425,30 @@ class LazyTrackAndStop(Algorithm):
         return plug_in_allocation(X, Z, theta, init if self.warm_start else None,
                                   method=self.method, tol=self.tol, max_iters=self.max_iters)
 
+    @staticmethod
+    def cumulative_allocation(state: LTSState) -> jax.Array:
+        """sum_{s <= t} w(s) [K], the target of Algorithm 1's tracking rule (kept for both
+        variants); batched states (leading axes) are fine."""
+        steps = (state.t - state.t_base).astype(state.w.dtype)
+        return state.cum_base + steps[..., None] * state.w
+
     # -- contract ------------------------------------------------------------------------------
     def init(self, key, instance: Instance) -> LTSState:
         X = instance.arms
         K, d = X.shape
         A0 = random_spanning_set(key, X)
         XA = X[A0]
-        c0 = common.lambda_min(XA.T @ XA) / math.sqrt(d)
+        G0 = XA.T @ XA
+        c0 = common.lambda_min(G0) / math.sqrt(d)
         first = d if self.first_update is None else int(self.first_update)
         i32 = lambda v: jnp.asarray(v, jnp.int32)
         return LTSState(
-            stats=common.init_stats(instance), t=i32(0), lmin=jnp.zeros((), X.dtype),
+            stats=common.init_stats(instance), t=i32(0),
+            lmin=common.lambda_min(G0) if self.a0_prior else jnp.zeros((), X.dtype),
             w=jnp.full((K,), 1.0 / K, X.dtype), cum_base=jnp.zeros((K,), X.dtype), t_base=i32(0), forced_arms=A0,
+            prior=G0 if self.a0_prior else jnp.zeros((d, d), X.dtype),
             c0=c0, i0=i32(0), next_update=i32(max(first, 1)), best=i32(0),
-            stopped=jnp.zeros((), bool), n_forced=i32(0), n_updates=i32(0))
+            stopped=jnp.zeros((), bool), n_forced=i32(0), n_updates=i32(0), w_shift=jnp.zeros((), X.dtype))
 
     def step(self, key, state: LTSState, instance: Instance) -> LTSState:
         X, Z = instance.arms, instance.items
@@ -463,34 +483,47 @@ class LazyTrackAndStop(Algorithm):
         t1 = t + 1
         t1f = t1.astype(dtype)
         Ainv = inverse_gram(stats.gram)
-        theta = Ainv @ stats.b
-        z, best = glr_statistic_inv(theta, Ainv, Z)
-        lmin = lambda_min_small(stats.gram)
+        if self.a0_prior:
+            # released code: A_t = prior + sum_s a_s a_s^T in mu_hat, forced exploration and the
+            # threshold; Z(t) from the count-only A_t (its ``allocation`` design)
+            gram = stats.gram + state.prior
+            theta = inverse_gram(gram) @ stats.b
+        else:
+            gram = stats.gram
+            theta = Ainv @ stats.b
+        z, best = glr_statistic_inv(theta, Ainv, Z)  # Lemma 7: no sigma (unit-variance likelihood)
+        lmin = lambda_min_small(gram)
         c = state.c0 * math.sqrt(d)
         dl = common.anytime_delta(self.delta, t1f) if self.anytime else jnp.asarray(self.delta, dtype)
-        beta = glr_threshold_small(stats.gram, dl, self._sigma(instance), c, self.u)
+        # sigma enters here only: beta(delta, t) = (1 + u) sigma^2 log(...) of Prop 2 / eq. (9)
+        sigma = common.noise_scale(self.sigma, instance)
+        beta = glr_threshold_small(gram, dl, sigma, c, self.u)
         stop = (lmin >= c * (1.0 - 1e-9)) & (z > beta)
+        if self.a0_prior:  # the code's ``t >= d`` (lambda_min >= c holds from the start)
+            stop = stop & (t1 >= d)
 
         upd = (t1 == state.next_update) & ~stop
 
-        def update(X, Z, theta, w, base, tb, t1):  # no closed-over tracers (custom_vmap)
+        def update(X, Z, theta, w, base, tb, t1, shift, nu):  # no closed-over tracers (custom_vmap)
             new = self._solve(X, Z, theta, w)
             # a failed solve (non-finite, e.g. mu_hat = 0) keeps the previous allocation
             new = jnp.where(jnp.all(jnp.isfinite(new)) & (jnp.sum(new) > 0), new, w)
-            if self.averaging:  # sum_{s <= t1 - 1} w(s) with the old w, then w(t1) = new
-                base = base + (t1 - 1 - tb).astype(dtype) * w
-                tb = t1 - 1
-            return new, base, tb
+            # sum_{s <= t1 - 1} w(s) with the old w, then w(t1) = new (both variants: diagnostic)
+            base = base + (t1 - 1 - tb).astype(dtype) * w
+            tb = t1 - 1
+            shift = shift + jnp.where(nu > 0, jnp.sum(jnp.abs(new - w)), 0.0)
+            return new, base, tb, shift
 
-        w, cum_base, t_base = solve_where(upd, update, (X, Z, theta, state.w, state.cum_base, state.t_base, t1),
-                                          (state.w, state.cum_base, state.t_base), self.solve_capacity)
+        w, cum_base, t_base, w_shift = solve_where(
+            upd, update, (X, Z, theta, state.w, state.cum_base, state.t_base, t1, state.w_shift, state.n_updates),
+            (state.w, state.cum_base, state.t_base, state.w_shift), self.solve_capacity)
         nxt = jnp.where(t1 == state.next_update, self._next(t1), state.next_update)
         return LTSState(
             stats=stats, t=t1, lmin=lmin, w=w, cum_base=cum_base, t_base=t_base,
-            forced_arms=state.forced_arms, c0=state.c0, i0=i0, next_update=nxt,
+            forced_arms=state.forced_arms, prior=state.prior, c0=state.c0, i0=i0, next_update=nxt,
             best=best.astype(jnp.int32), stopped=stop,
             n_forced=state.n_forced + forced.astype(jnp.int32),
-            n_updates=state.n_updates + upd.astype(jnp.int32))
+            n_updates=state.n_updates + upd.astype(jnp.int32), w_shift=w_shift)
 
     def done(self, state: LTSState) -> jax.Array:
         return state.stopped

@@ -473,3 +473,27 @@ def topm_random_gaussian(key: jax.Array, num_arms: int = 10, dim: int = 5, *, D:
         raise ValueError(f"normalize must be 'spectral' or 'columns', got {normalize!r}")
     theta = jnp.zeros(dim).at[0].set(1.0)
     return make_instance(X, theta, noise)
+
+
+@_jit("num_arms", "dim")
+def sphere_calibrated(key: jax.Array, num_arms: int, dim: int, *, hardness: float = 1000.0) -> Instance:
+    """Arms i.i.d. uniform on the unit sphere of R^dim, theta an independent uniform direction,
+    and the Gaussian noise scale set so that sigma^2 T*(theta) = ``hardness`` (seed 000 Thm 1's
+    lower bound is then ``hardness * kl(delta, 1 - delta)`` on every instance).
+
+    Not a seed-paper instance: a distribution for sweeps over (d, K).  With a random theta the gap
+    between the two best arms shrinks fast with K (dense arms in low dimension give gaps ~1e-5,
+    sample complexities ~1e10), so a fixed noise makes most of the (d, K) grid infeasible; scaling
+    the noise fixes the optimal sample complexity and leaves the geometry (how the arms and theta
+    sit, which is what separates the algorithms) random.  Ratios E[tau] / lower bound are
+    invariant to this scaling for sigma-aware algorithms.
+    """
+    from jaxbandits.design import characteristic_time
+
+    kx, kt = jax.random.split(key)
+    g = jax.random.normal(kx, (num_arms, dim), _float())
+    X = g / jnp.linalg.norm(g, axis=-1, keepdims=True)
+    t = jax.random.normal(kt, (dim,), _float())
+    theta = t / jnp.linalg.norm(t)
+    tstar = characteristic_time(make_instance(X, theta, 1.0))
+    return make_instance(X, theta, jnp.sqrt(hardness / tstar))

@@ -1,0 +1,316 @@
+"""Sweeps as a first-class job: algorithms x instance distributions (with their parameters) x delta
+x replications, run on the engine, returned as a tidy :class:`pandas.DataFrame`.
+
+>>> df = sweep({"RAGE": RAGE(), "LT&S": LazyTrackAndStop()},
+...            Generator("sphere", seeds.unit_sphere, {"dim": [2, 5], "num_arms": [10, 100]}, n_instances=20),
+...            deltas=[0.05, 0.01], n_reps=10, out="results/my_sweep")
+>>> summary(df, ["algorithm", "dim", "num_arms", "delta"])
+
+One row per replication: the algorithm, the generator, every parameter of the grid, delta, the
+instance and replication indices, the stopping time (``samples``), steps, correctness, whether the
+run stopped before the cap, the returned item(s), the instance's noise scale, and the lower bound
+sigma^2 T*(theta) kl(delta, 1 - delta) of seed 000 Thm 1 (for best-arm identification).
+
+Reproducibility: the instances of a grid point depend only on (key, generator name, parameters),
+so every algorithm and every delta sees the same instances (paired comparisons); the replications
+of a configuration depend only on (key, configuration label, instance, replication).  With ``out``
+every finished chunk is appended to ``out/rows.csv``, and a rerun reads back what is there and
+runs only what is missing (an interrupted sweep loses at most the chunk in flight); T*(theta) of
+each instance is kept in ``out/instances.csv``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import zlib
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+import numpy as np
+
+from jaxbandits.algorithms.base import Algorithm
+from jaxbandits.instances.base import Instance
+
+ROW_FIELDS = ("algorithm", "generator", "params", "delta", "instance", "rep", "samples", "steps", "correct",
+              "stopped", "answer")
+
+
+@dataclasses.dataclass(frozen=True)
+class Generator:
+    """An instance distribution and its parameter grid.
+
+    Attributes:
+      name: the generator's name in the table.
+      fn: ``fn(key, **params) -> Instance`` (one instance), e.g. ``seeds.unit_sphere``.
+      grid: parameter name -> the values to sweep (the cartesian product is taken); each becomes a
+        column of the table.
+      n_instances: instances drawn per grid point (instance j from ``fold_in(key, j)``).
+      fixed: parameters passed unchanged and not swept (not columns).
+    """
+
+    name: str
+    fn: Callable[..., Instance]
+    grid: Mapping[str, Sequence[Any]] = dataclasses.field(default_factory=dict)
+    n_instances: int = 1
+    fixed: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def points(self) -> list[dict]:
+        names = list(self.grid)
+        return [dict(zip(names, vals)) for vals in itertools.product(*(self.grid[n] for n in names))]
+
+    def draw(self, key: jax.Array, params: dict) -> Instance:
+        from jaxbandits.instances import seeds
+
+        return seeds.batch(self.fn, key, self.n_instances, **self.fixed, **params)
+
+
+def _hash(obj) -> int:
+    return zlib.crc32(json.dumps(obj, sort_keys=True, default=str).encode()) & 0x7FFFFFFF
+
+
+def _configure(alg, delta):
+    """The algorithm at ``delta``: a factory is called with it; a configured algorithm gets its
+    ``delta`` field replaced (None: used as it is)."""
+    if callable(alg) and not isinstance(alg, Algorithm):
+        return alg(delta)
+    if delta is None:
+        return alg
+    if not any(f.name == "delta" for f in dataclasses.fields(alg)):
+        raise ValueError(f"{type(alg).__name__} has no delta field; give a factory delta -> algorithm")
+    return dataclasses.replace(alg, delta=delta)
+
+
+def _characteristic_times(instances: Instance) -> np.ndarray:
+    from jaxbandits.design import characteristic_time
+
+    return np.asarray(jax.device_get(characteristic_time(instances)), float)
+
+
+def _kl(delta: float) -> float:
+    from jaxbandits.stats import kl_bernoulli
+
+    return kl_bernoulli(delta, 1.0 - delta)
+
+
+def sweep(
+    algorithms: Mapping[str, Algorithm | Callable[[float], Algorithm]],
+    generators: Generator | Sequence[Generator],
+    *,
+    deltas: Sequence[float | None] = (None,),
+    n_reps: int = 100,
+    key: jax.Array | int = 0,
+    max_steps: int | Callable[[Algorithm, Instance], int] = 10**6,
+    out: str | Path | None = None,
+    progress: bool = True,
+    lower_bound: bool = True,
+    **simulate_kw,
+):
+    """Run every algorithm on every grid point of every generator at every delta.
+
+    Args:
+      algorithms: name -> a configured algorithm (its ``delta`` is replaced by each value of
+        ``deltas``) or a factory ``delta -> algorithm``.
+      generators: one :class:`Generator` or several.
+      deltas: confidence levels (``(None,)``: each algorithm as configured).
+      n_reps: replications per instance.
+      key: PRNG key (or an int seed).
+      max_steps: step cap per replication, or ``f(algorithm, instances) -> cap``.  Capped runs stay
+        in the table with ``stopped = False`` (use :func:`summary`, which counts them).
+      out: folder for ``rows.csv`` / ``instances.csv`` (append as it goes, resume on rerun).
+      progress: a progress bar over configurations (tqdm).
+      lower_bound: compute T*(theta) per instance (best-arm identification; top-m rows get NaN).
+      simulate_kw: passed to :func:`jaxbandits.engine.simulate` (lanes, chunk_size, devices, ...).
+
+    Returns:
+      A :class:`pandas.DataFrame` with one row per replication (see the module docstring).
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from jaxbandits.engine import simulate
+
+    gens = [generators] if isinstance(generators, Generator) else list(generators)
+    base = jax.random.key(key) if isinstance(key, int) else key
+    out = Path(out) if out is not None else None
+    rows_path = inst_path = None
+    done: dict[str, dict[tuple[int, int], dict]] = {}
+    tstar_cache: dict[tuple[str, int], float] = {}
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        rows_path, inst_path = out / "rows.csv", out / "instances.csv"
+        if rows_path.exists():
+            for r in pd.read_csv(rows_path, keep_default_na=False).to_dict("records"):
+                done.setdefault(r["label"], {})[(int(r["instance"]), int(r["rep"]))] = r
+        if inst_path.exists():
+            for r in pd.read_csv(inst_path).to_dict("records"):
+                tstar_cache[(r["point"], int(r["instance"]))] = float(r["T_star"])
+
+    configs = [(g, p, name, d) for g in gens for p in g.points() for name in algorithms for d in deltas]
+    bar = tqdm(total=len(configs), disable=not progress, desc="sweep", unit="config")
+    frames = []
+    drawn: dict[str, tuple[Instance, np.ndarray]] = {}
+    for g, params, name, delta in configs:
+        point = json.dumps(dict(generator=g.name, **params), sort_keys=True, default=str)
+        if point not in drawn:
+            insts = g.draw(jax.random.fold_in(base, _hash(point)), params)
+            tstar = np.full(g.n_instances, np.nan)
+            if lower_bound:
+                have = [tstar_cache.get((point, j)) for j in range(g.n_instances)]
+                if all(h is not None for h in have):
+                    tstar = np.asarray(have, float)
+                else:
+                    tstar = _characteristic_times(insts)
+                    if inst_path is not None:
+                        new = not inst_path.exists()
+                        pd.DataFrame(dict(point=point, instance=np.arange(g.n_instances), T_star=tstar)).to_csv(
+                            inst_path, mode="a", header=new, index=False)
+            drawn[point] = (insts, tstar)
+        insts, tstar = drawn[point]
+        alg = _configure(algorithms[name], delta)
+        label = json.dumps(dict(algorithm=name, point=point, delta=delta), sort_keys=True, default=str)
+        have = done.get(label, {})
+        J = g.n_instances
+        todo = np.asarray([j * n_reps + i for j in range(J) for i in range(n_reps) if (j, i) not in have], np.int64)
+        recs = [dict(label=label, instance=j, rep=i, samples=r["samples"], steps=r["steps"],
+                     correct=bool(r["correct"]), stopped=bool(r["stopped"]), answer=str(r["answer"]))
+                for (j, i), r in have.items() if j < J and i < n_reps]
+        bar.set_postfix_str(f"{name} {g.name} {params} delta={delta}")
+        if todo.size:
+            cap = max_steps(alg, insts) if callable(max_steps) else int(max_steps)
+            fresh: list[dict] = []
+
+            def on_chunk(tids, arrs, fresh=fresh):
+                chunk = [dict(label=label, instance=int(t) // n_reps, rep=int(t) % n_reps,
+                              samples=int(arrs["samples"][k]), steps=int(arrs["steps"][k]),
+                              correct=bool(arrs["correct"][k]), stopped=bool(arrs["stopped"][k]),
+                              answer=" ".join(map(str, np.flatnonzero(arrs["answer"][k]))))
+                         for k, t in enumerate(tids)]
+                fresh.extend(chunk)
+                if rows_path is not None:
+                    new = not rows_path.exists()
+                    pd.DataFrame(chunk).to_csv(rows_path, mode="a", header=new, index=False)
+
+            simulate(alg, insts, jax.random.fold_in(base, _hash(label)), n_reps, cap, tasks=todo,
+                     on_chunk=on_chunk, record_pulls=False, **simulate_kw)
+            recs.extend(fresh)
+        df = pd.DataFrame(recs).drop(columns="label")
+        df.insert(0, "algorithm", name)
+        df.insert(1, "generator", g.name)
+        for k, v in params.items():
+            df[k] = v
+        df["delta"] = delta if delta is not None else getattr(alg, "delta", np.nan)
+        noise = np.asarray(jax.device_get(insts.noise), float).reshape(-1)
+        df["noise"] = noise[df["instance"].to_numpy()]
+        df["K"], df["d"], df["M"] = insts.num_arms, insts.dim, insts.num_items
+        bai = alg.top_m == 1 and alg.slack == 0.0 and not alg.fixed_budget
+        ts = tstar[df["instance"].to_numpy()]
+        df["T_star"] = ts if bai else np.nan
+        d_ = float(df["delta"].iloc[0]) if len(df) else np.nan
+        df["lower_bound"] = df["noise"] ** 2 * df["T_star"] * (_kl(d_) if d_ == d_ else np.nan)
+        lead = ["algorithm", "generator", *params, "delta", "instance", "rep"]
+        df = df[lead + [c for c in df.columns if c not in lead]]
+        frames.append(df.sort_values(["instance", "rep"]))
+        bar.update(1)
+    bar.close()
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+# ------------------------------------------------------------------------------------------------
+# summaries and the standard figures
+# ------------------------------------------------------------------------------------------------
+def summary(df, by: Sequence[str], level: float = 0.95):
+    """One row per group: runs, stopped, capped fraction, mean (over stopped runs) with its SE,
+    the lower bound on the mean that counts capped runs, the error rate with its Clopper-Pearson
+    interval (over stopped runs), the mean lower bound, and ``ratio`` = mean / lower bound (NaN
+    when some runs were capped: the stopped-run mean is then biased low) with
+    ``ratio_at_least`` = mean_lower_bound / lower bound (always a valid lower bound on the ratio)."""
+    import pandas as pd
+
+    from jaxbandits.stats import clopper_pearson
+
+    out = []
+    for keys, g in df.groupby(list(by), sort=False, dropna=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        st = g[g["stopped"].astype(bool)]
+        n = len(st)
+        err = int((~st["correct"].astype(bool)).sum())
+        lo, hi = clopper_pearson(err, n, level)
+        mean = float(st["samples"].mean()) if n else math.nan
+        lb = float(g["lower_bound"].mean()) if "lower_bound" in g else math.nan
+        out.append(dict(zip(by, keys), runs=len(g), stopped=n, frac_capped=1 - n / len(g),
+                        mean=mean, se=float(st["samples"].std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan,
+                        mean_lower_bound=float(g["samples"].mean()), error_rate=err / n if n else math.nan,
+                        error_lo=lo, error_hi=hi, lower_bound=lb,
+                        ratio=mean / lb if (lb and lb == lb and n == len(g)) else math.nan,
+                        ratio_at_least=float(g["samples"].mean()) / lb if lb and lb == lb else math.nan))
+    return pd.DataFrame(out)
+
+
+def per_instance_ratio(df, by: Sequence[str]):
+    """E[tau] / lower bound per instance (mean over its replications; capped runs counted at their
+    pulls, so the ratio is a lower bound when some runs were capped): one row per (by, instance)."""
+    cols = list(by) + ["instance"]
+    g = df.groupby(cols, sort=False)
+    res = g.agg(mean=("samples", "mean"), lower_bound=("lower_bound", "first"),
+                capped=("stopped", lambda s: 1.0 - s.astype(bool).mean())).reset_index()
+    res["ratio"] = res["mean"] / res["lower_bound"]
+    return res
+
+
+def plot_sample_complexity(df, x: str, *, hue: str = "algorithm", ratio: bool = False, ax=None,
+                           logy: bool = True):
+    """Mean sample complexity (or its ratio to the lower bound with ``ratio=True``) against the
+    parameter ``x``, one line per ``hue``, with +- 2 SE bars."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    s = summary(df, [hue, x])
+    for h, g in s.groupby(hue, sort=False):
+        g = g.sort_values(x)
+        y = g["ratio"] if ratio else g["mean"]
+        e = 2 * g["se"] / (g["lower_bound"] if ratio else 1.0)
+        ax.errorbar(g[x], y, yerr=e, marker="o", capsize=3, label=str(h))
+    ax.set_xlabel(x)
+    ax.set_ylabel("E[tau] / lower bound" if ratio else "mean sample complexity")
+    if logy:
+        ax.set_yscale("log")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_error_rate(df, x: str, *, hue: str = "algorithm", ax=None, delta: float | None = None):
+    """Error rate against ``x`` with 95 % Clopper-Pearson intervals, one line per ``hue``; a
+    dashed line at ``delta`` when given."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    s = summary(df, [hue, x])
+    for h, g in s.groupby(hue, sort=False):
+        g = g.sort_values(x)
+        ax.errorbar(g[x], g["error_rate"], yerr=[g["error_rate"] - g["error_lo"], g["error_hi"] - g["error_rate"]],
+                    marker="o", capsize=3, label=str(h))
+    if delta is not None:
+        ax.axhline(delta, ls="--", c="grey", label=f"delta = {delta}")
+    ax.set_xlabel(x)
+    ax.set_ylabel("error rate (95 % Clopper-Pearson)")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_ratio_distribution(df, *, by: str = "algorithm", panel: Sequence[str] = (), ax=None):
+    """Box plots of the per-instance E[tau] / lower bound (:func:`per_instance_ratio`), one box per
+    ``by`` value (log scale): how far from optimal each algorithm is across a distribution of
+    instances."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.subplots(figsize=(7, 4))[1]
+    r = per_instance_ratio(df, [by, *panel])
+    labels = list(dict.fromkeys(r[by]))
+    data = [r.loc[r[by] == lab, "ratio"].dropna().to_numpy() for lab in labels]
+    ax.boxplot(data, orientation="horizontal", tick_labels=[str(lab) for lab in labels], showfliers=True)
+    ax.set_xscale("log")
+    ax.set_xlabel("E[tau] / lower bound, per instance")
+    return ax

@@ -1,0 +1,71 @@
+"""The device-aware layout: lanes from the backend and memory, solves batched per the device's
+policy, instances shared by lanes (never copied), and the choices reported in Results."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbandits import batching, engine
+from jaxbandits.algorithms import LazyTrackAndStop, MLinGapE, UniformGLR
+from jaxbandits.batching import SolvePolicy, solve_where
+from jaxbandits.instances import seeds
+from jaxbandits.instances.base import as_batch
+
+
+def test_solve_where_follows_the_traced_policy():
+    """With no explicit capacity, the policy active at trace time decides (CPU: one lane at a
+    time; accelerator: all lanes batched), and every policy gives the cond result."""
+    def fn(x, k):  # a while loop (a fori_loop with static bounds would itself be a scan)
+        return jax.lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, jnp.sin(c[1]) + k), (0, x))[1]
+
+    preds = jnp.array([True, False, True, True, False, False, True])
+    xs, olds = jnp.linspace(0.0, 1.0, 7), -jnp.arange(7.0)
+    ref = jax.vmap(lambda p, x, o: jax.lax.cond(p, lambda: fn(x, 0.5), lambda: o))(preds, xs, olds)
+    for pol in (batching.solve_for("cpu", 7), batching.solve_for("gpu", 7), SolvePolicy(True, None)):
+        # a fresh function per policy: JAX caches traces by function, and the policy is read
+        # while tracing (the engine traces a fresh program per layout)
+        f = jax.vmap(lambda p, x, o: solve_where(p, fn, (x, 0.5), o))
+        with batching.policy(pol):
+            jaxpr = str(jax.make_jaxpr(f)(preds, xs, olds))
+            got = jax.jit(f)(preds, xs, olds)
+        np.testing.assert_allclose(got, ref, rtol=1e-14)
+        # a lax.map (scan) serves lanes one by one only under the CPU policy
+        assert ("scan" in jaxpr) == (not pol.batched)
+    assert batching.current_policy() == SolvePolicy()
+
+
+def test_lanes_from_memory_on_an_accelerator():
+    inst = as_batch(seeds.topm_classic())
+    bpl = engine.lane_bytes(MLinGapE(m=2), inst)
+    assert bpl > 0
+    # a big GPU: tens of thousands of lanes (capped by the tasks and MAX_ACCELERATOR_LANES)
+    assert engine.choose_lanes("gpu", bpl, 60 * 2**30, inst, 10**6) == engine.MAX_ACCELERATOR_LANES
+    assert engine.choose_lanes("gpu", bpl, 60 * 2**30, inst, 5000) == 5000
+    # little memory: lanes shrink with it, never below 1
+    few = engine.choose_lanes("gpu", bpl, 64 * bpl * engine.WORKING_SET_FACTOR, inst, 10**6)
+    assert few == 32
+    assert engine.choose_lanes("gpu", bpl, 10, inst, 10**6) == 1
+    # CPU: cache-sized as before (at most 512)
+    assert 1 <= engine.choose_lanes("cpu", bpl, 2**34, inst, 10**6) <= 512
+
+
+def test_lane_bytes_count_state_not_instances():
+    """A lane carries its state and an instance index: a batch of instances adds only the one
+    instance a lane gathers, not the batch."""
+    one = as_batch(seeds.sphere_rage(jax.random.key(0), 50, dim=5))
+    many = seeds.batch(seeds.sphere_rage, jax.random.key(0), 40, num_arms=50, dim=5)
+    b1, b40 = engine.lane_bytes(UniformGLR(), one), engine.lane_bytes(UniformGLR(), many)
+    per_instance = sum(a[0].nbytes for a in jax.tree.leaves(many))
+    assert b40 - b1 == per_instance
+
+
+def test_results_report_the_layout_and_match_across_policies():
+    inst = seeds.soare_benchmark(d=2, omega=0.3, theta_scale=1.0)
+    alg = LazyTrackAndStop(delta=0.1)
+    r = engine.simulate(alg, inst, jax.random.key(0), 12, 20_000)
+    lay = r.layout
+    assert lay.platform == jax.devices()[0].platform and lay.lanes == r.lanes
+    assert lay.batched_solve == (lay.platform != "cpu") and lay.bytes_per_lane > 0
+    # the same replications with the solves batched (the accelerator policy) give the same run
+    r2 = engine.simulate(LazyTrackAndStop(delta=0.1, solve_capacity=4), inst, jax.random.key(0), 12, 20_000)
+    np.testing.assert_array_equal(r.samples, r2.samples)
+    np.testing.assert_array_equal(r.answer, r2.answer)
