@@ -185,17 +185,24 @@ def engine_program(workload: str, lanes: int, chunk: int, stall_timeout: float):
 
 
 def child(args) -> int:
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     import jax
+
+    print("imported", flush=True)
 
     t0 = time.time()
     if args.workload == "plain":
         call, D = plain_program(args.lanes, args.d, args.iters)
-        call(0).block_until_ready()  # compile outside the timed calls
     else:
         call, D = engine_program(args.workload, args.lanes, args.chunk, args.stall_timeout)
-        call(0)
+    # call 0 compiles; it is guarded like every other call (the engine wedged on its first chunk)
     t1 = time.time()
-    for i in range(1, args.calls + 1):
+    for i in range(0, args.calls + 1):
+        if i % 100 == 0 or args.workload != "plain":
+            print(f"call {i}", flush=True)
         if args.workload == "plain":
             _, where = guarded(call, i, stall_timeout=args.stall_timeout)
         else:
@@ -208,8 +215,11 @@ def child(args) -> int:
                 where = "engine"
         if where:
             print(json.dumps({"stall": True, "call": i, "where": where, "devices": D, "jax": jax.__version__,
-                              "calls_per_s": (i - 1) / (time.time() - t1), "compile_s": t1 - t0}), flush=True)
-            os._exit(3)  # a wedged runtime does not shut down cleanly
+                              "after_s": time.time() - t0}), flush=True)
+            time.sleep(600)  # let the parent inspect the wedged process (it kills it)
+            os._exit(3)
+        if i == 0:
+            t1 = time.time()  # calls 1.. are timed (call 0 includes compilation)
     print(json.dumps({"stall": False, "calls": args.calls, "devices": D, "jax": jax.__version__,
                       "calls_per_s": args.calls / (time.time() - t1), "compile_s": t1 - t0}), flush=True)
     return 0
@@ -248,17 +258,82 @@ def run_trial(python: str, devices: int, env_extra: dict, args, workload: str | 
            "--calls", str(args.calls), "--lanes", str(args.lanes), "--iters", str(args.iters), "--d", str(args.d), "--chunk", str(args.chunk),
            "--stall-timeout", str(args.stall_timeout)]
     t0 = time.time()
-    try:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.trial_timeout)
-    except subprocess.TimeoutExpired:
-        return {"result": "timeout", "wall_s": time.time() - t0}
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-    if not lines:
-        return {"result": "error", "rc": p.returncode, "stderr": p.stderr[-600:], "wall_s": time.time() - t0}
-    r = json.loads(lines[-1])
-    r["result"] = "stall" if r["stall"] else "ok"
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list = []
+    err: list = []
+
+    def pump(stream, sink):
+        for ln in iter(stream.readline, ""):
+            sink.append(ln)
+
+    threading.Thread(target=pump, args=(p.stdout, lines), daemon=True).start()
+    threading.Thread(target=pump, args=(p.stderr, err), daemon=True).start()
+    r = None
+    while p.poll() is None:
+        time.sleep(0.5)
+        stalled = any('"stall": true' in ln for ln in lines)
+        if stalled or time.time() - t0 > args.trial_timeout:
+            # the wedged process is still there (a stalled child waits to be inspected): measure its
+            # CPU use, take Python (faulthandler) and native (gdb) stacks, then kill it
+            diag = diagnose(p.pid)
+            p.kill()
+            p.wait()
+            time.sleep(0.5)
+            r = {"result": "stall" if stalled else "timeout", **diag}
+            break
+    time.sleep(0.2)
+    js = [ln for ln in lines if ln.startswith("{")]
+    if js:
+        r = {**json.loads(js[-1]), **(r or {})}
+        r.setdefault("result", "stall" if r["stall"] else "ok")
+    elif r is None:
+        r = {"result": "error", "rc": p.returncode}
+    r["progress"] = lines[-1].strip()[:200] if lines else ""
+    if r["result"] in ("error", "timeout", "stall"):
+        r["stderr"] = "".join(err)[-3000:]
     r["wall_s"] = time.time() - t0
     return r
+
+
+def _proc_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as fh:
+        f = fh.read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def diagnose(pid: int) -> dict:
+    """CPU seconds the process used over 5 s, its Python stacks (SIGUSR1 -> faulthandler) and a
+    summary of its native stacks (gdb, if installed): where the XLA threads sit."""
+    import signal
+    import shutil
+
+    out: dict = {}
+    try:
+        c0 = _proc_cpu(pid)
+        time.sleep(5.0)
+        out["cpu_s_in_5s"] = round(_proc_cpu(pid) - c0, 3)
+        os.kill(pid, signal.SIGUSR1)
+        time.sleep(1.0)
+    except OSError as e:
+        out["diag_error"] = str(e)
+        return out
+    if shutil.which("gdb"):
+        try:
+            g = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt 25"],
+                               capture_output=True, text=True, timeout=120)
+            bt = g.stdout
+            out["threads"] = bt.count("\nThread ")
+            for tag in ("ParallelBatchMap", "BlockingCounter", "WaitForWork", "BlockUntilReady", "PyArray_bf_getbuffer", "CopyToHost", "futex",
+                        "pthread_cond_wait", "Compile", "Execute"):
+                out["bt_" + tag] = bt.count(tag)
+            stamp = time.strftime("%H%M%S")
+            path = f"/tmp/xla_cpu_stall_gdb_{pid}_{stamp}.txt"
+            with open(path, "w") as fh:
+                fh.write(bt)
+            out["gdb_file"] = path
+        except (subprocess.TimeoutExpired, OSError) as e:
+            out["diag_error"] = str(e)
+    return out
 
 
 def parse_config(s: str) -> dict:
@@ -274,17 +349,17 @@ def main(argv=None) -> int:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--workload", choices=["plain", "gse", "linucb"], default="plain")
     ap.add_argument("--trials", type=int, default=6, help="fresh processes per configuration")
-    ap.add_argument("--calls", type=int, default=1500, help="guarded calls per trial")
-    ap.add_argument("--lanes", type=int, default=32, help="vmapped lanes per device")
+    ap.add_argument("--calls", type=int, default=30, help="guarded calls per trial")
+    ap.add_argument("--lanes", type=int, default=256, help="vmapped lanes per device")
     ap.add_argument("--iters", type=int, default=40, help="max while_loop trips per lane (plain workload)")
-    ap.add_argument("--d", type=int, default=6, help="matrix size of the plain workload")
+    ap.add_argument("--d", type=int, default=10, help="matrix size of the plain workload")
     ap.add_argument("--chunk", type=int, default=128, help="replications per engine call")
     ap.add_argument("--devices", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--config", action="append", default=None,
                     help="'ENV=VALUE ...' added to the environment (XLA_FLAGS appended); repeatable")
     ap.add_argument("--python", default=sys.executable, help="interpreter (e.g. a venv with another jax)")
     ap.add_argument("--stall-timeout", type=float, default=15.0)
-    ap.add_argument("--trial-timeout", type=float, default=300.0)
+    ap.add_argument("--trial-timeout", type=float, default=240.0)
     ap.add_argument("--speedup", action="store_true",
                     help="measure calls/s of 1 vs 2 host devices, interleaved (no stall statistics)")
     ap.add_argument("--json", default=None, help="append one JSON line per trial to this file")
