@@ -1,49 +1,68 @@
-"""Reproducer for the XLA:CPU lost-wakeup stall (issue 14 item 5; see jaxbandits/watchdog.py).
+"""Reproducer for the XLA:CPU stall behind jaxbandits/watchdog.py (issue 14 item 5), and its cause.
 
-Symptom being hunted: a batched run on XLA:CPU never finishes; every XLA worker thread idles in
-``Eigen::ThreadPool::WaitForWork``, the main thread blocks in ``tsl::BlockUntilReady`` under the
-host copy of an output, and the process burns no CPU.  Seen with 2 forced host devices on a loaded
-2-core machine (GSE, LinUCB with an LU solve, LT&S at K = 1000); one device never stalled.
+CAUSE (found with this script; native stacks from ``gdb`` of every wedged trial).  In jaxlib
+0.10.2 the LAPACK FFI kernels (``lapack_dpotrf_ffi``, ``dgetrf``, ``dsyevd``, ...) split a batched
+call over XLA:CPU's intra-op thread pool (``jax::ParallelBatchMap``) and block the calling pool
+thread in ``absl::BlockingCounter::Wait`` until the pieces are done.  That pool has one thread per
+core (2 here).  With 2 host devices each device's executable runs on one pool thread; when both
+reach a batched LAPACK call at the same time, both pool threads block waiting for sub-tasks queued
+on the same pool, and no thread is left to run them: a deadlock.  Wedged trials show exactly that:
+the two ``tf_XLAEigen`` threads in ``BlockingCounter::Wait`` <- ``ParallelBatchMap`` <-
+``lapack_d*_ffi`` <- ``CustomCallThunk::Execute``, the two PjRt execute threads in
+``tsl::BlockUntilReady``, every other thread idle in ``WaitForWork``, 0.0 s of CPU in 5 s.  Hence
+the earlier observations: only with 2 forced host devices, only kernels with a batched linear
+solve / eigh (GSE's design solver, LinUCB's LU), "timing dependent" (both devices must enter a
+LAPACK call together), re-dispatch in the same process wedges too (the pool threads never come
+back).  jaxlib 0.9.2 and older have no such path in ``jaxlib/cpu/_lapack.so`` (no
+``BlockingCounter``/``ParallelBatchMap`` symbols; checked with ``strings`` on 0.9.2, 0.8.3,
+0.6.2, 0.4.38) and never stalled here.  (Public reports agree: the batch-parallel LAPACK path
+appeared in jaxlib 0.10.0 and is compiled out of open-source builds from 0.11.1, which this
+project's package index does not offer; it lists 0.4.13 ... 0.10.2.)
 
-What this script does.  Each *trial* is a fresh subprocess (``--child``) that makes ``--calls``
-calls of one compiled program and copies every output to the host, each call guarded the way
-``jaxbandits.watchdog.run_guarded`` guards the engine: poll ``is_ready`` with back-off, then copy
-in a helper thread, and declare a **stall** when the process used < 1 % of a core for
-``--stall-timeout`` seconds (default 15) while a result was pending.  The parent also kills a
-trial after ``--trial-timeout`` seconds (counted as "timeout", a stall the guard missed).  It
-reports stalls / trials per configuration (python/jax version, device count, XLA_FLAGS, JAX_*
-environment), with a Clopper-Pearson 95 % upper bound on the stall rate, and calls per second.
+What the script does.  Each *trial* is a fresh subprocess (``--child``) that makes ``--calls``
+calls of one compiled program (call 0 includes compilation) and copies every output to the host,
+each call guarded the way ``jaxbandits.watchdog.run_guarded`` guards the engine: poll
+``is_ready`` with back-off, then copy in a helper thread, and declare a **stall** when the process
+used < 1 % of a core for ``--stall-timeout`` seconds (default 15) while a result was pending.  A
+stalled child stays alive; the parent measures its CPU use over 5 s, takes its Python stacks
+(SIGUSR1 -> faulthandler) and native stacks (``gdb``, saved to /tmp/xla_cpu_stall_gdb_*.txt,
+with counts of ParallelBatchMap / BlockingCounter / WaitForWork frames in the JSON line), then
+kills it.  A trial that outlives ``--trial-timeout`` s is killed and counted as "timeout".  The
+table gives stalls / trials per (jax version, workload, devices, config) with a two-sided 95 %
+Clopper-Pearson upper bound on the stall rate, calls/s of the completed trials and, for engine
+workloads, replications/s (calls/s x ``--chunk``).
 
 Workloads (``--workload``):
 
-* ``plain`` (default): plain JAX, no jaxbandits import, so it runs on old jax versions too.  A
-  vmapped ``lax.while_loop`` (``--lanes`` lanes per device, lane-dependent trip counts of 20-120
-  iterations) whose body does a rank-one update of a d x d matrix and an LU solve
-  (``jnp.linalg.solve``) and a Cholesky solve, under ``shard_map`` over all host devices; then
-  ``np.asarray`` of the output.  Many short calls = many buffer hand-overs, which is where the
-  wedge was seen.
-* ``gse``: the library's engine, ``simulate(GSE(budget=..., design="fwg"), sphere_gse(K=16))``,
-  called repeatedly with small chunks (every chunk is one guarded dispatch + host copy).
-* ``linucb``: the engine with ``LinUCB`` (LU solve per step) on a sphere instance.
+* ``plain`` (default): plain JAX, no jaxbandits import, so it runs on old jax versions too.
+  ``jit(shard_map(vmap(lane)))`` over all host devices, ``--lanes`` (256) lanes per device; a lane
+  is a ``lax.while_loop`` with a lane-dependent trip count (4 .. ``--iters``) whose body adds a
+  random rank-one term to a d x d matrix (d = 10) and solves with it by LU
+  (``jnp.linalg.solve``) and by Cholesky (``cho_solve``); then ``np.asarray`` of the output.
+* ``twin``: two independent batched LAPACK calls (Cholesky and LU solve of [lanes, d, d]
+  batches) in one jitted program without loop or shard_map: probes whether one device can
+  exhaust the pool by running both concurrently.
+* ``gse`` / ``linucb``: the library's engine, ``simulate`` of ``GSE(budget=2000, design="fwg")``
+  or ``LinUCB(budget=400)`` on ``seeds.sphere_gse(K=16)`` (d = 10), one chunk of ``--chunk``
+  replications per call (guarded inside ``simulate``); needs a jax the library supports.
 
-Usage (repository root)::
+Usage (repository root; trials run one after another, never in parallel)::
 
-    # 6 trials each of 1 and 2 host devices on the installed jax
-    python benchmarks/xla_cpu_stall.py --trials 6 --devices 1 2
-    # extra configurations: one per --config, 'ENV=VALUE ...' added to the environment;
-    # an XLA flag goes in XLA_FLAGS (appended to the forced device count)
-    python benchmarks/xla_cpu_stall.py --devices 2 \\
-        --config "" --config "XLA_FLAGS=--xla_cpu_multi_thread_eigen=false"
-    # another jax in a throwaway venv (plain workload only on versions the library does not support)
-    python benchmarks/xla_cpu_stall.py --python /tmp/venv-092/bin/python --devices 2
-    # the speed-up of 2 host devices over 1 on the engine (interleaved runs, same workload)
-    python benchmarks/xla_cpu_stall.py --speedup --workload gse --trials 3
+    python benchmarks/xla_cpu_stall.py --trials 3 --devices 2 1 --json /tmp/stall.jsonl
+    # configurations: 'ENV=VALUE ...' added to the child's environment (XLA_FLAGS is appended to
+    # the forced device count), one --config each
+    python benchmarks/xla_cpu_stall.py --devices 2 --json /tmp/stall.jsonl \\
+        --config "XLA_FLAGS=--xla_cpu_multi_thread_eigen=false" --config "JAX_CPU_ENABLE_ASYNC_DISPATCH=false"
+    # another jax in a throwaway venv (python3 -m venv /tmp/v092 && /tmp/v092/bin/pip install
+    # jax==0.9.2 jaxlib==0.9.2 numpy; add pandas tqdm scipy optax for the engine workloads)
+    python benchmarks/xla_cpu_stall.py --python /tmp/v092/bin/python --devices 2 --json /tmp/stall.jsonl
+    # engine throughput, 1 vs 2 devices: run single trials interleaved, then summarize
+    python benchmarks/xla_cpu_stall.py --workload gse --lanes 128 --chunk 512 --calls 4 --trials 1 \\
+        --devices 1 --json /tmp/speed.jsonl      # (repeat with --devices 2 / other --python)
+    python benchmarks/xla_cpu_stall.py --summarize /tmp/stall.jsonl /tmp/speed.jsonl
 
-Trials run one after another (never in parallel; the point is the same loaded 2-core machine the
-stall was seen on, and this machine is shared).  Results: see RESULTS below.
-
-RESULTS (2-core machine shared with 5 other JAX sessions, load average ~10; 2026-11-23):
-see the end of this docstring, filled in from the runs.
+RESULTS
+@@RESULTS@@
 """
 from __future__ import annotations
 
@@ -163,6 +182,31 @@ def plain_program(lanes: int, d: int, iters: int):
     return call, D
 
 
+def twin_program(lanes: int, d: int):
+    """Two independent batched LAPACK calls in one program, no loop and no shard_map: a Cholesky
+    factorisation of one [lanes, d, d] batch and an LU solve with another.  XLA:CPU's thunk
+    executor may run independent thunks concurrently, so this probes the same pool exhaustion
+    on a single device."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    @jax.jit
+    def f(seed):
+        k1, k2, k3 = jax.random.split(jax.random.PRNGKey(seed), 3)
+        G = jax.random.normal(k1, (lanes, d, d), jnp.float32)
+        H = jax.random.normal(k2, (lanes, d, d), jnp.float32)
+        v = jax.random.normal(k3, (lanes, d), jnp.float32)
+        L = jnp.linalg.cholesky(G @ jnp.swapaxes(G, 1, 2) + d * jnp.eye(d))
+        x = jnp.linalg.solve(H + d * jnp.eye(d), v[..., None])[..., 0]
+        return jnp.sum(L, axis=(1, 2)) + jnp.sum(x, axis=1)
+
+    def call(i):
+        return f(np.uint32(i))
+
+    return call, len(jax.devices())
+
+
 def engine_program(workload: str, lanes: int, chunk: int, stall_timeout: float):
     """The library's engine: one small-chunk simulate() per call (guarded inside simulate)."""
     import jax
@@ -196,14 +240,16 @@ def child(args) -> int:
     t0 = time.time()
     if args.workload == "plain":
         call, D = plain_program(args.lanes, args.d, args.iters)
+    elif args.workload == "twin":
+        call, D = twin_program(args.lanes, args.d)
     else:
         call, D = engine_program(args.workload, args.lanes, args.chunk, args.stall_timeout)
     # call 0 compiles; it is guarded like every other call (the engine wedged on its first chunk)
     t1 = time.time()
     for i in range(0, args.calls + 1):
-        if i % 100 == 0 or args.workload != "plain":
+        if i % 100 == 0 or args.workload in ("gse", "linucb"):
             print(f"call {i}", flush=True)
-        if args.workload == "plain":
+        if args.workload in ("plain", "twin"):
             _, where = guarded(call, i, stall_timeout=args.stall_timeout)
         else:
             from jaxbandits.watchdog import StalledComputation
@@ -347,7 +393,7 @@ def parse_config(s: str) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--workload", choices=["plain", "gse", "linucb"], default="plain")
+    ap.add_argument("--workload", choices=["plain", "twin", "gse", "linucb"], default="plain")
     ap.add_argument("--trials", type=int, default=6, help="fresh processes per configuration")
     ap.add_argument("--calls", type=int, default=30, help="guarded calls per trial")
     ap.add_argument("--lanes", type=int, default=256, help="vmapped lanes per device")
@@ -360,8 +406,6 @@ def main(argv=None) -> int:
     ap.add_argument("--python", default=sys.executable, help="interpreter (e.g. a venv with another jax)")
     ap.add_argument("--stall-timeout", type=float, default=15.0)
     ap.add_argument("--trial-timeout", type=float, default=240.0)
-    ap.add_argument("--speedup", action="store_true",
-                    help="measure calls/s of 1 vs 2 host devices, interleaved (no stall statistics)")
     ap.add_argument("--json", default=None, help="append one JSON line per trial to this file")
     ap.add_argument("--summarize", nargs="+", default=None, help="print the table from these --json files")
     args = ap.parse_args(argv)
@@ -371,24 +415,6 @@ def main(argv=None) -> int:
     if args.child:
         return child(args)
     configs = args.config or [""]
-    if args.speedup:
-        rates = {1: [], 2: []}
-        for t in range(args.trials):
-            for dev in (1, 2):
-                r = run_trial(args.python, dev, parse_config(configs[0]), args)
-                print(f"trial {t} devices={dev}: {r.get('result')} {r.get('calls_per_s', float('nan')):.3f} calls/s",
-                      flush=True)
-                if r["result"] == "ok":
-                    rates[dev].append(r["calls_per_s"])
-        import statistics as st
-
-        for dev, v in rates.items():
-            if v:
-                print(f"devices={dev}: mean {st.mean(v):.3f} calls/s over {len(v)} runs {['%.3f' % x for x in v]}")
-        if rates[1] and rates[2]:
-            print(f"speed-up 2 vs 1 devices: {st.mean(rates[2]) / st.mean(rates[1]):.2f}x "
-                  f"(per-pair ratios {['%.2f' % (b / a) for a, b in zip(rates[1], rates[2])]})")
-        return 0
     runs = [(cfg, dev) for cfg in configs for dev in args.devices]
     stop = set()
     for t in range(args.trials):  # interleaved: load changes hit every configuration alike
@@ -397,7 +423,7 @@ def main(argv=None) -> int:
                 continue
             r = run_trial(args.python, dev, parse_config(cfg), args)
             line = {"config": cfg, "devices": dev, "python": args.python, "workload": args.workload,
-                    "calls": args.calls, "lanes": args.lanes, "iters": args.iters, **r}
+                    "calls": args.calls, "lanes": args.lanes, "iters": args.iters, "chunk": args.chunk, **r}
             print(json.dumps(line), flush=True)
             if args.json:
                 with open(args.json, "a") as fh:
@@ -416,8 +442,9 @@ def summarize(paths) -> None:
                 r = json.loads(ln)
                 k = (r.get("jax", "?"), r["python"], r["workload"], r["devices"], r["config"] or "-")
                 groups.setdefault(k, []).append(r)
-    print("| jax | workload | devices | config | trials | stalls | CP95 upper | calls/s (mean) | wall s | detail |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| jax | workload | devices | config | trials | stalls | CP95 upper | calls/s (mean) | reps/s (engine) "
+          "| wall s | detail |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for (ver, py, wl, dev, cfg), rs in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
         if ver == "?":
             ver = next((r["jax"] for r in rs if "jax" in r), "? (" + py + ")")
@@ -426,11 +453,12 @@ def summarize(paths) -> None:
         bad = counts["stall"] + counts["timeout"]
         rates = [r["calls_per_s"] for r in rs if r["result"] == "ok"]
         rate = sum(rates) / len(rates) if rates else float("nan")
+        reps = "-" if wl in ("plain", "twin") else ", ".join(f"{r['calls_per_s'] * r['chunk']:.0f}" for r in rs if r["result"] == "ok")
         wall = sum(r["wall_s"] for r in rs)
         where = "; ".join(f"call {r['call']} ({r['where']})" for r in rs if r["result"] == "stall")
         err = next((r["stderr"].strip().splitlines()[-1] for r in rs if r["result"] == "error" and r["stderr"].strip()), "")
         calls = sum(r.get("calls", 0) for r in rs if r["result"] == "ok")
-        print(f"| {ver} | {wl} | {dev} | {cfg} | {n} | {bad} | {clopper_pearson_upper(bad, n):.2f} | {rate:.1f} | "
+        print(f"| {ver} | {wl} | {dev} | {cfg} | {n} | {bad} | {clopper_pearson_upper(bad, n):.2f} | {rate:.1f} | {reps} | "
               f"{wall:.0f} | {calls} calls ok; {where} {err[:160]} |")
 
 if __name__ == "__main__":
