@@ -62,7 +62,61 @@ Usage (repository root; trials run one after another, never in parallel)::
     python benchmarks/xla_cpu_stall.py --summarize /tmp/stall.jsonl /tmp/speed.jsonl
 
 RESULTS
-@@RESULTS@@
+(2026-11-23, 17:30-18:20 UTC, on this project's 2-core machine shared with 5 other JAX sessions,
+load average 7-13; stall timeout 15 s; one row per (jax, workload, lanes per device[/chunk],
+devices, config); a stall always came at call 0, i.e. on the first execution, 22-40 s in.)
+
+Stalls (all wedged trials: 0.0 CPU-s in 5 s, gdb shows 2 pool threads in ParallelBatchMap ->
+BlockingCounter::Wait under lapack_sgetrf_ffi (plain) or lapack_dsyevd_ffi (GSE)):
+
+| jax | workload | lanes(/chunk) | devices | config | trials | stalls | CP95 upper | calls |
+|---|---|---|---|---|---|---|---|---|
+| 0.10.2 | plain | 256 | 1 | - | 3 | 0 | 0.71 | 90 |
+| 0.10.2 | plain | 256 | 2 | - | 4 | 4 | 1.00 (lower 0.40) | 0 |
+| 0.10.2 | plain | 256 | 2 | --xla_cpu_multi_thread_eigen=false | 2 | 2 | 1.00 | 0 |
+| 0.10.2 | plain | 256 | 2 | --xla_cpu_use_thunk_runtime=false | 2 | 2 | 1.00 | 0 |
+| 0.10.2 | plain | 256 | 2 | --xla_cpu_enable_concurrency_optimized_scheduler=false | 2 | 2 | 1.00 | 0 |
+| 0.10.2 | plain | 256 | 2 | --xla_cpu_parallel_codegen_split_count=1 | 2 | 2 | 1.00 | 0 |
+| 0.10.2 | plain | 256 | 2 | JAX_CPU_ENABLE_ASYNC_DISPATCH=false | 2 | 2 | 1.00 | 0 |
+| 0.10.2 | plain | 32 (d = 6) | 1 | - | 8 | 0 | 0.37 | 24000 |
+| 0.10.2 | plain | 32 (d = 6) | 2 | - | 8 | 0 | 0.37 | 24000 |
+| 0.10.2 | twin | 256, 512 (d = 10, 24) | 1 | - | 2 | 0 | 0.84 | 500 |
+| 0.10.2 | gse | 128/512 | 1 | - | 8 | 0 | 0.37 | 32 |
+| 0.10.2 | gse | 128/512 | 2 | - | 1 | 1 | 1.00 | 0 |
+| 0.10.2 | gse | 256/512 | 2 | - | 1 | 1 (first run, killed at 300 s) | 1.00 | 0 |
+| 0.10.2 | linucb | 256/1024 | 1 | - | 3 | 0 | 0.71 | 9 |
+| 0.10.2 | linucb | 256/1024 | 2 | - | 2 | 2 | 1.00 | 0 |
+| 0.9.2 | plain | 256 | 2 | - | 7 | 0 | 0.41 | 210 |
+| 0.9.2 | gse | 128/512, 512/8192 | 2 | - | 7 | 0 | 0.41 | 28 |
+| 0.9.2 | linucb | 256/1024 | 2 | - | 3 | 0 | 0.71 | 9 |
+| 0.8.3 | plain | 256 | 2 | - | 3 | 0 | 0.71 | 90 |
+| 0.6.2 | plain | 256 | 2 | - | 3 | 0 | 0.71 | 90 |
+| 0.4.38 | plain | 256 | 2 | - | 3 | 0 | 0.71 | 90 |
+
+On 0.10.2 with 2 host devices the stall is deterministic here once the LAPACK batch is large
+(256 lanes x 10 x 10: 4/4 plain, 2/2 GSE, 2/2 LinUCB); no XLA flag or JAX option tried avoids it
+(``intra_op_parallelism_threads`` is not an XLA:CPU flag in 0.10.2: no such string in
+libjax_common.so; the pool size follows the process's CPU affinity).  Small batches (32 lanes,
+d = 6) never stalled in 24000 calls: below some size the kernel does not split the batch.  One
+device never stalled (0/25 trials across workloads), and two independent batched LAPACK calls in
+one single-device program did not either (``twin``, 500 calls).  jaxlib 0.9.2, 0.8.3, 0.6.2 and
+0.4.38 never stalled (0/19 trials, 2 devices).
+
+Throughput, 1 vs 2 host devices (engine, ``--lanes 512 --chunk 8192 --calls 4`` for GSE and
+``--lanes 256 --chunk 1024 --calls 3`` for LinUCB; single trials interleaved 0.10.2/1 dev,
+0.9.2/1 dev, 0.9.2/2 dev; replications per second, mean +- SE over trials):
+
+| jax | devices | GSE reps/s (5 trials) | LinUCB reps/s (3 trials) |
+|---|---|---|---|
+| 0.10.2 | 1 | 6993 +- 225 | 911 +- 85 |
+| 0.9.2 | 1 | 5663 +- 305 | 1058 +- 103 |
+| 0.9.2 | 2 | 5355 +- 140 | 842 +- 8 |
+
+No speed-up from the second device on this machine: the benchmark process got 0.44-0.48 cores
+(CPU-s / wall-s, all three configurations) because the other sessions saturate both cores, so
+there was no idle core to use.  Per CPU-second, 2 devices on 0.9.2 did as well as 1 (GSE 12000
+vs 11000 reps per CPU-s); 0.10.2 on one device did 14800 per CPU-s.  The speed-up of one device
+per core must be measured on an idle multi-core machine; these numbers do not support it.
 """
 from __future__ import annotations
 
@@ -265,9 +319,10 @@ def child(args) -> int:
             time.sleep(600)  # let the parent inspect the wedged process (it kills it)
             os._exit(3)
         if i == 0:
-            t1 = time.time()  # calls 1.. are timed (call 0 includes compilation)
+            t1, c1 = time.time(), _cpu_seconds()  # calls 1.. are timed (call 0 includes compilation)
     print(json.dumps({"stall": False, "calls": args.calls, "devices": D, "jax": jax.__version__,
-                      "calls_per_s": args.calls / (time.time() - t1), "compile_s": t1 - t0}), flush=True)
+                      "calls_per_s": args.calls / (time.time() - t1), "compile_s": t1 - t0,
+                      "cores_used": (_cpu_seconds() - c1) / (time.time() - t1)}), flush=True)
     return 0
 
 
@@ -440,12 +495,13 @@ def summarize(paths) -> None:
         with open(path) as fh:
             for ln in fh:
                 r = json.loads(ln)
-                k = (r.get("jax", "?"), r["python"], r["workload"], r["devices"], r["config"] or "-")
+                size = f"{r.get('lanes')}" + (f"/{r.get('chunk')}" if r["workload"] in ("gse", "linucb") else "")
+                k = (r.get("jax", "?"), r["python"], r["workload"], size, r["devices"], r["config"] or "-")
                 groups.setdefault(k, []).append(r)
-    print("| jax | workload | devices | config | trials | stalls | CP95 upper | calls/s (mean) | reps/s (engine) "
+    print("| jax | workload | lanes(/chunk) | devices | config | trials | stalls | CP95 upper | calls/s (mean) | reps/s (engine) "
           "| wall s | detail |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for (ver, py, wl, dev, cfg), rs in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (ver, py, wl, size, dev, cfg), rs in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
         if ver == "?":
             ver = next((r["jax"] for r in rs if "jax" in r), "? (" + py + ")")
         counts = {c: sum(r["result"] == c for r in rs) for c in ("ok", "stall", "timeout", "error")}
@@ -458,7 +514,10 @@ def summarize(paths) -> None:
         where = "; ".join(f"call {r['call']} ({r['where']})" for r in rs if r["result"] == "stall")
         err = next((r["stderr"].strip().splitlines()[-1] for r in rs if r["result"] == "error" and r["stderr"].strip()), "")
         calls = sum(r.get("calls", 0) for r in rs if r["result"] == "ok")
-        print(f"| {ver} | {wl} | {dev} | {cfg} | {n} | {bad} | {clopper_pearson_upper(bad, n):.2f} | {rate:.1f} | {reps} | "
+        cores = [r["cores_used"] for r in rs if "cores_used" in r]
+        if cores:
+            where = f"cores used {sum(cores) / len(cores):.2f}; " + where
+        print(f"| {ver} | {wl} | {size} | {dev} | {cfg} | {n} | {bad} | {clopper_pearson_upper(bad, n):.2f} | {rate:.1f} | {reps} | "
               f"{wall:.0f} | {calls} calls ok; {where} {err[:160]} |")
 
 if __name__ == "__main__":
