@@ -1,7 +1,8 @@
 """Reproducer for the XLA:CPU stall behind jaxbandits/watchdog.py (issue 14 item 5), and its cause.
 
 CAUSE (found with this script; native stacks from ``gdb`` of every wedged trial).  In jaxlib
-0.10.2 the LAPACK FFI kernels (``lapack_dpotrf_ffi``, ``dgetrf``, ``dsyevd``, ...) split a batched
+0.10.2 the LAPACK FFI kernels (seen here: ``lapack_sgetrf_ffi``, LU, and ``lapack_dsyevd_ffi``,
+symmetric eigendecomposition; public reports add ``dpotrf``, Cholesky, and ``gtsv``) split a batched
 call over XLA:CPU's intra-op thread pool (``jax::ParallelBatchMap``) and block the calling pool
 thread in ``absl::BlockingCounter::Wait`` until the pieces are done.  That pool has one thread per
 core (2 here).  With 2 host devices each device's executable runs on one pool thread; when both
