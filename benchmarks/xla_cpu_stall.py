@@ -331,7 +331,7 @@ def child(args) -> int:
 
 
 def clopper_pearson_upper(k: int, n: int, alpha: float = 0.05) -> float:
-    """One-sided... two-sided 95 % CP upper bound on a binomial rate (bisection, no scipy needed)."""
+    """Two-sided 95 % Clopper-Pearson upper bound on a binomial rate (bisection; the old-jax venvs have no scipy)."""
     if k >= n:
         return 1.0
     from math import comb
