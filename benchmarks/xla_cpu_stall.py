@@ -357,7 +357,8 @@ def run_trial(python: str, devices: int, env_extra: dict, args, workload: str | 
     env["XLA_FLAGS"] = flags
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [python, os.path.abspath(__file__), "--child", "--workload", workload or args.workload,
-           "--calls", str(args.calls), "--lanes", str(args.lanes), "--iters", str(args.iters), "--d", str(args.d), "--chunk", str(args.chunk),
+           "--calls", str(args.calls), "--lanes", str(args.lanes), "--iters", str(args.iters), "--d", str(args.d),
+           "--chunk", str(args.chunk),
            "--stall-timeout", str(args.stall_timeout)]
     t0 = time.time()
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -425,7 +426,8 @@ def diagnose(pid: int) -> dict:
                                capture_output=True, text=True, timeout=120)
             bt = g.stdout
             out["threads"] = bt.count("\nThread ")
-            for tag in ("ParallelBatchMap", "BlockingCounter", "WaitForWork", "BlockUntilReady", "PyArray_bf_getbuffer", "CopyToHost", "futex",
+            for tag in ("ParallelBatchMap", "BlockingCounter", "WaitForWork", "BlockUntilReady",
+                        "PyArray_bf_getbuffer", "CopyToHost", "futex",
                         "pthread_cond_wait", "Compile", "Execute"):
                 out["bt_" + tag] = bt.count(tag)
             stamp = time.strftime("%H%M%S")
@@ -499,7 +501,8 @@ def summarize(paths) -> None:
                 size = f"{r.get('lanes')}" + (f"/{r.get('chunk')}" if r["workload"] in ("gse", "linucb") else "")
                 k = (r.get("jax", "?"), r["python"], r["workload"], size, r["devices"], r["config"] or "-")
                 groups.setdefault(k, []).append(r)
-    print("| jax | workload | lanes(/chunk) | devices | config | trials | stalls | CP95 upper | calls/s (mean) | reps/s (engine) "
+    print("| jax | workload | lanes(/chunk) | devices | config | trials | stalls | CP95 upper | calls/s (mean) "
+          "| reps/s (engine) "
           "| wall s | detail |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (ver, py, wl, size, dev, cfg), rs in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
@@ -510,15 +513,18 @@ def summarize(paths) -> None:
         bad = counts["stall"] + counts["timeout"]
         rates = [r["calls_per_s"] for r in rs if r["result"] == "ok"]
         rate = sum(rates) / len(rates) if rates else float("nan")
-        reps = "-" if wl in ("plain", "twin") else ", ".join(f"{r['calls_per_s'] * r['chunk']:.0f}" for r in rs if r["result"] == "ok")
+        ok = [r for r in rs if r["result"] == "ok"]
+        reps = "-" if wl in ("plain", "twin") else ", ".join(f"{r['calls_per_s'] * r['chunk']:.0f}" for r in ok)
         wall = sum(r["wall_s"] for r in rs)
         where = "; ".join(f"call {r['call']} ({r['where']})" for r in rs if r["result"] == "stall")
-        err = next((r["stderr"].strip().splitlines()[-1] for r in rs if r["result"] == "error" and r["stderr"].strip()), "")
+        errs = [r["stderr"].strip() for r in rs if r["result"] == "error" and r["stderr"].strip()]
+        err = errs[0].splitlines()[-1] if errs else ""
         calls = sum(r.get("calls", 0) for r in rs if r["result"] == "ok")
         cores = [r["cores_used"] for r in rs if "cores_used" in r]
         if cores:
             where = f"cores used {sum(cores) / len(cores):.2f}; " + where
-        print(f"| {ver} | {wl} | {size} | {dev} | {cfg} | {n} | {bad} | {clopper_pearson_upper(bad, n):.2f} | {rate:.1f} | {reps} | "
+        print(f"| {ver} | {wl} | {size} | {dev} | {cfg} | {n} | {bad} | {clopper_pearson_upper(bad, n):.2f} | "
+              f"{rate:.1f} | {reps} | "
               f"{wall:.0f} | {calls} calls ok; {where} {err[:160]} |")
 
 if __name__ == "__main__":
