@@ -11,6 +11,13 @@ Algorithms as in the paper: RAGE, XY-adaptive (panel a only, as the paper), LinG
 (panels a-c; X = Z only), XY-static, XY-oracle.  Every row reports the lower bound
 sigma^2 T*(theta) kl(delta, 1 - delta) (averaged over the random instances), the mean with its
 standard error and standard deviation, and the error rate with its Clopper-Pearson interval.
+XY-static and XY-oracle use the certified design by default (the better of App F's Frank-Wolfe
+and the certified solver; :mod:`jaxbandits.algorithms.xy`); their rows carry the design's value
+and certified relative gap (mean over the instances).  Panel (d) also runs App F's Frank-Wolfe
+design alone ("[App F FW]", as the paper did: it stops on a 1 % change of lambda and leaves
+arms at weight ~5e-5 that the XY-oracle must wait for) and the XY-oracle with App B rounding
+instead of multinomial draws ("[rounding]").  Every algorithm reads the noise scale (sigma =
+the instance's noise, 1 here, so sigma changes nothing on these instances).
 The paper plots means over 20 runs with standard-error bars; we run ``reps`` replications
 (default 100) on each of ``instances`` random instances (panels b, c: one fresh instance per
 replication in the released code; here ``instances`` instances x reps/instances replications).
@@ -48,6 +55,12 @@ def algorithms(names, delta=DELTA):
             out[n] = XYStatic(delta=delta, gamma=1.35)
         elif n == "XY-oracle":
             out[n] = XYOracle(delta=delta, gamma=1.1)
+        elif n == "XY-static [App F FW]":
+            out[n] = XYStatic(delta=delta, gamma=1.35, design_method="paper")
+        elif n == "XY-oracle [App F FW]":
+            out[n] = XYOracle(delta=delta, gamma=1.1, design_method="paper")
+        elif n == "XY-oracle [rounding]":
+            out[n] = XYOracle(delta=delta, gamma=1.1, sampling="round")
         elif n == "LinGapE":
             try:
                 from jaxbandits.algorithms.gifa import LinGapE
@@ -59,20 +72,26 @@ def algorithms(names, delta=DELTA):
 
 # Step caps: phase-based algorithms need few steps; per-pull ones many.
 STEP_CAPS = {"RAGE": 60, "XY-static": 400, "XY-oracle": 1200, "ALBA": 2000, "XY-adaptive": 2_000_000,
-             "LinGapE": 20_000_000}
+             "LinGapE": 20_000_000, "XY-static [App F FW]": 400, "XY-oracle [App F FW]": 1200,
+             "XY-oracle [rounding]": 1200}
 
 
-def summarize_point(ctx, res, lb, **label):
+def summarize_point(ctx, res, lb, design=None, **label):
     from jaxbandits.stats import clopper_pearson
 
     s = res.summary()
     n = int(res.ran.sum())
     errors = int((~res.correct[res.ran]).sum())
     lo, hi = clopper_pearson(errors, n) if n else (math.nan, math.nan)
-    return dict(**label, mean=s["mean"], se=s["se"], std=s["std"], lower_bound=lb,
-                ratio_to_lb=s["mean"] / lb if lb > 0 else math.nan, error=errors / max(n, 1),
-                err_lo=lo, err_hi=hi, capped=s["frac_capped"], reps=n,
-                wall_s=res.wall_time + res.compile_time)
+    row = dict(**label, mean=s["mean"], se=s["se"], std=s["std"], lower_bound=lb,
+               ratio_to_lb=s["mean"] / lb if lb > 0 else math.nan, error=errors / max(n, 1),
+               err_lo=lo, err_hi=hi, capped=s["frac_capped"], reps=n,
+               wall_s=res.wall_time + res.compile_time)
+    if design is not None:
+        # the fixed design of XY-static / XY-oracle: value and certified relative gap
+        row.update(design_value=float(design["design_value"].mean()),
+                   design_rel_gap=float(design["design_rel_gap"].max()))
+    return row
 
 
 def mean_lower_bound(inst, delta=DELTA):
@@ -107,10 +126,13 @@ def run_panel(ctx, rows, panel, xname, points, names, reps, n_instances=1, caps=
                 continue
             per = max(1, math.ceil(reps_by_alg.get(name, reps) / J))
             res = ctx.simulate(dict(panel=panel, x=x, algorithm=name), alg, inst, per, caps[name])
-            rows.append(summarize_point(ctx, res, lb, panel=panel, **{xname: x}, algorithm=name))
+            rep = alg.design_report(inst) if hasattr(alg, "design_report") else None
+            rows.append(summarize_point(ctx, res, lb, rep, panel=panel, **{xname: x}, algorithm=name))
             r = rows[-1]
+            extra = (f", design value {r['design_value']:.4g} (certified rel. gap "
+                     f"{r['design_rel_gap']:.2g})" if rep is not None else "")
             ctx.log(f"  {panel} {xname}={x} {name}: mean {r['mean']:.1f} (se {r['se']:.1f}), "
-                    f"LB {lb:.1f}, error {r['error']:.3f}, {r['wall_s']:.1f}s")
+                    f"LB {lb:.1f}, error {r['error']:.3f}, {r['wall_s']:.1f}s{extra}")
 
 
 def plot(ctx, rows, panels, name):
@@ -151,7 +173,9 @@ def run(ctx):
     names_a = (["RAGE", "XY-adaptive", "XY-static"] if q else
                ["RAGE", "XY-adaptive", "LinGapE", "ALBA", "XY-static", "XY-oracle"])
     names_bc = ["RAGE", "ALBA"] if q else ["RAGE", "LinGapE", "ALBA", "XY-static", "XY-oracle"]
-    names_d = ["RAGE", "XY-oracle"] if q else ["RAGE", "XY-static", "XY-oracle"]
+    names_d = (["RAGE", "XY-oracle"] if q else
+               ["RAGE", "XY-static", "XY-oracle", "XY-static [App F FW]", "XY-oracle [App F FW]",
+                "XY-oracle [rounding]"])
     # The per-pull algorithms (XY-adaptive, LinGapE) need ~1e6 pulls per replication on the Soare
     # benchmark with omega = 0.01 (seed 001's code: ~30 s each); on 2 shared cores they get the
     # paper's 20 replications and panel (a) only up to d = SLOW_MAX_D, and LinGapE 20 on (b)/(c).
