@@ -157,6 +157,8 @@ def plot(ctx, rows, panels, name):
 
 
 def run(ctx):
+    import os
+
     import jax
 
     from jaxbandits.instances import seeds
@@ -185,21 +187,29 @@ def run(ctx):
                       instances_bc=n_inst, algorithms_a=names_a, algorithms_bc=names_bc,
                       algorithms_d=names_d, noise=1.0, reps_by_algorithm=slow_reps,
                       max_d_panel_a=slow_max, max_K_panel_c_lingape=None if q else SLOW_MAX_K_C)
+    # JAXBANDITS_FIG1_PANELS (e.g. "d"): run only these panels (default: all four)
+    panels = os.environ.get("JAXBANDITS_FIG1_PANELS", "abcd")
+    ctx.config.update(panels=panels)
     rows = []
     # cheapest panels first, so that an interrupted run has them (results are written as they go)
-    run_panel(ctx, rows, "d", "d", [(d, seeds.transductive_example(d)) for d in ds_d], names_d, reps)
+    if "d" in panels:
+        run_panel(ctx, rows, "d", "d", [(d, seeds.transductive_example(d)) for d in ds_d], names_d, reps)
     kb = jax.random.fold_in(ctx.key, 1)
-    run_panel(ctx, rows, "b", "K",
-              [(k, seeds.batch(seeds.many_arms_code, jax.random.fold_in(kb, k), n_inst, num_arms=k))
-               for k in ks_b], names_bc, reps, reps_by_alg=slow_reps)
-    run_panel(ctx, rows, "a", "d", [(d, seeds.soare_benchmark(d, omega=omega_a)) for d in ds_a],
-              names_a, reps, reps_by_alg=slow_reps, max_x_by_alg=slow_max)
+    if "b" in panels:
+        run_panel(ctx, rows, "b", "K",
+                  [(k, seeds.batch(seeds.many_arms_code, jax.random.fold_in(kb, k), n_inst, num_arms=k))
+                   for k in ks_b], names_bc, reps, reps_by_alg=slow_reps)
+    if "a" in panels:
+        run_panel(ctx, rows, "a", "d", [(d, seeds.soare_benchmark(d, omega=omega_a)) for d in ds_a],
+                  names_a, reps, reps_by_alg=slow_reps, max_x_by_alg=slow_max)
     kc = jax.random.fold_in(ctx.key, 2)
-    run_panel(ctx, rows, "c", "K",
-              [(k, seeds.batch(seeds.sphere_rage, jax.random.fold_in(kc, k), n_inst, num_arms=k))
-               for k in ks_c], names_bc, reps, reps_by_alg=slow_reps,
-              max_x_by_alg={} if q else {"LinGapE": SLOW_MAX_K_C})
+    if "c" in panels:
+        run_panel(ctx, rows, "c", "K",
+                  [(k, seeds.batch(seeds.sphere_rage, jax.random.fold_in(kc, k), n_inst, num_arms=k))
+                   for k in ks_c], names_bc, reps, reps_by_alg=slow_reps,
+                  max_x_by_alg={} if q else {"LinGapE": SLOW_MAX_K_C})
     ctx.table(rows, "summary", f"Seed 001 Fig. 1, delta = {DELTA}, {reps} replications per point")
-    plot(ctx, rows, [("a", "d", f"(a) Soare benchmark, omega={omega_a}"),
-                     ("b", "K", "(b) many arms (code instance)"),
-                     ("c", "K", "(c) unit sphere, d = 9"), ("d", "d", "(d) transductive")], "fig1")
+    plot(ctx, rows, [p for p in [("a", "d", f"(a) Soare benchmark, omega={omega_a}"),
+                                 ("b", "K", "(b) many arms (code instance)"),
+                                 ("c", "K", "(c) unit sphere, d = 9"), ("d", "d", "(d) transductive")]
+                     if p[0] in panels], "fig1")
