@@ -31,7 +31,8 @@ The XY-oracle bump at d = 20 (App F FW: 60.3k, previously 58.6k) is the solver's
 9 arms at weight 4.8e-5 that multinomial draws take ~H_9 / 4.8e-5 = 5.9e4 pulls to reach; the
 certified design (value 451.6 vs 494.0, smallest weight 2.5e-4) gives 25.7k and a monotone curve.
 XY-static goes the other way: the certified XY design has a slightly smaller rho (23.97 vs 24.32
-at d = 20) but spends less on the one hard direction, and needs 18-46 % more pulls than App F's.
+at d = 20) but spends less on the one hard direction z_1 - z_11 (||y||^2_{A(lambda)^-1} = 1.093 vs
+0.963; weight of e_11 0.0091 vs 0.0104), and needs 18-46 % more pulls than App F's.
 The paper plots means over 20 runs with standard-error bars; we run ``reps`` replications
 (default 100) on each of ``instances`` random instances (panels b, c: one fresh instance per
 replication in the released code; here ``instances`` instances x reps/instances replications).
