@@ -26,6 +26,12 @@ Measured, panel (d), 100 replications per point, mean (SE), no errors anywhere (
   20   25723 (465) 60307 (2339) 15960 (487)  1.936e6 (7.0e4) 1.645e6 (6.1e4) 35605 (2217)
   40   28962 (452) 28637 (563)  19421 (576)  5.035e6 (1.6e5) 3.448e6 (1.1e5) 40897 (2297)
   60   32540 (451) 35002 (700)  20599 (509)  6.477e6 (1.9e5) 5.813e6 (2.0e5) 42845 (1785)
+  80   35777 (509) 41299 (947)  22124 (476)  6.463e6 (2.2e5) 6.679e6 (2.0e5) 46056 (1589)
+
+Designs (value, certified relative gap): XY-oracle 451.6 / 3e-4, 464.2 / 3e-3, 479.4 / 0.034,
+489.6 / 0.034 (App F FW: 494.0 / 0.15, 630.3 / 0.46, 701.4 / 34, 762.3 / 28); XY-static 23.97 /
+7e-6, 48.75 / 0.14, 73.2 / 0.17, 99.77 / 0.24 (App F FW: 24.32, 49.00, 73.68, 99.77; at d = 80
+the polish did not improve App F's design, which is kept).
 
 The XY-oracle bump at d = 20 (App F FW: 60.3k, previously 58.6k) is the solver's: its design has
 9 arms at weight 4.8e-5 that multinomial draws take ~H_9 / 4.8e-5 = 5.9e4 pulls to reach; the
