@@ -11,6 +11,34 @@ Algorithms as in the paper: RAGE, XY-adaptive (panel a only, as the paper), LinG
 (panels a-c; X = Z only), XY-static, XY-oracle.  Every row reports the lower bound
 sigma^2 T*(theta) kl(delta, 1 - delta) (averaged over the random instances), the mean with its
 standard error and standard deviation, and the error rate with its Clopper-Pearson interval.
+XY-static and XY-oracle use the certified design by default (the better of App F's Frank-Wolfe
+and the certified solver; :mod:`jaxbandits.algorithms.xy`); their rows carry the design's value
+and certified relative gap (mean over the instances).  Panel (d) also runs App F's Frank-Wolfe
+design alone ("[App F FW]", as the paper did: it stops on a 1 % change of lambda and leaves
+arms at weight ~5e-5 that the XY-oracle must wait for) and the XY-oracle with App B rounding
+instead of multinomial draws ("[rounding]").  Every algorithm reads the noise scale (sigma =
+the instance's noise, 1 here, so sigma changes nothing on these instances: RAGE, ALBA, XY-adaptive
+and the App F FW rows give bitwise the same samples as before sigma was added).
+
+Measured, panel (d), 100 replications per point, mean (SE), no errors anywhere (issue 12):
+
+  d    XY-oracle   [App F FW]   [rounding]   XY-static       [App F FW]      RAGE
+  20   25723 (465) 60307 (2339) 15960 (487)  1.936e6 (7.0e4) 1.645e6 (6.1e4) 35605 (2217)
+  40   28962 (452) 28637 (563)  19421 (576)  5.035e6 (1.6e5) 3.448e6 (1.1e5) 40897 (2297)
+  60   32540 (451) 35002 (700)  20599 (509)  6.477e6 (1.9e5) 5.813e6 (2.0e5) 42845 (1785)
+  80   35777 (509) 41299 (947)  22124 (476)  6.463e6 (2.2e5) 6.679e6 (2.0e5) 46056 (1589)
+
+Designs (value, certified relative gap): XY-oracle 451.6 / 3e-4, 464.2 / 3e-3, 479.4 / 0.034,
+489.6 / 0.034 (App F FW: 494.0 / 0.15, 630.3 / 0.46, 701.4 / 34, 762.3 / 28); XY-static 23.97 /
+7e-6, 48.75 / 0.14, 73.2 / 0.17, 99.77 / 0.24 (App F FW: 24.32, 49.00, 73.68, 99.77; at d = 80
+the polish did not improve App F's design, which is kept).
+
+The XY-oracle bump at d = 20 (App F FW: 60.3k, previously 58.6k) is the solver's: its design has
+9 arms at weight 4.8e-5 that multinomial draws take ~H_9 / 4.8e-5 = 5.9e4 pulls to reach; the
+certified design (value 451.6 vs 494.0, smallest weight 2.5e-4) gives 25.7k and a monotone curve.
+XY-static goes the other way: the certified XY design has a slightly smaller rho (23.97 vs 24.32
+at d = 20) but spends less on the one hard direction z_1 - z_11 (||y||^2_{A(lambda)^-1} = 1.093 vs
+0.963; weight of e_11 0.0091 vs 0.0104), and needs 18-46 % more pulls than App F's.
 The paper plots means over 20 runs with standard-error bars; we run ``reps`` replications
 (default 100) on each of ``instances`` random instances (panels b, c: one fresh instance per
 replication in the released code; here ``instances`` instances x reps/instances replications).
@@ -48,6 +76,12 @@ def algorithms(names, delta=DELTA):
             out[n] = XYStatic(delta=delta, gamma=1.35)
         elif n == "XY-oracle":
             out[n] = XYOracle(delta=delta, gamma=1.1)
+        elif n == "XY-static [App F FW]":
+            out[n] = XYStatic(delta=delta, gamma=1.35, design_method="paper")
+        elif n == "XY-oracle [App F FW]":
+            out[n] = XYOracle(delta=delta, gamma=1.1, design_method="paper")
+        elif n == "XY-oracle [rounding]":
+            out[n] = XYOracle(delta=delta, gamma=1.1, sampling="round")
         elif n == "LinGapE":
             try:
                 from jaxbandits.algorithms.gifa import LinGapE
@@ -59,20 +93,26 @@ def algorithms(names, delta=DELTA):
 
 # Step caps: phase-based algorithms need few steps; per-pull ones many.
 STEP_CAPS = {"RAGE": 60, "XY-static": 400, "XY-oracle": 1200, "ALBA": 2000, "XY-adaptive": 2_000_000,
-             "LinGapE": 20_000_000}
+             "LinGapE": 20_000_000, "XY-static [App F FW]": 400, "XY-oracle [App F FW]": 1200,
+             "XY-oracle [rounding]": 1200}
 
 
-def summarize_point(ctx, res, lb, **label):
+def summarize_point(ctx, res, lb, design=None, **label):
     from jaxbandits.stats import clopper_pearson
 
     s = res.summary()
     n = int(res.ran.sum())
     errors = int((~res.correct[res.ran]).sum())
     lo, hi = clopper_pearson(errors, n) if n else (math.nan, math.nan)
-    return dict(**label, mean=s["mean"], se=s["se"], std=s["std"], lower_bound=lb,
-                ratio_to_lb=s["mean"] / lb if lb > 0 else math.nan, error=errors / max(n, 1),
-                err_lo=lo, err_hi=hi, capped=s["frac_capped"], reps=n,
-                wall_s=res.wall_time + res.compile_time)
+    row = dict(**label, mean=s["mean"], se=s["se"], std=s["std"], lower_bound=lb,
+               ratio_to_lb=s["mean"] / lb if lb > 0 else math.nan, error=errors / max(n, 1),
+               err_lo=lo, err_hi=hi, capped=s["frac_capped"], reps=n,
+               wall_s=res.wall_time + res.compile_time)
+    if design is not None:
+        # the fixed design of XY-static / XY-oracle: value and certified relative gap
+        row.update(design_value=float(design["design_value"].mean()),
+                   design_rel_gap=float(design["design_rel_gap"].max()))
+    return row
 
 
 def mean_lower_bound(inst, delta=DELTA):
@@ -107,10 +147,13 @@ def run_panel(ctx, rows, panel, xname, points, names, reps, n_instances=1, caps=
                 continue
             per = max(1, math.ceil(reps_by_alg.get(name, reps) / J))
             res = ctx.simulate(dict(panel=panel, x=x, algorithm=name), alg, inst, per, caps[name])
-            rows.append(summarize_point(ctx, res, lb, panel=panel, **{xname: x}, algorithm=name))
+            rep = alg.design_report(inst) if hasattr(alg, "design_report") else None
+            rows.append(summarize_point(ctx, res, lb, rep, panel=panel, **{xname: x}, algorithm=name))
             r = rows[-1]
+            extra = (f", design value {r['design_value']:.4g} (certified rel. gap "
+                     f"{r['design_rel_gap']:.2g})" if rep is not None else "")
             ctx.log(f"  {panel} {xname}={x} {name}: mean {r['mean']:.1f} (se {r['se']:.1f}), "
-                    f"LB {lb:.1f}, error {r['error']:.3f}, {r['wall_s']:.1f}s")
+                    f"LB {lb:.1f}, error {r['error']:.3f}, {r['wall_s']:.1f}s{extra}")
 
 
 def plot(ctx, rows, panels, name):
@@ -135,6 +178,8 @@ def plot(ctx, rows, panels, name):
 
 
 def run(ctx):
+    import os
+
     import jax
 
     from jaxbandits.instances import seeds
@@ -151,7 +196,9 @@ def run(ctx):
     names_a = (["RAGE", "XY-adaptive", "XY-static"] if q else
                ["RAGE", "XY-adaptive", "LinGapE", "ALBA", "XY-static", "XY-oracle"])
     names_bc = ["RAGE", "ALBA"] if q else ["RAGE", "LinGapE", "ALBA", "XY-static", "XY-oracle"]
-    names_d = ["RAGE", "XY-oracle"] if q else ["RAGE", "XY-static", "XY-oracle"]
+    names_d = (["RAGE", "XY-oracle"] if q else
+               ["RAGE", "XY-static", "XY-oracle", "XY-static [App F FW]", "XY-oracle [App F FW]",
+                "XY-oracle [rounding]"])
     # The per-pull algorithms (XY-adaptive, LinGapE) need ~1e6 pulls per replication on the Soare
     # benchmark with omega = 0.01 (seed 001's code: ~30 s each); on 2 shared cores they get the
     # paper's 20 replications and panel (a) only up to d = SLOW_MAX_D, and LinGapE 20 on (b)/(c).
@@ -161,21 +208,29 @@ def run(ctx):
                       instances_bc=n_inst, algorithms_a=names_a, algorithms_bc=names_bc,
                       algorithms_d=names_d, noise=1.0, reps_by_algorithm=slow_reps,
                       max_d_panel_a=slow_max, max_K_panel_c_lingape=None if q else SLOW_MAX_K_C)
+    # JAXBANDITS_FIG1_PANELS (e.g. "d"): run only these panels (default: all four)
+    panels = os.environ.get("JAXBANDITS_FIG1_PANELS", "abcd")
+    ctx.config.update(panels=panels)
     rows = []
     # cheapest panels first, so that an interrupted run has them (results are written as they go)
-    run_panel(ctx, rows, "d", "d", [(d, seeds.transductive_example(d)) for d in ds_d], names_d, reps)
+    if "d" in panels:
+        run_panel(ctx, rows, "d", "d", [(d, seeds.transductive_example(d)) for d in ds_d], names_d, reps)
     kb = jax.random.fold_in(ctx.key, 1)
-    run_panel(ctx, rows, "b", "K",
-              [(k, seeds.batch(seeds.many_arms_code, jax.random.fold_in(kb, k), n_inst, num_arms=k))
-               for k in ks_b], names_bc, reps, reps_by_alg=slow_reps)
-    run_panel(ctx, rows, "a", "d", [(d, seeds.soare_benchmark(d, omega=omega_a)) for d in ds_a],
-              names_a, reps, reps_by_alg=slow_reps, max_x_by_alg=slow_max)
+    if "b" in panels:
+        run_panel(ctx, rows, "b", "K",
+                  [(k, seeds.batch(seeds.many_arms_code, jax.random.fold_in(kb, k), n_inst, num_arms=k))
+                   for k in ks_b], names_bc, reps, reps_by_alg=slow_reps)
+    if "a" in panels:
+        run_panel(ctx, rows, "a", "d", [(d, seeds.soare_benchmark(d, omega=omega_a)) for d in ds_a],
+                  names_a, reps, reps_by_alg=slow_reps, max_x_by_alg=slow_max)
     kc = jax.random.fold_in(ctx.key, 2)
-    run_panel(ctx, rows, "c", "K",
-              [(k, seeds.batch(seeds.sphere_rage, jax.random.fold_in(kc, k), n_inst, num_arms=k))
-               for k in ks_c], names_bc, reps, reps_by_alg=slow_reps,
-              max_x_by_alg={} if q else {"LinGapE": SLOW_MAX_K_C})
+    if "c" in panels:
+        run_panel(ctx, rows, "c", "K",
+                  [(k, seeds.batch(seeds.sphere_rage, jax.random.fold_in(kc, k), n_inst, num_arms=k))
+                   for k in ks_c], names_bc, reps, reps_by_alg=slow_reps,
+                  max_x_by_alg={} if q else {"LinGapE": SLOW_MAX_K_C})
     ctx.table(rows, "summary", f"Seed 001 Fig. 1, delta = {DELTA}, {reps} replications per point")
-    plot(ctx, rows, [("a", "d", f"(a) Soare benchmark, omega={omega_a}"),
-                     ("b", "K", "(b) many arms (code instance)"),
-                     ("c", "K", "(c) unit sphere, d = 9"), ("d", "d", "(d) transductive")], "fig1")
+    plot(ctx, rows, [p for p in [("a", "d", f"(a) Soare benchmark, omega={omega_a}"),
+                                 ("b", "K", "(b) many arms (code instance)"),
+                                 ("c", "K", "(c) unit sphere, d = 9"), ("d", "d", "(d) transductive")]
+                     if p[0] in panels], "fig1")

@@ -22,6 +22,8 @@ DESCRIPTION = "Seed 001 Fig. 2(a): multivariate testing over the number of facto
 
 
 def run(ctx):
+    import os
+
     import jax
 
     from experiments.seed001_fig1 import DELTA, plot, run_panel
@@ -32,6 +34,10 @@ def run(ctx):
     Ds = [3] if q else [3, 4, 5, 6]
     n_inst = 4 if q else 50
     names = ["RAGE", "XY-static"] if q else ["RAGE", "LinGapE", "ALBA", "XY-static", "XY-oracle"]
+    # JAXBANDITS_FIG2_ALGORITHMS (comma-separated, e.g. "XY-static,XY-oracle"): run only these
+    only = os.environ.get("JAXBANDITS_FIG2_ALGORITHMS")
+    if only:
+        names = [n for n in only.split(",") if n]
     ctx.config.update(delta=DELTA, reps=reps, D=Ds, instances=n_inst, algorithms=names, noise=1.0,
                       lingape_max_D=None if q else LINGAPE_MAX_D)
     rows = []

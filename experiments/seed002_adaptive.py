@@ -28,19 +28,23 @@ DESCRIPTION = "Seed 002 Fig. 2: Soare et al.'s adaptive instance (w = 0.1, var 1
 # ------------------------------------------------------------------------------------------------
 # shared helpers
 # ------------------------------------------------------------------------------------------------
-def roster(names, budget: int, num_arms: int, dim: int, *, lingape_deltas=None):
+def roster(names, budget: int, num_arms: int, dim: int, *, lingape_deltas=None, released_noise_var=None):
     """(name, algorithm, max_steps) for seed 002 Sec 8's algorithm names.
+
+    ``BayesGap-M[released]`` / ``BayesGap-exp[released]``: BayesGap as the authors' code runs it
+    (:func:`jaxbandits.algorithms.bayesgap.released_config`), with ``released_noise_var`` as its
+    sigma^2 when given (the code's 10 on the Bernoulli instance of Sec 8.4).
 
     GSE-Lin = uniform exploration, GSE-Lin-FWG / -Greedy / -Wynn = the G-optimal allocations,
     GSE-Log(-FWG) = logistic model; BayesGap-Lin / -exp / -M = linear / exponential / Matern
     kernels (App E.1); LinGapE is expanded into one entry per delta of the grid (App F: the best
     is reported, see :func:`best_of_grid`).
     """
-    from jaxbandits.algorithms.bayesgap import BayesGap
+    from jaxbandits.algorithms.bayesgap import BayesGap, released_config
     from jaxbandits.algorithms.gse import GSE
     from jaxbandits.algorithms.od_linbai import ODLinBAI
     from jaxbandits.algorithms.peace import Peace
-    from jaxbandits.algorithms.regret import LINGAPE_DELTA_GRID, UCBGLM, LinUCB, lingape_budgeted
+    from jaxbandits.algorithms.regret import LINGAPE_DELTA_GRID, UCBGLM, LinUCB, lingape_budgeted, ucbglm_released
 
     B, K = int(budget), int(num_arms)
     out = []
@@ -53,6 +57,10 @@ def roster(names, budget: int, num_arms: int, dim: int, *, lingape_deltas=None):
         elif name == "OD-LinBAI":
             alg = ODLinBAI(budget=B)
             out.append((name, alg, alg.steps_needed(K, dim)))
+        elif name.startswith("BayesGap") and name.endswith("[released]"):
+            kern = {"M": "matern", "exp": "exponential"}[name.split("-")[1].split("[")[0]]
+            alg = released_config(B, kern, noise_var=released_noise_var)
+            out.append((name, alg, alg.steps_needed(K)))
         elif name.startswith("BayesGap"):
             kern = {"Lin": "linear", "exp": "exponential", "M": "matern"}[name.split("-")[1]]
             alg = BayesGap(budget=B, kernel=kern)
@@ -64,6 +72,8 @@ def roster(names, budget: int, num_arms: int, dim: int, *, lingape_deltas=None):
             out.append((name, LinUCB(budget=B), B))
         elif name == "UCB-GLM":
             out.append((name, UCBGLM(budget=B), B))
+        elif name == "UCB-GLM[released]":
+            out.append((name, ucbglm_released(B), B))
         elif name == "LinGapE":
             for dl in (lingape_deltas or LINGAPE_DELTA_GRID):
                 out.append((f"LinGapE[delta={dl}]", lingape_budgeted(B, dl), B))
@@ -101,6 +111,44 @@ def best_of_grid(rows, x_key: str):
         r["algorithm"] = "LinGapE (best delta " + r["algorithm"].split("=")[1].rstrip("]") + ")"
         keep.append(r)
     return keep
+
+
+AUTHORS_CODE = "github Azizimj/StructuredBAI (commit 9eea191), run unchanged in a side-by-side harness"
+"""The seed 002 release the experiments' paper-vs-code notes refer to (its OD-LinBAI needs MATLAB's
+minvol: the harness stood in a Python Wolfe-Atwood minimum-volume-ellipsoid solver with minvol's
+stopping rule)."""
+
+
+def print_findings(ctx, name: str, text: str) -> None:
+    """Print and save (``<name>.md``) a paper-vs-code note beside an experiment's tables."""
+    (ctx.out / f"{name}.md").write_text(text)
+    ctx.log(text)
+
+
+def side_by_side(rows, entries, x_key: str) -> str:
+    """Markdown table: our accuracy (from this run's ``rows``) beside the authors' code's, each
+    with its 95% Clopper-Pearson interval, the text's claim and the explanation.
+
+    ``entries``: dicts with ``ours`` (our algorithm name; a "LinGapE" prefix matches the best-delta
+    row), ``x`` (the value of ``x_key``), ``code`` ((successes, replications) measured with the
+    authors' code, or None), ``text`` (the paper's claim) and ``why``; optional ``match`` (extra
+    label fields a row must have).
+    """
+    from jaxbandits.stats import clopper_pearson
+
+    def fmt(k, n):
+        lo, hi = clopper_pearson(k, n)
+        return f"{k / n:.3f} [{lo:.3f}, {hi:.3f}] n={n}"
+
+    out = [f"| algorithm | {x_key} | ours | authors' code | text | explanation |", "|---|---|---|---|---|---|"]
+    for e in entries:
+        hit = [r for r in rows if r[x_key] == e["x"] and (r["algorithm"] == e["ours"] or (
+            e["ours"] == "LinGapE" and r["algorithm"].startswith("LinGapE")))
+               and all(r.get(k) == v for k, v in e.get("match", {}).items())]
+        ours = fmt(round(hit[0]["accuracy"] * hit[0]["reps"]), hit[0]["reps"]) if hit else "not run here"
+        code = fmt(*e["code"]) if e.get("code") else "not run"
+        out.append(f"| {e['ours']} | {e['x']} | {ours} | {code} | {e['text']} | {e['why']} |")
+    return "\n".join(out) + "\n"
 
 
 def run_point(ctx, rows, label: dict, names, instances, budget, num_arms, dim, n_reps, **kw):

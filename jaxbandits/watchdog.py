@@ -1,5 +1,13 @@
 """Run a compiled computation and re-dispatch it if the XLA:CPU runtime wedges.
 
+Cause (found after this module was written, ``benchmarks/xla_cpu_stall.py``): in jaxlib 0.10.x
+batched LAPACK kernels split their batch over XLA's CPU thread pool and block the calling pool
+thread until the pieces finish; when every pool thread is such a caller (one device per core, each
+in a batched solve) nothing runs the pieces: a deadlock, reproduced every time with 2 host devices
+on 2 cores and never with 1 device or with jaxlib <= 0.9.2.  The engine therefore uses one XLA:CPU
+device by default; the guard below stays for what remains unexplained (an LT&S stall at K = 1000
+on one device, seen once before).
+
 Why this exists.  On this project's 2-core CPU machines (jax/jaxlib 0.10.2), long batched runs
 occasionally never finish: every XLA worker thread sits idle in ``Eigen::ThreadPool::WaitForWork``,
 the main thread waits forever in ``tsl::BlockUntilReady`` under ``PyArray_bf_getbuffer`` (the

@@ -39,3 +39,22 @@ def test_rounds_and_validation():
     X = jnp.eye(2)
     with pytest.raises(ValueError):
         ALBA().validate(make_instance(X, jnp.ones(2), 1.0, items=2.0 * X))
+
+
+def test_alba_sigma_delta_correct_and_cost_scales():
+    # Noise 3 (Soare benchmark d = 3, omega = 0.3, theta = e_1, delta = 0.05): error <= delta by
+    # the binomial test.  ALBA's widths are conservative by more than 3x here, so a sigma = true / 3
+    # mutant still makes no errors (measured 0/300, mean 10360 vs 123686 pulls); what catches it is
+    # the cost: a sigma-aware algorithm must pay more at noise 3 than at noise 1 (the lower bound
+    # grows by sigma^2 = 9; measured ratio 5.9), the mutant pays less (ratio 0.5).
+    delta = 0.05
+    inst3 = seeds.soare_benchmark(3, omega=0.3, theta_scale=1.0, noise=3.0)
+    inst1 = seeds.soare_benchmark(3, omega=0.3, theta_scale=1.0, noise=1.0)
+    ok = simulate(ALBA(delta=delta), inst3, jax.random.key(1), 200, 2000)
+    one = simulate(ALBA(delta=delta), inst1, jax.random.key(2), 200, 2000)
+    bad = simulate(ALBA(delta=delta, sigma=1.0), inst3, jax.random.key(1), 200, 2000)
+    assert ok.stopped.all() and one.stopped.all() and bad.stopped.all()
+    errors = int(np.sum(~ok.correct))
+    assert binomial_test_upper(errors, ok.correct.size, delta) > 0.01
+    assert ok.samples.mean() > 3.0 * one.samples.mean()
+    assert not bad.samples.mean() > 3.0 * one.samples.mean()

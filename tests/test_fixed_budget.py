@@ -159,3 +159,169 @@ def test_budget_sweep_compiles_once_and_matches_static_budget(make):
     assert programs_compiled() == programs + 1  # really a separate program
     for f in ("answer", "samples", "steps", "pulls", "correct"):
         np.testing.assert_array_equal(getattr(r2, f), getattr(ref, f))
+
+
+# ------------------------------------------------------------------------------------------------
+# noise: every sigma option is read (issue 12 item 1)
+# ------------------------------------------------------------------------------------------------
+def _eager_run(alg, inst, steps=3, key=5):
+    """init + a few steps, op by op (no compilation: cheap for several configurations)."""
+    k = jax.random.key(key)
+    state = alg.init(k, inst)
+    for i in range(steps):
+        state = alg.step(jax.random.fold_in(k, i), state, inst)
+    return state
+
+
+def _same_state(s1, s2):
+    return all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(jax.tree.leaves(s1), jax.tree.leaves(s2)))
+
+
+def test_bayesgap_noise_conventions():
+    """sigma^2 (Hoffman et al. Sec 3 posterior, Thm 1 beta) comes from noise_var, sigma, or
+    noise_scale: Gaussian -> the instance's noise, Bernoulli / logistic -> 1/2 (not the
+    instance's unused noise leaf).  A 3x sigma must change the run (it is read)."""
+    g = seeds.static_basis(0.3, d=6, noise=2.0)
+    base = _eager_run(BayesGap(budget=60), g)
+    assert _same_state(base, _eager_run(BayesGap(budget=60, sigma=2.0), g))
+    assert _same_state(base, _eager_run(BayesGap(budget=60, noise_var=4.0), g))
+    assert not _same_state(base, _eager_run(BayesGap(budget=60, sigma=6.0), g))
+    lg = make_instance(jnp.eye(6), jnp.linspace(1.0, -1.0, 6), 7.0, model="logistic")
+    base = _eager_run(BayesGap(budget=60), lg)
+    assert _same_state(base, _eager_run(BayesGap(budget=60, sigma=0.5), lg))
+    assert not _same_state(base, _eager_run(BayesGap(budget=60, sigma=7.0), lg))
+    with pytest.raises(ValueError, match="not both"):
+        BayesGap(budget=60, sigma=1.0, noise_var=1.0)
+
+
+def test_linucb_radius_reads_sigma():
+    """OFUL radius (Abbasi-Yadkori et al. 2011 Thm 2) = sigma * sqrt(...) + sqrt(lambda) S: linear
+    in sigma, sigma = 1/2 on Bernoulli rewards whatever the instance's noise leaf."""
+    g = seeds.static_basis(0.5, d=4, noise=3.0)
+    t = jnp.asarray(10.0)
+    r1 = float(LinUCB(budget=40).radius(t, g))
+    r3 = float(LinUCB(budget=40, sigma=9.0).radius(t, g))
+    tail = 1.0  # sqrt(reg) * theta_norm
+    assert r3 - tail == pytest.approx(3.0 * (r1 - tail), rel=1e-12)
+    b = make_instance(jnp.eye(4), jnp.array([0.8, 0.5, 0.5, 0.2]), 7.0, model="bernoulli")
+    assert float(LinUCB(budget=40).radius(t, b)) == pytest.approx(float(LinUCB(budget=40, sigma=0.5).radius(t, b)))
+    base = _eager_run(LinUCB(budget=40), b, steps=12)
+    assert _same_state(base, _eager_run(LinUCB(budget=40, sigma=0.5), b, steps=12))
+    assert not _same_state(base, _eager_run(LinUCB(budget=40, sigma=7.0), b, steps=12))
+
+
+def test_ucb_glm_sigma_and_model_check():
+    """Li et al. (2017) width (sigma / kappa) sqrt(...): linear in sigma, sigma = 1/2 for {0, 1}
+    rewards by default whatever the noise leaf; Gaussian rewards are refused (logistic likelihood)."""
+    X = jax.random.uniform(jax.random.key(2), (6, 3), minval=-0.5, maxval=0.5)
+    lg = make_instance(X, jnp.array([2.0, -1.0, 0.5]), 9.0, model="logistic")
+    t = jnp.asarray(20.0)
+    r = float(UCBGLM(budget=40).radius(t, lg))
+    assert r == pytest.approx(float(UCBGLM(budget=40, sigma=0.5).radius(t, lg)), rel=1e-12)
+    assert float(UCBGLM(budget=40, sigma=1.5).radius(t, lg)) == pytest.approx(3.0 * r, rel=1e-12)
+    with pytest.raises(ValueError, match="rewards in \\{0, 1\\}"):
+        UCBGLM(budget=40).validate(make_instance(X, jnp.array([2.0, -1.0, 0.5]), 1.0))
+    UCBGLM(budget=40).validate(make_instance(X, jnp.array([0.1, 0.1, 0.1]), 1.0, model="bernoulli"))
+
+
+def test_gse_refuses_logistic_estimator_on_gaussian_rewards():
+    g = seeds.static_basis(0.5, d=4)
+    with pytest.raises(ValueError, match="rewards in \\{0, 1\\}"):
+        GSE(budget=40, estimator="logistic").validate(g)
+    GSE(budget=40, estimator="linear").validate(g)
+    GSE(budget=40, estimator="logistic").validate(g.replace(model="logistic"))
+
+
+def test_sphere_cube_arms_option():
+    """seeds.unit_sphere(arms="cube") draws the released code's arms (uniform on [-1, 1]^d, then
+    normalised): unit norms, same theta placement, but not uniform on the sphere.  The fourth
+    coordinate moment E x_1^4 is 3 / (d (d + 2)) for the uniform law (0.025 at d = 10); the cube
+    law is measurably different (its coordinates are less spread)."""
+    d = 10
+    sph = seeds.batch(seeds.sphere_gse, jax.random.key(0), 400, num_arms=50)
+    cub = seeds.batch(seeds.sphere_gse, jax.random.key(0), 400, num_arms=50, arms="cube")
+    for b in (sph, cub):
+        np.testing.assert_allclose(np.linalg.norm(np.asarray(b.arms), axis=-1), 1.0, atol=1e-12)
+        # theta = x_i + 0.01 (x_j - x_i): the best arm is one of the closest pair, gap > 0
+        v = np.asarray(b.item_values())
+        top = np.sort(v, axis=-1)[:, -2:]
+        assert np.all(top[:, 1] > top[:, 0])
+    m4 = lambda b: np.asarray(b.arms)[..., 0] ** 4
+    ref = 3.0 / (d * (d + 2))
+    x, y = m4(sph).ravel(), m4(cub).ravel()
+    se = lambda z: z.std() / np.sqrt(z.size)
+    assert abs(x.mean() - ref) < 4 * se(x)
+    assert abs(y.mean() - ref) > 6 * se(y)
+    with pytest.raises(ValueError, match="arms must be one of"):
+        seeds.unit_sphere(jax.random.key(0), 8, 3, arms="ball")
+
+
+# ------------------------------------------------------------------------------------------------
+# the seed 002 authors' configurations (issue 15), each against a NumPy reference
+# ------------------------------------------------------------------------------------------------
+def _bayesgap_pick_reference(mean, var, budget, K, s2, kappa, eta, eps, rule):
+    """Arm pulled by one BayesGap round (Hoffman et al. Alg 1 / Thm 1, or the release's rule)."""
+    s = np.sqrt(np.maximum(var, 0.0))
+    w = np.maximum(var, 0.0) if rule == "released" else s
+
+    def gap_index(beta):
+        U, L = mean + beta * w, mean - beta * w
+        other = np.array([np.max(np.delete(U, k)) for k in range(K)])
+        return other - L, U
+
+    dhat, _ = gap_index(3.0)
+    H = np.maximum(0.5 * (dhat + eps), eps)
+    num = (budget - K) / s2 + kappa / eta**2
+    beta = num / (4 * H.sum()) if rule == "released" else np.sqrt(num / (4 * np.sum(H ** -2.0)))
+    Bk, U = gap_index(beta)
+    J = int(np.argmin(Bk))
+    j = int(np.argmax(np.where(np.arange(K) == J, -np.inf, U)))
+    return J if s[J] >= s[j] else j
+
+
+@pytest.mark.parametrize("rule", ["hoffman", "released"])
+def test_bayesgap_round_matches_numpy_reference(rule):
+    from jaxbandits.algorithms.bayesgap import BayesGap as BG, released_config
+
+    inst = seeds.unit_sphere(jax.random.key(3), 7, 4, alpha=0.01, noise=2.0)
+    alg = released_config(60) if rule == "released" else BG(budget=60, kernel="matern", length_scale=2.0)
+    assert alg.rule == rule
+    key = jax.random.key(1)
+    state = alg.init(key, inst)
+    for i in range(5):
+        a_ref = _bayesgap_pick_reference(np.asarray(state.mean), np.asarray(state.var), 60, 7, 4.0,
+                                         float(state.kappa), alg.prior_std, alg.eps, rule)
+        new = alg.step(jax.random.fold_in(key, i), state, inst)
+        a = int(np.flatnonzero(np.asarray(new.pulls - state.pulls))[0])
+        assert a == a_ref
+        state = new
+    if rule == "released":  # features = the Matern kernel matrix itself (prior covariance G^2)
+        G = kernel_matrix(inst.arms, "matern", 10.0)
+        np.testing.assert_allclose(np.asarray(state.phi), np.asarray(G))
+
+
+def test_ucb_glm_squared_width_matches_reference():
+    from jaxbandits.algorithms.regret import _ucb_pick, ucbglm_released
+
+    X = jax.random.normal(jax.random.key(0), (9, 3))
+    theta = jnp.array([0.3, -0.2, 0.1])
+    V = X.T @ X / 4.0 + 0.1 * jnp.eye(3)
+    Vinv = np.linalg.inv(np.asarray(V))
+    q = np.einsum("kd,de,ke->k", np.asarray(X), Vinv, np.asarray(X))
+    mu = np.asarray(X @ theta)
+    for alpha in (0.5, 3.0):
+        assert int(_ucb_pick(X, theta, V, alpha, squared=True)) == int(np.argmax(mu + alpha * q))
+        assert int(_ucb_pick(X, theta, V, alpha)) == int(np.argmax(mu + alpha * np.sqrt(q)))
+    rel = ucbglm_released(80)
+    assert rel.width == "squared" and rel.alpha == 0.5
+
+
+def test_logistic_theta_std_option():
+    """theta's coordinates have variance 3/d by default (the text) and std 3/d with the released
+    code's ``theta_std=3/d`` (checked within 4 standard errors of the sample variance)."""
+    d, n = 5, 4000
+    for std in (None, 3.0 / d):
+        b = seeds.batch(seeds.logistic_gse, jax.random.key(1), n, num_arms=8, dim=d, theta_std=std)
+        th = np.asarray(b.theta).ravel()
+        target = 3.0 / d if std is None else (3.0 / d) ** 2
+        assert abs(th.var() - target) < 4 * target * np.sqrt(2.0 / th.size)

@@ -72,6 +72,23 @@ def test_rage_table1_k1000_matches_paper():
     assert abs(s.mean() - 1148.45) < 3 * math.hypot(se, 49.82), (s.mean(), se)
 
 
+def test_oracle_sigma_scale_equivariant():
+    """The released-code Oracle returns z* by construction, so only its stopping time can show
+    whether its threshold reads the noise: with the width sigma ||y||_{A^-1} (sigma = the
+    instance's noise), (theta, noise 3) and (theta / 3, noise 1) stop at the same round with the
+    same key (the design on the gap-normalised directions is the same, the reward sums scale by
+    3); with sigma = 1 forced (widths 3x too small at noise 3) it stops sooner."""
+    big = seeds.soare_benchmark(3, omega=0.3, theta_scale=3.0, noise=3.0)
+    unit = seeds.soare_benchmark(3, omega=0.3, theta_scale=1.0, noise=1.0)
+    alg = Oracle.released_code(delta=0.05)
+    rb = simulate(alg, big, jax.random.PRNGKey(7), 200, 400)
+    ru = simulate(alg, unit, jax.random.PRNGKey(7), 200, 400)
+    assert rb.stopped.all()
+    np.testing.assert_array_equal(rb.samples, ru.samples)
+    blind = simulate(Oracle.released_code(delta=0.05, sigma=1.0), big, jax.random.PRNGKey(7), 200, 400)
+    assert blind.samples.mean() < 0.5 * ru.samples.mean()
+
+
 def test_oracle_options_validated():
     inst = make_instance(np.eye(2), [1.0, 0.0], 1.0)
     with pytest.raises(ValueError):

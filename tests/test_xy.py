@@ -85,3 +85,73 @@ def test_multinomial_on_support():
         keys[:2], 50.0, jnp.stack([p, wide]))          # lane 1 forces the full-size bucket
     np.testing.assert_array_equal(np.asarray(mixed[0]), c[0])
     np.testing.assert_array_equal(np.asarray(multinomial_on_support(keys[0], 50.0, p)), c[0])
+
+
+# ------------------------------------------------------------------------------------------------
+# noise scale sigma (issue 12): the stopping / elimination widths x sigma
+# ------------------------------------------------------------------------------------------------
+def soare(theta_scale=1.0, noise=3.0):
+    """Soare benchmark, d = 3, omega = 0.3 (gap 0.045 theta_scale): sigma-blind widths err here."""
+    return seeds.soare_benchmark(3, omega=0.3, theta_scale=theta_scale, noise=noise)
+
+
+@pytest.mark.parametrize("cls, reps, cap", [(XYStatic, 300, 400), (XYOracle, 1000, 1200)])
+def test_sigma_delta_correct_and_mutation_has_power(cls, reps, cap):
+    # Noise 3, delta = 0.05: the sigma-aware rule passes the binomial test (level 0.01); the mutant
+    # with sigma = true / 3 (widths 3x too small) fails it (measured with 300 reps: XY-static
+    # 29/300 errors, XY-oracle 25/300, i.e. ~8-10 %; XY-oracle gets 1000 reps for power).
+    inst = soare()
+    delta = 0.05
+    ok = simulate(cls(delta=delta), inst, jax.random.key(21), reps, cap)
+    bad = simulate(cls(delta=delta, sigma=1.0), inst, jax.random.key(21), reps, cap)
+    assert ok.stopped.all() and bad.stopped.all()
+    e_ok, e_bad = int(np.sum(~ok.correct)), int(np.sum(~bad.correct))
+    assert binomial_test_upper(e_ok, reps, delta) > 0.01, e_ok
+    assert binomial_test_upper(e_bad, reps, delta) < 0.01, e_bad
+    assert bad.samples.mean() < 0.5 * ok.samples.mean()
+
+
+def test_xy_static_scale_equivariant():
+    # XY-static's design and round sizes do not read the rewards and its width is sigma ||y||:
+    # on (theta, noise s) and (theta / s, noise 1) with the same key every replication stops at
+    # the same round with the same answer (the reward sums are s times those of the unit problem).
+    # With sigma ignored (the mutant, sigma = 1 on the noise-3 instance) they differ.
+    alg = XYStatic(delta=0.05)
+    big = simulate(alg, soare(theta_scale=3.0, noise=3.0), jax.random.key(22), 300, 400)
+    unit = simulate(alg, soare(theta_scale=1.0, noise=1.0), jax.random.key(22), 300, 400)
+    np.testing.assert_array_equal(big.samples, unit.samples)
+    np.testing.assert_array_equal(big.correct, unit.correct)
+    blind = simulate(XYStatic(delta=0.05, sigma=1.0), soare(theta_scale=3.0, noise=3.0),
+                     jax.random.key(22), 300, 400)
+    assert np.mean(blind.samples != unit.samples) > 0.5
+
+
+def test_xy_adaptive_scale_equivariant_and_sigma_matters():
+    # Same for XY-adaptive: the greedy phases do not read the rewards, the ridge estimate with
+    # A = I + sum x x^T is linear in them, and the elimination width is sigma ||y||_{A^-1}.
+    alg = XYAdaptive(delta=0.05)
+    big = simulate(alg, soare(theta_scale=3.0, noise=3.0), jax.random.key(23), 40, 20000)
+    unit = simulate(alg, soare(theta_scale=1.0, noise=1.0), jax.random.key(23), 40, 20000)
+    assert big.stopped.all()
+    np.testing.assert_array_equal(big.samples, unit.samples)
+    np.testing.assert_array_equal(big.correct, unit.correct)
+    blind = simulate(XYAdaptive(delta=0.05, sigma=1.0), soare(theta_scale=3.0, noise=3.0),
+                     jax.random.key(23), 40, 20000)
+    assert np.mean(blind.samples != unit.samples) > 0.5
+
+
+def test_certified_design_default_and_gap_reported():
+    # Seed 001 Fig 1(d)'s instance (d = 8 here): the default design is at least as good as App F's
+    # Frank-Wolfe, its value and certified gap are in the state, and the gap certifies it.
+    inst = seeds.transductive_example(8)
+    for cls in (XYStatic, XYOracle):
+        cert, paper = cls(), cls(design_method="paper")
+        rc, rp = cert.design_report(inst), paper.design_report(inst)
+        assert rc["design_value"][0] <= rp["design_value"][0] * (1 + 1e-12)
+        assert rc["design_rel_gap"][0] <= rp["design_rel_gap"][0] + 1e-12
+        assert 0.0 <= rc["design_rel_gap"][0] < 1e-2
+        st = cert.init(jax.random.key(0), inst)
+        assert float(st.design_value) == pytest.approx(rc["design_value"][0], rel=1e-9)
+        assert float(st.design_gap) == pytest.approx(rc["design_gap"][0], rel=1e-9, abs=1e-12)
+    with pytest.raises(ValueError, match="design_method"):
+        XYStatic(design_method="fancy").validate(inst)

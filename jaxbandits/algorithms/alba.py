@@ -19,6 +19,17 @@ ALBA_YELIM.py, which produced seed 001 Figs. 1-2):
   Tao et al.'s Y-ElimTil (Bernstein-type bounds on the design-matrix estimator; ERR uses the
   empirical |x^T theta_s| + e_s / 2 in the variance proxy), in the form of the released code.
 
+Noise.  Tao et al. and the released code assume unit-variance noise (the code draws N(0, 1)).  The
+noise enters Y-ElimTil in one place: the last term of both widths (``tail`` below),
+sqrt(2 (||y||^2_{M^+} / l_s)(1 + sqrt(3 d / l_s))), the deviation of the noise part
+y^T M^+ sum_t x_t eta_t / N_s of the estimate, whose variance proxy is sigma^2 ||y||^2_{M^+} / N_s
+for sigma-sub-Gaussian eta; so it gets a factor sigma.  To keep each iteration's elimination
+target (widths ~ e_s) the sample size grows with it: c_0 = max(4 L^2, 3 sigma^2) in l_s (the code's
+max(4 L^2, 3) is the larger of the signal and the unit-noise constants).  This sigma placement is
+our extension for sigma != 1 (neither Tao et al. nor seed 001 state it); sigma = 1 is the released
+code exactly.  sigma is the ``sigma`` option, else the instance's noise scale
+(:func:`jaxbandits.algorithms.common.noise_scale`).
+
 One ``step`` = one Y-ElimTil iteration (fresh samples; nothing is carried over between
 iterations but the active set, as in the code).  ALBA is stated for X = Z.  L defaults to
 ||theta|| of the instance (the released code passes the true norm; Tao et al. assume a known
@@ -36,7 +47,8 @@ import numpy as np
 
 from jaxbandits.design.gopt import g_optimal
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.rage import single_answer
+from jaxbandits.algorithms.common import noise_scale
+from jaxbandits.algorithms.rage import check_sigma, require_linear_rewards, single_answer
 from jaxbandits.design.core import inverse_design, null_projector
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
@@ -68,6 +80,8 @@ class ALBA(Algorithm):
 
     Attributes:
       delta: confidence level.
+      sigma: sub-Gaussian scale of the noise (the widths' noise term x sigma, c_0 = max(4 L^2,
+        3 sigma^2)); None (default) = the instance's noise scale (Gaussian), 1/2 (Bernoulli).
       growth: g in l_s (1.1 in the released code).
       norm_bound: L >= ||theta||; None uses the instance's ||theta|| (released code).
       design_cutoff: design weights below it are moved to the largest weight (released code).
@@ -75,6 +89,7 @@ class ALBA(Algorithm):
     """
 
     delta: float = 0.05
+    sigma: Optional[float] = None
     growth: float = 1.1
     norm_bound: Optional[float] = None
     design_cutoff: float = 1e-5
@@ -105,14 +120,15 @@ class ALBA(Algorithm):
                          pulls=jnp.zeros((K,), dt), samples=jnp.zeros((), dt),
                          theta_hat=jnp.zeros((d,), dt))
 
-    def sample_size(self, r, s, n_r, d, L):
-        """(N_s, l_s, e_s) of iteration s of round r."""
+    def sample_size(self, r, s, n_r, d, L, sigma=1.0):
+        """(N_s, l_s, e_s) of iteration s of round r (sigma: noise scale, module docstring)."""
         f = jnp.result_type(float)
         r = r.astype(f)
         s = s.astype(f)
         delta_r = 6.0 * self.delta / (math.pi**2 * (r + 1.0) ** 2)
         delta_s = 6.0 * delta_r / (math.pi**2 * s**2)
-        c0 = jnp.maximum(4.0 * L**2, 3.0)
+        # sigma^2: the noise constant of c_0 (released code: 3 at sigma = 1; module docstring)
+        c0 = jnp.maximum(4.0 * L**2, 3.0 * sigma**2)
         g = self.growth**s
         l_s = 4.0 * c0 * (2.0 + (6.0 + 4.0 / g) * d) * (g / 4.0) ** 2
         n = jnp.ceil(l_s * jnp.log(5.0 * n_r.astype(f) ** 2 / (2.0 * delta_s)))
@@ -123,7 +139,8 @@ class ALBA(Algorithm):
         K, d = X.shape
         L = (jnp.linalg.norm(instance.theta) if self.norm_bound is None
              else jnp.asarray(self.norm_bound, X.dtype))
-        n, l_s, e_s = self.sample_size(state.round, state.iteration, state.round_active, d, L)
+        sigma = noise_scale(self.sigma, instance)
+        n, l_s, e_s = self.sample_size(state.round, state.iteration, state.round_active, d, L, sigma)
 
         # G-optimal design on the active arms and the arms in their span.
         smask = span_mask(X, state.active)
@@ -151,7 +168,8 @@ class ALBA(Algorithm):
         y_var = jnp.sqrt(y_var2)
         y_norm = jnp.linalg.norm(Y, axis=-1)
         sd = math.sqrt(d)
-        tail = jnp.sqrt(2.0 * ((y_var2 / l_s) * jnp.sqrt(3.0 * d / l_s) + y_var2 / l_s))
+        # the noise term of both widths, x sigma (module docstring)
+        tail = sigma * jnp.sqrt(2.0 * ((y_var2 / l_s) * jnp.sqrt(3.0 * d / l_s) + y_var2 / l_s))
         err = (math.sqrt(2.0) * L * y_var / jnp.sqrt(l_s)
                + 2.0 * L * (y_norm + y_var * sd) / (3.0 * l_s) + tail)
         cross = YM @ X.T                                    # [K, K] y^T M^+ x
@@ -178,6 +196,8 @@ class ALBA(Algorithm):
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
+        require_linear_rewards(instance, "ALBA")
+        check_sigma(self.sigma)
         if instance.arms.shape != instance.items.shape or not np.array_equal(
                 np.asarray(instance.arms), np.asarray(instance.items)):
             raise ValueError("ALBA is defined for X = Z (plain linear best-arm identification)")

@@ -27,6 +27,13 @@ stage; the B mod s left-over pulls go to the last stages, as in the authors' rel
 
 One ``step`` is one stage; the algorithm is done after s stages and returns the single survivor.
 Outcome.samples is the budget spent (= B).
+
+Noise: no step of Algorithm 1 reads the noise scale sigma (the schedule depends on K, eta and B,
+the designs on the arms, the elimination on the estimates only), so GSE has no ``sigma`` option;
+sigma enters only its error bounds, Theorem 4.1 Eqs. (2)-(3) and Theorem 5.1 Eqs. (5)-(6)
+(:func:`theorem_4_1_bound` takes it).  Reward models: the linear estimator accepts every model
+(logistic rewards make it misspecified, as in Sec 8.4); the logistic one needs rewards in {0, 1}
+and ``validate`` refuses Gaussian rewards.
 """
 from __future__ import annotations
 
@@ -306,7 +313,9 @@ class GSE(Algorithm):
         if int(self.budget) < K:
             raise ValueError(f"GSE needs a budget of at least K = {K} pulls (one per arm), got B = {self.budget}")
         if self.estimator == "logistic" and instance.model == "gaussian":
-            pass  # allowed (misspecified), rewards are then not in {0, 1}
+            raise ValueError("GSE with estimator='logistic' fits a logistic likelihood (seed 002 Eq. 4), "
+                             "which needs rewards in {0, 1}: use a 'logistic' or 'bernoulli' instance, or "
+                             "estimator='linear' for Gaussian rewards")
         if instance.num_items != K:
             raise ValueError("GSE identifies the best arm: items must be the arms (Z = X)")
 

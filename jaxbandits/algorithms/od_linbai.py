@@ -17,6 +17,11 @@ numerical design may carry more (tiny) support points; when ceil(pi m) would exc
 the phase falls back to rounding pi to exactly the allowance (efficient apportionment), so the
 total never exceeds B.  d is the arms' ambient dimension (Yang & Tan use the effective dimension
 of span(X); the seed instances span R^d).  One ``step`` is one phase.
+
+Noise: Yang & Tan's Algorithm 1 never reads the noise scale (phase sizes from B, K and d, designs
+from the arms, elimination from the estimates); sigma enters only their error bound (Theorem 2),
+so there is no ``sigma`` option.  Every reward model is accepted (least squares; misspecified for
+logistic rewards).
 """
 from __future__ import annotations
 

@@ -11,9 +11,10 @@ github.com/fiezt/Transductive-Linear-Bandit-Code, reused verbatim by seed 000's 
 * rounds t = 1, 2, ...: ceil(gamma^t) pulls drawn i.i.d. from w* (gamma = 1.1), all pulls so far
   in the least-squares estimate;
 * at the end of a round, stop if for every z != z_hat:
-  ||z_hat - z||_{A_t^-1} sqrt(2 log(1 / delta_t)) < (z_hat - z)^T theta_hat_t with
+  sigma ||z_hat - z||_{A_t^-1} sqrt(2 log(1 / delta_t)) < (z_hat - z)^T theta_hat_t with
   delta_t = delta / (2 t^2 |Z|): the K-dependent rule ("union bounding over |Z| only for the
-  oracle", seed 001 App F).
+  oracle", seed 001 App F), with the noise's sub-Gaussian scale sigma as a factor of the width
+  (seed 001 assumes sigma = 1; see :mod:`jaxbandits.algorithms.xy`).
 
 Two details of the released code differ from that text and change the numbers; both are options
 (``released_code()`` sets both):
@@ -34,7 +35,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.algorithms.common import safe_cholesky
+from jaxbandits.algorithms.common import noise_scale, safe_cholesky
 from jaxbandits.algorithms.rage import gram_from_counts
 from jaxbandits.batching import solve_where
 from jaxbandits.algorithms.xy import XYOracle, XYPhasedState, certified_best, spans
@@ -48,8 +49,8 @@ CHECKS = ("empirical", "true_best")
 class Oracle(XYOracle):
     """Oracle allocation + K-dependent stopping rule (seed 000 Table 1 / seed 001 App F).
 
-    Attributes (besides those of :class:`~jaxbandits.algorithms.xy.XYOracle`: delta, gamma = 1.1,
-    sampling, design_cutoff, design_tol, design_iters, design_method):
+    Attributes (besides those of :class:`~jaxbandits.algorithms.xy.XYOracle`: delta, sigma,
+    gamma = 1.1, sampling, design_cutoff, design_tol, design_iters, design_method):
       index_stride: round r uses index t = 1 + index_stride (r - 1) for its size ceil(gamma^t) and
         delta_t (1: seed 001 App F text; 2: the released code).
       check: "empirical" (text: exists z' = the empirical best) or "true_best" (released code).
@@ -82,7 +83,9 @@ class Oracle(XYOracle):
 
     @classmethod
     def released_code(cls, **kw) -> "Oracle":
-        """The configuration of the released XY_ORACLE that produced seed 000 Table 1."""
+        """The configuration of the released XY_ORACLE that produced seed 000 Table 1 (its
+        Frank-Wolfe design, App F, included)."""
+        kw.setdefault("design_method", "paper")
         return cls(index_stride=2, check="true_best", **kw)
 
     def step(self, key: jax.Array, state: XYPhasedState, instance: Instance) -> XYPhasedState:
@@ -96,6 +99,7 @@ class Oracle(XYOracle):
         L = safe_cholesky(gram_from_counts(X, pulls))
         theta = jax.scipy.linalg.cho_solve((L, True), X.T @ sums)
         log_term = self._log_term(idx, Z.shape[0])
+        sigma = noise_scale(self.sigma, instance)
         if self.check == "true_best":
             # the released code's test: only the oracle's z* is examined (theta known)
             star = jnp.argmax(Z @ instance.theta)
@@ -103,13 +107,14 @@ class Oracle(XYOracle):
             W = jax.scipy.linalg.solve_triangular(L, diffs.T, lower=True)
             sq = jnp.sum(W * W, axis=0)
             gaps = diffs @ theta
-            ok = (jnp.arange(Z.shape[0]) == star) | (jnp.sqrt(2.0 * log_term * sq) < gaps)
+            # App F's rule for z*, width x sigma (sigma-sub-Gaussian noise)
+            ok = (jnp.arange(Z.shape[0]) == star) | (sigma * jnp.sqrt(2.0 * log_term * sq) < gaps)
             holds, best = jnp.all(ok), star
         else:
-            holds, best = certified_best(Z, theta, L, log_term)
-        return XYPhasedState(design=state.design, phase=state.phase + 1, pulls=pulls, sums=sums,
-                             samples=state.samples + jnp.sum(counts),
-                             stopped=holds & spans(X, pulls), best=best.astype(jnp.int32))
+            holds, best = certified_best(Z, theta, L, log_term, sigma)
+        return state._replace(phase=state.phase + 1, pulls=pulls, sums=sums,
+                              samples=state.samples + jnp.sum(counts),
+                              stopped=holds & spans(X, pulls), best=best.astype(jnp.int32))
 
     @property
     def correct_by_construction(self) -> bool:

@@ -25,6 +25,11 @@ batched and jitted:
   multinomial remainder).
 
 One ``step`` is one stage.
+
+Noise: the fixed-budget Peace of Katz-Samuels et al. (and the approximation seed 002 runs) reads no
+noise scale: the Gaussian width E sup_z (z0 - z)^T A^{-1/2} eta / (b + ...) has standard normal
+eta whatever sigma, and the stage budgets depend on B and K only; sigma enters only the error
+bound (Katz-Samuels et al. Theorem 7), so there is no ``sigma`` option.
 """
 from __future__ import annotations
 

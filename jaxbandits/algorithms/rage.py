@@ -11,13 +11,20 @@ Round t (one call of ``step``):
    Y(Z_t) = {z - z' : z, z' in Z_t} the differences of the active items
    (:func:`jaxbandits.design.xy_allocation` with an item mask); design weights below 1e-5 are set
    to 0 and the design renormalised (App F);
-3. N_t = max(ceil(2 (2^t)^2 rho_t (1 + eps) log(|Z|^2 / delta_t)), r(eps)), r(eps) = 2 p / eps
+3. N_t = max(ceil(2 sigma^2 (2^t)^2 rho_t (1 + eps) log(|Z|^2 / delta_t)), r(eps)), r(eps) = 2 p / eps
    with p the support size of lambda_t (the Pukelsheim rounding of App B / Sec 2.3), eps = 1/10;
 4. the N_t pulls x_1..x_{N_t} = ROUND(lambda_t, N_t) (:func:`jaxbandits.design.round_design`),
    whose reward sums are drawn exactly with :func:`jaxbandits.environment.pull_counts` (O(K));
 5. theta_t = A_t^{-1} b_t from the pulls *of this round only*;
 6. remove z from Z_t if some z' in Z_t has
-   ||z' - z||_{A_t^-1} sqrt(2 log(|Z|^2 / delta_t)) < (z' - z)^T theta_t.
+   sigma ||z' - z||_{A_t^-1} sqrt(2 log(|Z|^2 / delta_t)) < (z' - z)^T theta_t.
+
+Noise.  Seed 001 assumes 1-sub-Gaussian noise (Sec 1.1); with sigma-sub-Gaussian noise
+y^T(theta* - theta_t) is sigma^2 ||y||^2_{A_t^-1}-sub-Gaussian (App A, proof of Lemma 2), so the
+width of step 6 gets a factor sigma and N_t a factor sigma^2 (then the round's confidence interval
+is 2^-t again and Lemma 2 / Claim 1 / Theorem 2 hold unchanged).  sigma is the ``sigma`` option,
+else the instance's noise scale (:func:`jaxbandits.algorithms.common.noise_scale`); sigma = 1
+gives the paper's algorithm exactly.
 
 It stops when one item is left and returns it.  The released code of seed 001 (RAGE.py) puts a
 factor 2 inside both logarithms, log(2 |Z|^2 / delta_t); ``log_factor=2.0`` reproduces it.
@@ -34,7 +41,9 @@ from jax.custom_batching import custom_vmap
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.common import safe_cholesky
+import numpy as np
+
+from jaxbandits.algorithms.common import noise_scale, safe_cholesky
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
 
@@ -60,6 +69,39 @@ def with_cache(instances: Instance, cache) -> CachedInstance:
 def instance_cache(instance: Instance):
     """The cache attached by :func:`with_cache`, or None."""
     return getattr(instance, "cache", None)
+
+
+def require_linear_rewards(instance: Instance, name: str) -> None:
+    """Refuse (``ValueError``) a reward model whose mean is not x^T theta.
+
+    The seed 001 family (RAGE, the XY allocations, ALBA, the Oracle) estimates theta by least
+    squares and assumes r = x^T theta + eta with eta zero-mean sub-Gaussian (seed 001 Sec 1.1).
+    Gaussian rewards satisfy it; Bernoulli rewards do when every arm's mean x^T theta lies in
+    [0, 1] (then eta is bounded, 1/2-sub-Gaussian, as seed 001 Sec 5's Yahoo experiment argues);
+    the logistic model (mean sigmoid(x^T theta)) and Bernoulli arms whose x^T theta is clipped do
+    not.
+    """
+    if instance.model == "logistic":
+        raise ValueError(
+            f"{name} assumes linear rewards r = x^T theta + sub-Gaussian noise (seed 001 Sec 1.1); "
+            "the logistic model's mean sigmoid(x^T theta) is not linear in theta (use GSE with "
+            "estimator='logistic' or a GLM algorithm)")
+    if instance.model == "bernoulli":
+        means = np.asarray(instance.arm_means())
+        if np.any(means < 0.0) or np.any(means > 1.0):
+            raise ValueError(
+                f"{name} assumes linear rewards; with Bernoulli rewards every arm mean x^T theta must "
+                f"lie in [0, 1] (got range [{means.min():.3g}, {means.max():.3g}], which the "
+                "environment clips, so the mean is no longer linear in theta)")
+
+
+def check_sigma(sigma) -> None:
+    """Refuse a non-positive or non-finite ``sigma`` option (None = the instance's noise scale)."""
+    if sigma is None:
+        return
+    s = np.asarray(sigma)
+    if s.shape != () or not np.isfinite(s) or not s > 0:
+        raise ValueError(f"sigma must be a positive finite scalar (or None), got {sigma!r}")
 
 
 def map_instances(obj, method: str, instances: Instance):
@@ -184,10 +226,11 @@ def _bucket_index(count, buckets):
 
 
 def eliminate(active: jax.Array, items: jax.Array, theta_hat: jax.Array, L: jax.Array,
-              log_term: jax.Array) -> jax.Array:
+              log_term: jax.Array, sigma: float | jax.Array = 1.0) -> jax.Array:
     """The elimination rule of seed 001 Algorithm 1: the new active mask [M].
 
-    z is removed if some active z' has ||z' - z||_{A^-1} sqrt(2 log_term) < (z' - z)^T theta_hat.
+    z is removed if some active z' has sigma ||z' - z||_{A^-1} sqrt(2 log_term) < (z' - z)^T
+    theta_hat (sigma: the sub-Gaussian scale of the noise; seed 001 has sigma = 1).
     The empirical best active item is never removed (its gaps to every z' are <= 0).
 
     Exact, in two passes (same removed set as comparing every pair): first every z against the
@@ -199,7 +242,8 @@ def eliminate(active: jax.Array, items: jax.Array, theta_hat: jax.Array, L: jax.
     """
     M = items.shape[0]
     buckets = item_buckets(M)
-    log_term = jnp.asarray(log_term, theta_hat.dtype)
+    # sigma ||y|| sqrt(2 log_term) = ||y|| sqrt(2 sigma^2 log_term): the width's sigma enters here
+    log_term = jnp.asarray(sigma, theta_hat.dtype) ** 2 * jnp.asarray(log_term, theta_hat.dtype)
     W = whiten_items(L, items)                             # [d, M]
     nz = jnp.sum(W * W, axis=0)
     v = items @ theta_hat
@@ -234,10 +278,10 @@ def eliminate(active: jax.Array, items: jax.Array, theta_hat: jax.Array, L: jax.
     return second_pass(surv, active, W, nz, v, log_term)
 
 
-def eliminate_all_pairs(active, items, theta_hat, L, log_term):
+def eliminate_all_pairs(active, items, theta_hat, L, log_term, sigma=1.0):
     """Reference form of :func:`eliminate`: every pair at once (O(M^2) memory)."""
     gaps, sq = pairwise_gaps_and_widths(items, theta_hat, L)
-    beats = (jnp.sqrt(2.0 * log_term * sq) < gaps) & active[:, None] & active[None, :]
+    beats = (sigma * jnp.sqrt(2.0 * log_term * sq) < gaps) & active[:, None] & active[None, :]
     return active & ~jnp.any(beats, axis=0)
 
 
@@ -274,15 +318,18 @@ class RAGEState(NamedTuple):
 
 
 def rage_phase_size(rho, phase, delta, num_items, support, rounding_eps: float = 0.1,
-                    log_factor: float = 1.0):
-    """N_t = max(ceil(2 (2^t)^2 rho (1 + eps) log(f |Z|^2 / delta_t)), r(eps)) of seed 001
+                    log_factor: float = 1.0, sigma: float | jax.Array = 1.0):
+    """N_t = max(ceil(2 sigma^2 (2^t)^2 rho (1 + eps) log(f |Z|^2 / delta_t)), r(eps)) of seed 001
     Algorithm 1, with delta_t = delta / t^2 and r(eps) = 2 p / eps (p = support size, Sec 2.3).
 
-    ``log_factor`` f = 1 as in the paper; f = 2 as in the released code.
+    ``log_factor`` f = 1 as in the paper; f = 2 as in the released code.  ``sigma``: sub-Gaussian
+    scale of the noise (the paper's sigma = 1; module docstring).
     """
     t = jnp.asarray(phase, jnp.result_type(float))
     log_term = jnp.log(log_factor * num_items**2 * t**2 / delta)
-    n = jnp.ceil(2.0 * (2.0**t) ** 2 * rho * (1.0 + rounding_eps) * log_term)
+    # sigma^2: Algorithm 1's N_t for sigma-sub-Gaussian noise (App A, Lemma 2: ||y||^2_{A_t^-1}
+    # sigma^2 <= (2 (2^t)^2 log(|Z|^2/delta_t))^-1 keeps the round's interval at 2^-t)
+    n = jnp.ceil(2.0 * sigma**2 * (2.0**t) ** 2 * rho * (1.0 + rounding_eps) * log_term)
     r_eps = jnp.ceil(2.0 * support / rounding_eps)
     return jnp.maximum(n, r_eps), log_term
 
@@ -293,6 +340,8 @@ class RAGE(Algorithm):
 
     Attributes:
       delta: confidence level.
+      sigma: sub-Gaussian scale of the noise, in N_t (x sigma^2) and the elimination width
+        (x sigma); None (default) = the instance's noise scale (Gaussian), 1/2 (Bernoulli).
       rounding_eps: eps of the rounding procedure (1/10 in seed 001's experiments).
       log_factor: 1 (paper) or 2 (released code: log(2 |Z|^2 / delta_t)).
       design_cutoff: design weights below this are zeroed (App F: 1e-5).
@@ -311,6 +360,7 @@ class RAGE(Algorithm):
     """
 
     delta: float = 0.05
+    sigma: float | None = None
     rounding_eps: float = 0.1
     log_factor: float = 1.0
     design_cutoff: float = 1e-5
@@ -364,7 +414,8 @@ class RAGE(Algorithm):
         lam = threshold_design(alloc, self.design_cutoff)
         support = jnp.sum(lam > 0)
         n, log_term = rage_phase_size(rho, state.phase, self.delta, Z.shape[0], support,
-                                      self.rounding_eps, self.log_factor)
+                                      self.rounding_eps, self.log_factor,
+                                      noise_scale(self.sigma, instance))
         counts = design.round_design(lam, n)
         return lam, rho, n, counts, log_term
 
@@ -375,7 +426,8 @@ class RAGE(Algorithm):
         sums = pull_counts(key, instance, counts)
         L = safe_cholesky(gram_from_counts(X, counts))
         theta = jax.scipy.linalg.cho_solve((L, True), X.T @ sums)
-        active = eliminate(state.active, Z, theta, L, log_term)
+        # Algorithm 1's discard rule with the width sigma ||z' - z||_{A_t^-1} sqrt(2 log(|Z|^2/delta_t))
+        active = eliminate(state.active, Z, theta, L, log_term, noise_scale(self.sigma, instance))
         return RAGEState(active=active, phase=state.phase + 1, samples=state.samples + jnp.sum(counts),
                          pulls=state.pulls + counts, design=lam, last_n=n, last_rho=rho,
                          theta_hat=theta)
@@ -391,12 +443,14 @@ class RAGE(Algorithm):
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
+        require_linear_rewards(instance, "RAGE")
+        check_sigma(self.sigma)
         if not (self.rounding_eps > 0):
             raise ValueError(f"rounding_eps must be positive, got {self.rounding_eps}")
         if self.log_factor < 1.0:
             raise ValueError(f"log_factor must be >= 1, got {self.log_factor}")
 
 
-__all__ = ["RAGE", "RAGEState", "rage_phase_size", "CachedInstance", "with_cache", "instance_cache",
+__all__ = ["RAGE", "RAGEState", "rage_phase_size", "require_linear_rewards", "check_sigma", "CachedInstance", "with_cache", "instance_cache",
            "map_instances", "item_buckets", "whiten_items", "compacted_xy_design", "eliminate_all_pairs", "eliminate", "threshold_design",
            "pairwise_gaps_and_widths", "gram_from_counts", "single_answer"]

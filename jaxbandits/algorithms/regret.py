@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.algorithms.glm import logistic_mle
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
@@ -46,11 +47,11 @@ def _gram(X, pulls):
     return (X.T * pulls) @ X
 
 
-def _ucb_pick(X, theta, V, alpha, L=None):
+def _ucb_pick(X, theta, V, alpha, L=None, squared: bool = False):
     L = jnp.linalg.cholesky(V) if L is None else L
     W = jax.scipy.linalg.solve_triangular(L, X.T, lower=True)
-    width = jnp.sqrt(jnp.sum(W * W, axis=0))
-    return jnp.argmax(X @ theta + alpha * width)
+    sq = jnp.sum(W * W, axis=0)
+    return jnp.argmax(X @ theta + alpha * (sq if squared else jnp.sqrt(sq)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,8 +78,13 @@ class LinUCB(_MostPulledBaseline):
       budget: B.
       reg: ridge lambda (V = lambda I + sum x x^T).
       alpha: confidence width multiplier; default (None) the OFUL radius
-        sigma sqrt(d log(1 + t L^2 / (lambda d)) + 2 log(1 / delta)) + sqrt(lambda) S.
+        sigma sqrt(d log(1 + t L^2 / (lambda d)) + 2 log(1 / delta)) + sqrt(lambda) S
+        (Abbasi-Yadkori et al. 2011, Theorem 2 with det V_t <= (lambda + t L^2 / d)^d).
       delta, theta_norm: delta and the bound S on ||theta|| of that radius.
+      sigma: sub-Gaussian scale R of that radius; default
+        :func:`~jaxbandits.algorithms.common.noise_scale` (the instance's Gaussian noise, 1/2 for
+        Bernoulli / logistic rewards).  Logistic rewards are accepted: the linear model is then
+        misspecified, as GSE-Lin is on purpose in seed 002 Sec 8.4.
     """
 
     budget: int
@@ -86,6 +92,7 @@ class LinUCB(_MostPulledBaseline):
     alpha: float | None = None
     delta: float = 0.05
     theta_norm: float = 1.0
+    sigma: float | None = None
 
 
     def validate(self, instance: Instance) -> None:
@@ -107,7 +114,9 @@ class LinUCB(_MostPulledBaseline):
         if self.alpha is not None:
             return jnp.asarray(self.alpha, X.dtype)
         L2 = jnp.max(jnp.sum(X * X, axis=-1))
-        sigma = instance.noise
+        sigma = noise_scale(self.sigma, instance)
+        # Abbasi-Yadkori et al. 2011 Thm 2: R sqrt(2 log(det(V_t)^1/2 det(lambda I)^-1/2 / delta))
+        # + lambda^1/2 S, R = sigma the sub-Gaussian scale of the noise
         return (sigma * jnp.sqrt(d * jnp.log1p(t * L2 / (self.reg * d)) + 2.0 * math.log(1.0 / self.delta))
                 + math.sqrt(self.reg) * self.theta_norm)
 
@@ -130,9 +139,18 @@ class UCBGLM(_MostPulledBaseline):
       budget: B.
       tau: initial exploration pulls, round-robin over the arms (default K: each arm once).
       alpha: width multiplier; default (None) Li et al.'s
-        (sigma / kappa) sqrt(d/2 log(1 + 2 t / d) + log(1 / delta)) with sigma = 1/2 (Bernoulli).
+        (sigma / kappa) sqrt(d/2 log(1 + 2 t / d) + log(1 / delta)) (Li, Lu & Zhou 2017,
+        Theorem 1 / Algorithm 1 line 5).
       kappa, delta: of that default (kappa a lower bound on the link's derivative).
+      sigma: the sub-Gaussian scale of that default; default
+        :func:`~jaxbandits.algorithms.common.noise_scale` (1/2 for rewards in {0, 1}).
       reg: ridge guard of the MLE and of V; irls_iters: Newton steps per pull (warm-started).
+      width: "norm" (Li et al.: alpha ||x||_{V^-1}) or "squared" (alpha ||x||^2_{V^-1}, what the
+        seed 002 authors' code computes, with alpha = 1/2: a far smaller bonus once
+        ||x||^2_{V^-1} < 1, i.e. nearly greedy).  :func:`ucbglm_released` is that configuration.
+
+    The logistic likelihood needs rewards in {0, 1}: ``validate`` refuses Gaussian rewards
+    (Bernoulli rewards with a linear mean are accepted, the logistic link then misspecified).
     """
 
     budget: int
@@ -142,10 +160,20 @@ class UCBGLM(_MostPulledBaseline):
     delta: float = 0.05
     reg: float = 1e-3
     irls_iters: int = 10
+    sigma: float | None = None
+    width: str = "norm"
+
+    def __post_init__(self):
+        if self.width not in ("norm", "squared"):
+            raise ValueError(f"width must be 'norm' or 'squared', got {self.width!r}")
 
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
+        if instance.model == "gaussian":
+            raise ValueError("UCB-GLM fits a logistic likelihood, which needs rewards in {0, 1}: "
+                             "use a 'logistic' (or 'bernoulli') instance, not 'gaussian' rewards "
+                             "(LinUCB is the Gaussian-reward baseline)")
         tau = instance.num_arms if self.tau is None else int(self.tau)
         if int(self.budget) < tau:
             raise ValueError(f"UCB-GLM needs B >= tau = {tau} initial pulls, got B = {self.budget}")
@@ -160,6 +188,16 @@ class UCBGLM(_MostPulledBaseline):
         dt = instance.arms.dtype
         return UCBState(jnp.zeros((), jnp.int32), jnp.zeros(K, dt), jnp.zeros(K, dt), jnp.zeros(d, dt))
 
+    def radius(self, t, instance):
+        """The width multiplier alpha after t pulls (``alpha`` if given)."""
+        X = instance.arms
+        d = X.shape[1]
+        if self.alpha is not None:
+            return jnp.asarray(self.alpha, X.dtype)
+        # Li, Lu & Zhou 2017 Thm 1: alpha = (sigma / kappa) sqrt(d/2 log(1 + 2t/d) + log(1/delta))
+        sigma = noise_scale(self.sigma, instance)
+        return (sigma / self.kappa) * jnp.sqrt(0.5 * d * jnp.log1p(2.0 * t / d) + math.log(1.0 / self.delta))
+
     def step(self, key, state: UCBState, instance: Instance) -> UCBState:
         X = instance.arms
         K, d = X.shape
@@ -168,15 +206,17 @@ class UCBGLM(_MostPulledBaseline):
         t = state.t.astype(dt)
         fit = logistic_mle(X, state.pulls, state.sums, init=state.theta, reg=self.reg, max_iters=self.irls_iters)
         V = _gram(X, state.pulls) + self.reg * jnp.eye(d, dtype=dt)
-        if self.alpha is None:
-            alpha = (0.5 / self.kappa) * jnp.sqrt(0.5 * d * jnp.log1p(2.0 * t / d) + math.log(1.0 / self.delta))
-        else:
-            alpha = jnp.asarray(self.alpha, dt)
-        a_ucb = _ucb_pick(X, fit.theta, V, alpha)
+        a_ucb = _ucb_pick(X, fit.theta, V, self.radius(t, instance), squared=self.width == "squared")
         a = jnp.where(state.t < tau, state.t % K, a_ucb)
         y = pull(key, instance, a)
         theta = jnp.where(state.t < tau, state.theta, fit.theta)
         return UCBState(state.t + 1, state.pulls.at[a].add(1.0), state.sums.at[a].add(y), theta)
+
+
+def ucbglm_released(budget: int) -> "UCBGLM":
+    """UCB-GLM as the seed 002 authors' code runs it: one pull per arm, then argmax x^T theta_hat +
+    (1/2) ||x||^2_{V^-1} (the squared norm), V = sum x x^T with a 1e-8 ridge guard."""
+    return UCBGLM(budget=budget, alpha=0.5, width="squared", reg=1e-8)
 
 
 @dataclasses.dataclass(frozen=True)

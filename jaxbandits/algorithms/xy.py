@@ -4,7 +4,7 @@
   max_{y in Y(Z)} ||y||^2_{A(lambda)^-1} over all differences of items is computed once; round t
   draws ceil(gamma^t) pulls from it (gamma = 1.35) and, at the end of the round, with all pulls
   so far (A_t, theta_t), stops if
-  exists z' in Z, for all z in Z: ||z' - z||_{A_t^-1} sqrt(2 log(2 t^2 |Z|^2 / delta))
+  exists z' in Z, for all z in Z: sigma ||z' - z||_{A_t^-1} sqrt(2 log(2 t^2 |Z|^2 / delta))
   <= (z' - z)^T theta_t,
   returning that z'.
 * **XY-oracle** (seed 001 App F): the same with the oracle design on Y*(Z) normalised by the gaps
@@ -16,11 +16,33 @@
   Y_j = Y(Z_j) (the differences of the active items) while
   rho_j / n >= alpha rho_{j-1} / n_{j-1}  (alpha = 0.1, n counting d for the prior A = I,
   rho_0 = 1, n_0 = d(d+1) + 1); at the end of the phase theta_j = A^{-1} b and every item z with
-  some z' in Z_j such that ||z' - z||_{A^-1} sqrt(2 log(pi^2 |Z|^2 j^2 / (3 delta))) <= (z' -
-  z)^T theta_j is discarded; the active set is not reset between phases and the confidence
+  some z' in Z_j such that sigma ||z' - z||_{A^-1} sqrt(2 log(pi^2 |Z|^2 j^2 / (3 delta))) <=
+  (z' - z)^T theta_j is discarded; the active set is not reset between phases and the confidence
   interval uses the phase index j (App F: "we include the phase index and not the number of
   samples"); it stops when one item is left.  The constants of the width and of the phase rule
   are those of seed 001's released XY_ADAPTIVE.py, which produced Fig. 1a.
+
+Noise.  Seed 001 (Sec 1.1) and Soare et al. (Sec 2) assume unit-scale (1-sub-Gaussian / N(0, 1))
+noise; for sigma-sub-Gaussian noise y^T(theta_hat - theta) is sigma^2 ||y||^2_{A^-1}-sub-Gaussian,
+so every confidence width above gets a factor sigma (the only place the noise enters: round sizes
+and the XY-adaptive phase rule do not depend on the rewards).  sigma is the ``sigma`` option, else
+the instance's noise scale (:func:`jaxbandits.algorithms.common.noise_scale`).  With it
+XY-static/oracle/adaptive are exactly scale-equivariant: (theta, noise s) and (theta / s, noise 1)
+give the same stopping times with the same key.
+
+Designs of XY-static / XY-oracle (``design_method``): "certified" (default) solves the design
+with App F's Frank-Wolfe and then polishes it with the certified solver of
+:mod:`jaxbandits.design.minimax` warm-started there (``polish_iters`` iterations), and keeps the
+one with the smaller value (both values are exact, both gaps certified); the value and certified
+gap travel in the prepared cache and the state (``design_value``, ``design_gap``).  Measured
+(seed 001 Fig 1(d), d = 20): the XY-oracle design's value goes from 494.0 (App F, certified
+relative gap 0.15) to 451.6 (gap 3e-4) and its smallest weight from 4.8e-5 to 2.5e-4; d = 40:
+630.3 -> 464.2.  Direction sets with more than ``polish_max_directions`` directions (all pairs
+of a large Z: the polish then costs O(|Z|^2) per iteration) keep App F's design, whose certified
+gap is still reported.  "paper" is App F's Frank-Wolfe alone (stopped on a 1 %
+change of lambda, which on seed 001 Fig 1(d) leaves arms at weight ~5e-5 that multinomial
+sampling takes ~1e5 pulls to reach; the XY-oracle then waits for them).  "smooth" is the
+certified solver from the uniform design alone.
 
 Sampling within a round of XY-static / XY-oracle: ``sampling="multinomial"`` draws the round's
 pulls i.i.d. from the design as seed 001's released code does (default);
@@ -45,9 +67,10 @@ from jax.custom_batching import custom_vmap
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.common import safe_cholesky
-from jaxbandits.algorithms.rage import (eliminate, gram_from_counts, instance_cache, item_buckets, map_instances,
-                                        single_answer, threshold_design, whiten_items, with_cache)
+from jaxbandits.algorithms.common import noise_scale, safe_cholesky
+from jaxbandits.algorithms.rage import (check_sigma, eliminate, gram_from_counts, instance_cache, item_buckets,
+                                        map_instances, require_linear_rewards, single_answer, threshold_design,
+                                        whiten_items, with_cache)
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
 
@@ -60,7 +83,9 @@ class XYPhasedState(NamedTuple):
 
     design: [K] the fixed design; phase: index t of the next round (from 1); pulls, sums: [K]
     per-arm counts and reward sums of every round so far; samples: total pulls; stopped: the
-    stopping condition held; best: [] index of the item returned (the empirical best).
+    stopping condition held; best: [] index of the item returned (the empirical best);
+    design_value, design_gap: the design's value max_y ||y||^2_{A(lambda)^-1} (before the 1e-5
+    cutoff) and its certified duality gap (value - a lower bound on the optimum).
     """
 
     design: jax.Array
@@ -70,6 +95,8 @@ class XYPhasedState(NamedTuple):
     samples: jax.Array
     stopped: jax.Array
     best: jax.Array
+    design_value: jax.Array
+    design_gap: jax.Array
 
 
 def spans(X: jax.Array, counts: jax.Array, rtol: float = 1e-9) -> jax.Array:
@@ -80,9 +107,10 @@ def spans(X: jax.Array, counts: jax.Array, rtol: float = 1e-9) -> jax.Array:
     return ev[0] > rtol * jnp.maximum(ev[-1], 1e-300)
 
 
-def certified_best(items: jax.Array, theta_hat: jax.Array, L: jax.Array, log_term: jax.Array):
-    """(holds, z'): whether some z' has ||z' - z||_{A^-1} sqrt(2 log_term) <= (z' - z)^T theta_hat
-    for every z != z' (items equal to z' skipped), and that z'.
+def certified_best(items: jax.Array, theta_hat: jax.Array, L: jax.Array, log_term: jax.Array,
+                   sigma: float | jax.Array = 1.0):
+    """(holds, z'): whether some z' has sigma ||z' - z||_{A^-1} sqrt(2 log_term) <= (z' - z)^T
+    theta_hat for every z != z' (items equal to z' skipped), and that z'.
 
     Only the empirical best item can satisfy it (for any other z' the gap to the best is < 0), so
     only its row is computed: O(M d^2).  Seed 001 App F.
@@ -94,7 +122,8 @@ def certified_best(items: jax.Array, theta_hat: jax.Array, L: jax.Array, log_ter
     sq = jnp.sum(W * W, axis=0)
     gaps = values[best] - values
     same = jnp.all(diffs == 0, axis=-1)
-    ok = same | (jnp.sqrt(2.0 * log_term * sq) <= gaps)
+    # seed 001 App F stopping rule, width x sigma (sigma-sub-Gaussian noise; module docstring)
+    ok = same | (sigma * jnp.sqrt(2.0 * log_term * sq) <= gaps)
     return jnp.all(ok), best
 
 
@@ -152,34 +181,64 @@ class XYStatic(Algorithm):
 
     Attributes:
       delta: confidence level.
+      sigma: sub-Gaussian scale of the noise, a factor of the stopping rule's width; None
+        (default) = the instance's noise scale (Gaussian), 1/2 (Bernoulli).
       gamma: growth of the rounds (ceil(gamma^t) pulls in round t; 1.35 in seed 001).
       sampling: "multinomial" (released code) or "round" (App B rounding).
       design_cutoff: design weights below it are zeroed (App F: 1e-5).
-      design_tol, design_iters: solver tolerance and cap.
-      design_method: "paper" (default: App F's Frank-Wolfe with step 2/(k+2)) or "smooth"
-        (the certified solver; see :class:`jaxbandits.algorithms.rage.RAGE`).
+      design_tol, design_iters: solver tolerance and cap of each solver run (None: the solvers'
+        defaults, 5000 iterations for App F's Frank-Wolfe as the paper ran it, 2000 for the
+        certified solver).
+      design_method: "certified" (default: the better of App F's Frank-Wolfe and the certified
+        solver warm-started from it), "paper" (App F's Frank-Wolfe with step 2/(k+2) alone, as the
+        paper ran it) or "smooth" (the certified solver alone; module docstring).
+      polish_iters, polish_max_directions: iterations of the certified polish, and the largest
+        direction set it is run on ("certified" only).
     """
 
     delta: float = 0.05
+    sigma: float | None = None
     gamma: float = 1.35
     sampling: str = "multinomial"
     design_cutoff: float = 1e-5
     design_tol: float = 1e-4
-    design_iters: int = 5000
-    design_method: str = "paper"
+    design_iters: int | None = None
+    design_method: str = "certified"
+    polish_iters: int = 300
+    polish_max_directions: int = 50_000
 
-    def _design(self, instance: Instance) -> jax.Array:
-        sol = design.xy_allocation(instance.arms, instance.items, tol=self.design_tol,
-                                   max_iters=self.design_iters, method=self.design_method)
-        return sol.allocation
+    def _num_directions(self, instance: Instance) -> int:
+        M = instance.num_items
+        return M * (M - 1) // 2
+
+    def _solve(self, instance: Instance, method: str, init=None, max_iters=None):
+        return design.xy_allocation(instance.arms, instance.items, tol=self.design_tol, init=init,
+                                    max_iters=max_iters or self.design_iters, method=method)
+
+    def _design(self, instance: Instance):
+        """(lambda, value, certified gap) of the design (``design_method``)."""
+        if self.design_method != "certified":
+            sol = self._solve(instance, self.design_method)
+            return sol.allocation, sol.value, sol.gap
+        fw = self._solve(instance, "paper")
+        if self._num_directions(instance) > self.polish_max_directions:
+            return fw.allocation, fw.value, fw.gap
+        sm = self._solve(instance, "smooth", init=fw.allocation, max_iters=self.polish_iters)
+        # the certified solve can fail (non-finite) or stall where the optimum is nearly singular;
+        # then App F's design is kept.  Either way the gap reported is that design's certificate.
+        ok = jnp.all(jnp.isfinite(sm.allocation)) & jnp.isfinite(sm.value) & (sm.value <= fw.value)
+        pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
+        return pick(sm.allocation, fw.allocation), pick(sm.value, fw.value), pick(sm.gap, fw.gap)
 
     def _log_term(self, phase: jax.Array, num_items: int) -> jax.Array:
         t = phase.astype(jnp.result_type(float))
         return jnp.log(2.0 * t**2 * num_items**2 / self.delta)
 
-    def prepared_design(self, instance: Instance) -> jax.Array:
-        """The thresholded design of one instance (shared by every replication)."""
-        return threshold_design(self._design(instance), self.design_cutoff)
+    def prepared_design(self, instance: Instance):
+        """(thresholded design, value, certified gap) of one instance (shared by every
+        replication)."""
+        lam, value, gap = self._design(instance)
+        return threshold_design(lam, self.design_cutoff), value, gap
 
     def prepare(self, instances: Instance) -> Instance:
         """Solve the design once per instance instead of in every replication's ``init``."""
@@ -189,10 +248,24 @@ class XYStatic(Algorithm):
         K = instance.num_arms
         dt = instance.arms.dtype
         cached = instance_cache(instance)
-        lam = self.prepared_design(instance) if cached is None else cached
+        lam, value, gap = self.prepared_design(instance) if cached is None else cached
         return XYPhasedState(design=lam, phase=jnp.asarray(1, jnp.int32), pulls=jnp.zeros((K,), dt),
                              sums=jnp.zeros((K,), dt), samples=jnp.zeros((), dt),
-                             stopped=jnp.asarray(False), best=jnp.asarray(0, jnp.int32))
+                             stopped=jnp.asarray(False), best=jnp.asarray(0, jnp.int32),
+                             design_value=jnp.asarray(value, dt), design_gap=jnp.asarray(gap, dt))
+
+    def design_report(self, instances: Instance) -> dict:
+        """Per instance of a batch: the design's value, certified gap, relative gap and support
+        size (after the cutoff), as numpy arrays; what the experiments report next to the
+        sample complexity."""
+        import numpy as np
+
+        from jaxbandits.instances.base import as_batch
+
+        lam, value, gap = map_instances(self, "prepared_design", as_batch(instances))
+        value, gap = np.asarray(value), np.asarray(gap)
+        return dict(design_value=value, design_gap=gap, design_rel_gap=gap / value,
+                    design_support=np.asarray(jnp.sum(lam > 0, axis=-1)))
 
     def round_counts(self, key: jax.Array, lam: jax.Array, n: jax.Array) -> jax.Array:
         if self.sampling == "multinomial":
@@ -209,10 +282,11 @@ class XYStatic(Algorithm):
         pulls = state.pulls + counts
         L = safe_cholesky(gram_from_counts(X, pulls))
         theta = jax.scipy.linalg.cho_solve((L, True), X.T @ sums)
-        holds, best = certified_best(Z, theta, L, self._log_term(state.phase, Z.shape[0]))
-        return XYPhasedState(design=state.design, phase=state.phase + 1, pulls=pulls, sums=sums,
-                             samples=state.samples + jnp.sum(counts),
-                             stopped=holds & spans(X, pulls), best=best.astype(jnp.int32))
+        holds, best = certified_best(Z, theta, L, self._log_term(state.phase, Z.shape[0]),
+                                     noise_scale(self.sigma, instance))
+        return state._replace(phase=state.phase + 1, pulls=pulls, sums=sums,
+                              samples=state.samples + jnp.sum(counts),
+                              stopped=holds & spans(X, pulls), best=best.astype(jnp.int32))
 
     def done(self, state: XYPhasedState) -> jax.Array:
         return state.stopped
@@ -223,6 +297,11 @@ class XYStatic(Algorithm):
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
+        require_linear_rewards(instance, type(self).__name__)
+        check_sigma(self.sigma)
+        if self.design_method not in ("certified", "paper", "smooth"):
+            raise ValueError("design_method must be 'certified', 'paper' or 'smooth', got "
+                             f"{self.design_method!r}")
         if not (self.gamma > 1.0):
             raise ValueError(f"gamma must be > 1, got {self.gamma}")
         if self.sampling not in ("multinomial", "round"):
@@ -236,11 +315,13 @@ class XYOracle(XYStatic):
 
     gamma: float = 1.1
 
-    def _design(self, instance: Instance) -> jax.Array:
-        sol = design.oracle_allocation(instance.arms, instance.items, instance.theta,
-                                       tol=self.design_tol, max_iters=self.design_iters,
-                                   method=self.design_method)
-        return sol.allocation
+    def _num_directions(self, instance: Instance) -> int:
+        return instance.num_items - 1
+
+    def _solve(self, instance: Instance, method: str, init=None, max_iters=None):
+        return design.oracle_allocation(instance.arms, instance.items, instance.theta,
+                                        tol=self.design_tol, init=init,
+                                        max_iters=max_iters or self.design_iters, method=method)
 
     def _log_term(self, phase: jax.Array, num_items: int) -> jax.Array:
         t = phase.astype(jnp.result_type(float))
@@ -290,11 +371,14 @@ class XYAdaptive(Algorithm):
 
     Attributes:
       delta: confidence level.  alpha: phase-length parameter (0.1 as in Soare et al. and seed 001).
+      sigma: sub-Gaussian scale of the noise, a factor of the elimination width; None (default) =
+        the instance's noise scale (Gaussian), 1/2 (Bernoulli).
       pulls_per_step: greedy pulls per ``step`` at most (a speed knob; results do not depend on it
         except through the step count).
     """
 
     delta: float = 0.05
+    sigma: float | None = None
     alpha: float = 0.1
     pulls_per_step: int = 32
 
@@ -365,7 +449,9 @@ class XYAdaptive(Algorithm):
         sums = pull_counts(k_pull, instance, counts)
         La = jnp.linalg.cholesky(eye + gram_from_counts(X, counts))
         theta = jax.scipy.linalg.cho_solve((La, True), X.T @ sums)
-        active_end = eliminate(state.active, Z, theta, La, self._log_term(state.phase, M))
+        # elimination width sigma ||y||_{A^-1} sqrt(2 log(pi^2 |Z|^2 j^2 / (3 delta))) (module doc)
+        active_end = eliminate(state.active, Z, theta, La, self._log_term(state.phase, M),
+                               noise_scale(self.sigma, instance))
 
         sel = lambda a, b: jnp.where(ended, a, b)  # noqa: E731
         return XYAdaptiveState(
@@ -390,6 +476,8 @@ class XYAdaptive(Algorithm):
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
+        require_linear_rewards(instance, "XYAdaptive")
+        check_sigma(self.sigma)
         if not (0.0 < self.alpha < 1.0):
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
         if self.pulls_per_step < 1:

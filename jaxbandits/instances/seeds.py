@@ -217,11 +217,18 @@ def closest_pair(X: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.minimum(a, b), jnp.maximum(a, b)
 
 
-@_jit("num_arms", "dim")
+SPHERE_ARMS = ("sphere", "cube")
+
+
+@_jit("num_arms", "dim", "arms")
 def unit_sphere(key: jax.Array, num_arms: int, dim: int, *, alpha: float = 0.0,
-                noise: float = 1.0) -> Instance:
+                noise: float = 1.0, arms: str = "sphere") -> Instance:
     """Arms i.i.d. uniform on the unit sphere of R^dim; theta = x_i + alpha (x_j - x_i) where
     (x_i, x_j) are the two closest arms (x_i the one of smaller index).
+
+    ``arms="cube"``: arms uniform on [-1, 1]^dim, then normalised (on the sphere, but not
+    uniformly: denser towards the cube's diagonals), as seed 002's released code draws them
+    (its ``_synt_data``, synt 6); the text says "sampled from the unit sphere", the default.
 
     For 0 <= alpha < 1/2, x_i is the best arm and x_j the second best, with gap
     (1 - 2 alpha)(1 - x_i^T x_j) = (1 - 2 alpha) ||x_i - x_j||^2 / 2 (no third arm can beat x_j,
@@ -229,7 +236,12 @@ def unit_sphere(key: jax.Array, num_arms: int, dim: int, *, alpha: float = 0.0,
     """
     if num_arms < 2:
         raise ValueError(f"need num_arms >= 2, got {num_arms}")
-    g = jax.random.normal(key, (num_arms, dim), _float())
+    if arms not in SPHERE_ARMS:
+        raise ValueError(f"arms must be one of {SPHERE_ARMS}, got {arms!r}")
+    if arms == "sphere":
+        g = jax.random.normal(key, (num_arms, dim), _float())
+    else:
+        g = jax.random.uniform(key, (num_arms, dim), _float(), -1.0, 1.0)
     X = g / jnp.linalg.norm(g, axis=-1, keepdims=True)
     i, j = closest_pair(X)
     theta = X[i] + alpha * (X[j] - X[i])
@@ -245,21 +257,24 @@ def sphere_rage(key: jax.Array, num_arms: int, *, dim: int = 9, noise: float = 1
 
 
 def sphere_gse(key: jax.Array, num_arms: int, *, dim: int = 10,
-               noise: float = math.sqrt(10.0)) -> Instance:
+               noise: float = math.sqrt(10.0), arms: str = "sphere") -> Instance:
     """Seed 002 Sec 8.3 "randomized" instance (Fig. 3; from Tao et al. 2018 / Yang & Tan 2021):
     d = 10, theta = x_i + 0.01 (x_j - x_i) with (x_i, x_j) the two closest arms.
 
     Sec 8.3 does not state the noise; App. E.3 repeats "the same experiment ... but with
     sigma^2 = 1", so Sec 8.3 used another variance; we default to that of Sec 8.1, sigma^2 = 10
     (an assumption: pass ``noise`` to change it; ``sphere_odlinbai`` is the sigma^2 = 1 variant).
+    The released code's job script confirms sigma^2 = 10 for every synthetic experiment.
+    ``arms="cube"`` draws the arms as the released code does (see :func:`unit_sphere`).
     """
-    return unit_sphere(key, num_arms, dim, alpha=0.01, noise=noise)
+    return unit_sphere(key, num_arms, dim, alpha=0.01, noise=noise, arms=arms)
 
 
-def sphere_odlinbai(key: jax.Array, num_arms: int, *, dim: int = 10, noise: float = 1.0) -> Instance:
+def sphere_odlinbai(key: jax.Array, num_arms: int, *, dim: int = 10, noise: float = 1.0,
+                    arms: str = "sphere") -> Instance:
     """Seed 002 App. E.3 (Fig. 6): the Sec 8.3 sphere instance with sigma^2 = 1 (as Yang & Tan
-    2021), d = 10, theta = x_i + 0.01 (x_j - x_i)."""
-    return unit_sphere(key, num_arms, dim, alpha=0.01, noise=noise)
+    2021), d = 10, theta = x_i + 0.01 (x_j - x_i).  ``arms="cube"``: the released code's arms."""
+    return unit_sphere(key, num_arms, dim, alpha=0.01, noise=noise, arms=arms)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -360,17 +375,24 @@ def static_basis(gap: float = 0.1, *, d: int = 16, noise: float = 1.0) -> Instan
 # ------------------------------------------------------------------------------------------------
 # 7. logistic instance (seed 002 Sec 8.4)
 # ------------------------------------------------------------------------------------------------
-@_jit("num_arms", "dim")
-def logistic_gse(key: jax.Array, num_arms: int = 8, dim: int = 5) -> Instance:
+@_jit("num_arms", "dim", "theta_std")
+def logistic_gse(key: jax.Array, num_arms: int = 8, dim: int = 5, *,
+                 theta_std: float | None = None) -> Instance:
     """The logistic-bandit instance of seed 002 Sec 8.4 (Fig. 4), ``model="logistic"``.
 
     Arms i.i.d. uniform on [-0.5, 0.5]^d, theta ~ N(0, (3/d) I_d), rewards
     Bernoulli(sigmoid(x^T theta)).  Seed 002 uses K = 8 and d in {5, 7, 10, 12}.  ``noise`` is
     set to 1/2 (the sub-Gaussian scale of a Bernoulli reward); the logistic model ignores it.
+
+    ``theta_std``: the standard deviation of theta's coordinates, default sqrt(3 / d) (the text's
+    variance 3 / d); the released code draws ``normal(0, 3 / d)``, i.e. standard deviation 3 / d
+    (pass ``theta_std=3 / dim`` for its instances: smaller gaps, 0.77x the text's at d = 5,
+    0.5x at d = 12).
     """
     kx, kt = jax.random.split(key)
     X = jax.random.uniform(kx, (num_arms, dim), _float(), -0.5, 0.5)
-    theta = math.sqrt(3.0 / dim) * jax.random.normal(kt, (dim,), _float())
+    std = math.sqrt(3.0 / dim) if theta_std is None else float(theta_std)
+    theta = std * jax.random.normal(kt, (dim,), _float())
     return make_instance(X, theta, 0.5, model="logistic")
 
 
