@@ -32,7 +32,11 @@ Exactness of the scaling law (per algorithm, :class:`Case` ``equivariant``):
   so the phase schedule shifts by log2(sigma) rounds) and ALBA (e_s = 2^-s and c_0 = max(4 L^2, 3)
   in reward units).  For them the scaling check is a band: the mean stopping time at sigma must be
   within a factor ``APPROX_BAND`` of the unit-noise one (sigma ignored moves a sigma^2 phase size
-  9x at sigma = 3); its p-values are reported for information.
+  9x at sigma = 3); its p-values are reported for information.  Measured (500 runs): RAGE's ratios
+  are 0.92-1.00; ALBA's 1.21-1.28 at sigma = 1/2 and 0.22 at sigma = 3 (7.7k against 35.5k pulls at
+  delta = 0.05): ALBA fails the band.  There c_0 = max(4 L^2, 3 sigma^2) = 4 L^2 (L = ||theta|| =
+  2 sigma on the grid), so sigma enters only through the widths' noise term, and ALBA with
+  sigma = 1 or sqrt(3) at noise 3 stops at about the same time (6.6k) as with sigma = 3.
 
 Checks (:func:`calibration_row`), each at level ``ALPHA``:
 
