@@ -37,6 +37,12 @@ Exactness of the scaling law (per algorithm, :class:`Case` ``equivariant``):
   delta = 0.05): ALBA fails the band.  There c_0 = max(4 L^2, 3 sigma^2) = 4 L^2 (L = ||theta|| =
   2 sigma on the grid), so sigma enters only through the widths' noise term, and ALBA with
   sigma = 1 or sqrt(3) at noise 3 stops at about the same time (6.6k) as with sigma = 3.
+* none: ALBA.  Its constants are in reward units and read the signal bound L = ||theta||, so
+  (theta, sigma) and (theta / sigma, 1) are different problems for it, and the band above does not
+  hold (ratio 0.22 at sigma = 3).  Its rows keep the error check (0/500 errors at every sigma) and
+  the lower-bound check; the ratio to the unit-noise run is printed for information.  On this grid
+  the sigma mutations cannot move ALBA much (4 L^2 dominates c_0), so its mutation rows prove
+  nothing; the other algorithms' do.
 
 Checks (:func:`calibration_row`), each at level ``ALPHA``:
 
@@ -134,7 +140,7 @@ class Case:
     Attributes:
       label: row name.  instance: calibration instance name.
       make: ``make(delta, **options) -> Algorithm`` (options: ``sigma`` for the mutations).
-      equivariant: "exact" or "approximate" (module docstring).
+      equivariant: "exact", "approximate" or "none" (module docstring).
       error_check: False when correct by construction (Oracle, check="true_best").
       reference: the published key (instance, name) in :data:`PUBLISHED`, or None.
       max_steps: step cap (generous; capped runs fail the checks, they are never dropped).
@@ -186,8 +192,9 @@ def cases() -> list[Case]:
         Case("XY-static", H, lambda d: XYStatic(delta=d), max_steps=5_000),
         Case("XY-oracle", H, lambda d: XYOracle(delta=d), max_steps=20_000),
         Case("XY-adaptive", H, lambda d: XYAdaptive(delta=d), max_steps=400_000),
-        Case("ALBA", H, lambda d: ALBA(delta=d), equivariant="approximate", max_steps=20_000,
-             note="e_s = 2^-s, c_0 = max(4 L^2, 3) in reward units: scaling law approximate (band)"),
+        Case("ALBA", H, lambda d: ALBA(delta=d), equivariant="none", max_steps=20_000,
+             note="e_s = 2^-s and c_0 = max(4 L^2, 3 sigma^2), L = ||theta||, in reward units: not "
+                  "equivariant, the scaling check does not apply (error and lower-bound checks do)"),
         Case("LinGapE (greedy)", H, lambda d: gifa.LinGapE(d), max_steps=per_pull,
              note="Xu et al.: lambda = 1, determinant threshold"),
         Case("m-LinGapE (greedy)", H, lambda d: gifa.MLinGapE(1, d, selection="greedy", reg=REG), max_steps=per_pull),
@@ -276,6 +283,8 @@ def scaling_check(samples: np.ndarray, unit_samples: np.ndarray, equivariant: st
                p_scaling=min(1.0, 2.0 * min(p_welch, p_ks)))
     if equivariant == "exact":
         out["scaling_ok"] = out["p_scaling"] >= ALPHA
+    elif equivariant == "none":
+        out["scaling_ok"] = True  # reported for information only (module docstring)
     else:
         out["scaling_ok"] = 1.0 / APPROX_BAND <= out["ratio_to_unit"] <= APPROX_BAND
     return out
@@ -319,7 +328,7 @@ def calibration_row(case: Case, sigma: float, delta: float, samples, correct, st
         s = scaling_check(samples, unit_samples, case.equivariant)
         row.update(unit_mean=s["unit_mean"], ratio_to_unit=s["ratio_to_unit"], p_welch=s["p_welch"],
                    p_ks=s["p_ks"], p_scaling=s["p_scaling"],
-                   scaling=("exact" if case.equivariant == "exact" else f"band x{APPROX_BAND:g}"))
+                   scaling={"exact": "exact", "none": "n/a (info)"}.get(case.equivariant, f"band x{APPROX_BAND:g}"))
         if not s["scaling_ok"]:
             fails.append("scaling")
         if unit_capped:
