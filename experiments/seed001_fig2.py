@@ -24,8 +24,8 @@ averaged over the instances, largest certified relative gap):
   5   5.380e5 (1.9e5)      36 / 9e-9  1.143e5 (3.9e4)     1946 / 0.061
   6   1.026e6 (3.1e5)      48.7/0.089 1.111e5 (2.0e4)     2807 / 0.072
 
-(RAGE, ALBA and LinGapE are unchanged by issue 12 at unit noise: sigma = 1 reproduces them
-bitwise.)
+(RAGE and ALBA with their sigma option at unit noise reproduce their previous samples bitwise,
+so their rows were not rerun.)
 """
 from __future__ import annotations
 
