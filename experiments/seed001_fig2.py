@@ -13,6 +13,19 @@ run on the shared 2-core machine: at D = 4 (K = 16, d = 11) 100 replications ave
 and took 996 s, about 2e4 pulls per second; at D = 5 (K = 32, d = 16) a replication needs several
 times more pulls, each costing more (K^2 gap indices, a d = 16 solve), i.e. hours.  ``--reps``
 does not lift the cap; edit ``LINGAPE_MAX_D`` for a longer study.
+
+XY-static / XY-oracle use the certified design by default (:mod:`jaxbandits.algorithms.xy`).
+Measured (issue 12; 50 instances x 2 replications per D, mean (SE), no errors; design value
+averaged over the instances, largest certified relative gap):
+
+  D   XY-static            design     XY-oracle           design
+  3   36071 (7409)         16 / 0     20301 (4553)        446.3 / 0.002
+  4   3.064e5 (9.3e4)      24 / 3e-9  1.076e5 (3.7e4)     1975 / 0.028
+  5   5.380e5 (1.9e5)      36 / 9e-9  1.143e5 (3.9e4)     1946 / 0.061
+  6   1.026e6 (3.1e5)      48.7/0.089 1.111e5 (2.0e4)     2807 / 0.072
+
+(RAGE and ALBA with their sigma option at unit noise reproduce their previous samples bitwise,
+so their rows were not rerun.)
 """
 from __future__ import annotations
 
