@@ -5,7 +5,7 @@ import sys
 def main(argv=None) -> int:
     from experiments._runner import main as _main
 
-    return _main(argv)
+    return _main(argv, restart=True)
 
 
 if __name__ == "__main__":

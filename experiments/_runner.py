@@ -99,8 +99,12 @@ class Context:
     CSV_FIELDS = ["label", "seed", "instance", "rep", "samples", "steps", "correct", "stopped", "answer"]
 
     def __init__(self, name: str, reps: int | None, seed: int, out: Path, quick: bool, quiet: bool = False,
-                 started: float | None = None):
+                 started: float | None = None, restartable: bool = False):
         import jax
+
+        #: the process may be replaced by a fresh one (only the command-line entry point: a
+        #: caller in the same process, a test or a notebook, must never be exec'd away)
+        self.restartable = restartable
 
         self.name = name
         self.reps = reps
@@ -223,7 +227,7 @@ class Context:
         """Raise :class:`MappingsExhausted` when this process nears the kernel's limit on memory
         mappings (and has finished at least one configuration, so a restart makes progress)."""
         use = mapping_usage()
-        if use is None or self._simulated == 0:
+        if use is None or self._simulated == 0 or not self.restartable:
             return
         n, limit = use
         if n > MAPPINGS_FRACTION * limit:
@@ -329,7 +333,11 @@ def _restart(err: Exception, argv: list[str] | None, started: float | None = Non
     os.execv(sys.executable, [sys.executable, "-m", "experiments", *args])
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, restart: bool = False) -> int:
+    """Run an experiment.  ``restart=True`` (the command line, ``python -m experiments``) lets a
+    process that stalls or nears its memory-mapping limit replace itself with a fresh one that
+    resumes from disk; called as a function (tests, notebooks) the process is never replaced and
+    those errors propagate."""
     parser = argparse.ArgumentParser(prog="python -m experiments",
                                      description="Reproduce the seed papers' tables and figures.")
     parser.add_argument("name", nargs="?", help="experiment to run (omit to list them)")
@@ -365,13 +373,15 @@ def main(argv: list[str] | None = None) -> int:
     mod = importlib.import_module(f"experiments.{found[args.name]}")
     out = Path(args.out) if args.out else Path("results") / args.name
     ctx = Context(args.name, args.reps, args.seed, out, args.quick, args.quiet,
-                  started=os.environ.pop("JAXBANDITS_RUN_STARTED", None))
+                  started=os.environ.pop("JAXBANDITS_RUN_STARTED", None), restartable=restart)
     ctx.write_metadata(vars(args), "running")
     from jaxbandits.watchdog import StalledComputation
 
     try:
         mod.run(ctx)
     except (StalledComputation, MappingsExhausted) as e:
+        if not restart:
+            raise
         _restart(e, argv, ctx._started)
     ctx.write_metadata(vars(args), "done")
     ctx.log(f"[{args.name}] done in {time.time() - ctx._started:.1f}s; results in {out}/")

@@ -86,7 +86,12 @@ def test_runner_restarts_before_the_process_runs_out_of_memory_mappings(tmp_path
     if _runner.mapping_usage() is None:
         pytest.skip("no /proc/self/maps")
     monkeypatch.setenv("JAXBANDITS_MAX_MAP_COUNT", "1")
-    ctx = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True)
+    # a context that may not replace its process (a test, a notebook: main() called as a
+    # function) never raises: the caller's process is never exec'd away
+    quiet_ctx = _runner.Context("t", None, 3, tmp_path / "in-process", quick=True, quiet=True)
+    quiet_ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
+    quiet_ctx.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
+    ctx = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True, restartable=True)
     first = ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
     with pytest.raises(_runner.MappingsExhausted):
         ctx.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
