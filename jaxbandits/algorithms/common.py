@@ -49,6 +49,43 @@ def noise_scale(sigma, instance: Instance) -> jax.Array:
     return jnp.asarray(0.5, instance.arms.dtype)
 
 
+def require_linear_rewards(instance: Instance, name: str,
+                           hint: str = "use GSE with estimator='logistic' or a GLM algorithm") -> None:
+    """Refuse (``ValueError``) a reward model whose mean is not x^T theta.
+
+    The least-squares algorithms (seed 000 Sec 2, seed 001 Sec 1.1, seed 003 Sec 2) assume
+    r = x^T theta + eta with eta zero-mean sub-Gaussian.  Gaussian rewards satisfy it; Bernoulli
+    rewards do when every arm's mean x^T theta lies in [0, 1] (then eta is bounded,
+    1/2-sub-Gaussian); the logistic model (mean sigmoid(x^T theta)) and Bernoulli arms whose
+    x^T theta is clipped do not.  Host-side (``validate``), before anything is compiled.
+    """
+    import numpy as np
+
+    if instance.model == "logistic":
+        raise ValueError(
+            f"{name} assumes linear rewards r = x^T theta + sub-Gaussian noise; the logistic model's mean "
+            f"sigmoid(x^T theta) is not linear in theta ({hint})")
+    if instance.model == "bernoulli":
+        means = np.asarray(instance.arm_means())
+        if np.any(means < 0.0) or np.any(means > 1.0):
+            raise ValueError(
+                f"{name} assumes linear rewards; with Bernoulli rewards every arm mean x^T theta must "
+                f"lie in [0, 1] (got range [{means.min():.3g}, {means.max():.3g}], which the "
+                "environment clips, so the mean is no longer linear in theta)")
+
+
+def check_sigma(sigma) -> None:
+    """Refuse a non-positive or non-finite ``sigma`` option (None = the instance's noise scale).
+    A traced sigma (a dynamic field) is not checked."""
+    import numpy as np
+
+    if sigma is None or isinstance(sigma, jax.core.Tracer):
+        return
+    s = np.asarray(sigma)
+    if s.shape != () or not np.isfinite(s) or not s > 0:
+        raise ValueError(f"sigma must be a positive finite scalar (or None), got {sigma!r}")
+
+
 def init_stats(instance: Instance) -> LinearStats:
     K, d = instance.arms.shape
     dt = instance.arms.dtype

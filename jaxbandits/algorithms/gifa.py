@@ -80,6 +80,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome
 from jaxbandits.algorithms.common import argmax_fast, noise_scale
 from jaxbandits.algorithms.complexity import min_l1_representation
@@ -260,17 +261,10 @@ class GIFA(Algorithm):
             raise ValueError(f"sigma must be positive, got {self.sigma}")
         if self._linear() and self.reg is not None and not np.all(np.asarray(self.reg) > 0):
             raise ValueError(f"the regulariser lambda must be positive (V_t = lambda I + sum x x^T), got {self.reg}")
-        if instance.model == "logistic" and self._linear():
-            raise ValueError(
-                f"{self.name}: logistic rewards have mean sigmoid(x^T theta), not x^T theta; the linear gap "
-                "indices of seed 003 (least squares on a linear model) are not valid confidence bounds for them. "
-                "Use classical indices (LUCB, UGapE) or Gaussian / linear Bernoulli rewards")
-        if instance.model == "bernoulli":
-            means = np.asarray(instance.arm_means())
-            if np.any(means < 0.0) or np.any(means > 1.0):
-                raise ValueError(
-                    f"{self.name}: Bernoulli rewards need every mean x^T theta in [0, 1] (they are clipped "
-                    f"otherwise, and the clipped means are not linear); got range [{means.min():.3g}, {means.max():.3g}]")
+        if self._linear():
+            common.require_linear_rewards(instance, self.name, hint="use classical indices (LUCB, UGapE)")
+        elif instance.model == "bernoulli":
+            common.require_linear_rewards(instance, self.name)
 
     # -- pieces --------------------------------------------------------------------------------
     def _sigma(self, inst) -> jax.Array:

@@ -43,7 +43,7 @@ from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 import numpy as np
 
-from jaxbandits.algorithms.common import noise_scale, safe_cholesky
+from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky  # noqa: F401 (re-exported)
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
 
@@ -69,39 +69,6 @@ def with_cache(instances: Instance, cache) -> CachedInstance:
 def instance_cache(instance: Instance):
     """The cache attached by :func:`with_cache`, or None."""
     return getattr(instance, "cache", None)
-
-
-def require_linear_rewards(instance: Instance, name: str) -> None:
-    """Refuse (``ValueError``) a reward model whose mean is not x^T theta.
-
-    The seed 001 family (RAGE, the XY allocations, ALBA, the Oracle) estimates theta by least
-    squares and assumes r = x^T theta + eta with eta zero-mean sub-Gaussian (seed 001 Sec 1.1).
-    Gaussian rewards satisfy it; Bernoulli rewards do when every arm's mean x^T theta lies in
-    [0, 1] (then eta is bounded, 1/2-sub-Gaussian, as seed 001 Sec 5's Yahoo experiment argues);
-    the logistic model (mean sigmoid(x^T theta)) and Bernoulli arms whose x^T theta is clipped do
-    not.
-    """
-    if instance.model == "logistic":
-        raise ValueError(
-            f"{name} assumes linear rewards r = x^T theta + sub-Gaussian noise (seed 001 Sec 1.1); "
-            "the logistic model's mean sigmoid(x^T theta) is not linear in theta (use GSE with "
-            "estimator='logistic' or a GLM algorithm)")
-    if instance.model == "bernoulli":
-        means = np.asarray(instance.arm_means())
-        if np.any(means < 0.0) or np.any(means > 1.0):
-            raise ValueError(
-                f"{name} assumes linear rewards; with Bernoulli rewards every arm mean x^T theta must "
-                f"lie in [0, 1] (got range [{means.min():.3g}, {means.max():.3g}], which the "
-                "environment clips, so the mean is no longer linear in theta)")
-
-
-def check_sigma(sigma) -> None:
-    """Refuse a non-positive or non-finite ``sigma`` option (None = the instance's noise scale)."""
-    if sigma is None:
-        return
-    s = np.asarray(sigma)
-    if s.shape != () or not np.isfinite(s) or not s > 0:
-        raise ValueError(f"sigma must be a positive finite scalar (or None), got {sigma!r}")
 
 
 def map_instances(obj, method: str, instances: Instance):

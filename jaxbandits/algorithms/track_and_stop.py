@@ -400,16 +400,7 @@ class LazyTrackAndStop(Algorithm):
         eta sigma-sub-Gaussian for Prop 2): logistic rewards, and Bernoulli rewards whose means
         x^T theta leave [0, 1] (then clipped, hence not linear)."""
         super().validate(instance)
-        if instance.model == "logistic":
-            raise ValueError("LazyTrackAndStop needs linear rewards (seed 000 Sec 2: r = mu^T a + noise); "
-                             "the logistic model is not linear in theta: use a GLM algorithm (e.g. GSE "
-                             "with estimator='logistic')")
-        if instance.model == "bernoulli":
-            means = jax.device_get(instance.arms @ instance.theta)
-            if not (means.min() >= 0.0 and means.max() <= 1.0):
-                raise ValueError("LazyTrackAndStop with Bernoulli rewards needs every mean x^T theta in "
-                                 f"[0, 1] (otherwise they are clipped and not linear); got range "
-                                 f"[{float(means.min()):.3g}, {float(means.max()):.3g}]")
+        common.require_linear_rewards(instance, "LazyTrackAndStop")
         if isinstance(self.sigma, (int, float)) and not self.sigma > 0.0:  # host-side; a traced sigma is not checked
             raise ValueError(f"sigma must be positive, got {self.sigma}")
 
