@@ -59,10 +59,10 @@ def numpy_uniform_glr(X, theta, sigma, delta, rng, max_steps=10**7):
 
 def make_algorithm(name: str):
     if name == "uniform":
-        from jaxbandits.algorithms.uniform import UniformGLR
+        from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR
 
         return UniformGLR(delta=0.05)
-    from jaxbandits.algorithms.track_and_stop import LazyTrackAndStop
+    from jaxbandits.algorithms.fixed_confidence.track_and_stop import LazyTrackAndStop
 
     return LazyTrackAndStop(delta=0.05, averaging=False)
 

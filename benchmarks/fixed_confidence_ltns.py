@@ -53,8 +53,8 @@ def main(argv=None):
 
     import jaxbandits  # noqa: F401
     from jaxbandits.algorithms import common
-    from jaxbandits.algorithms.oracle import Oracle
-    from jaxbandits.algorithms.track_and_stop import LazyTrackAndStop
+    from jaxbandits.algorithms.fixed_confidence.oracle import Oracle
+    from jaxbandits.algorithms.fixed_confidence.track_and_stop import LazyTrackAndStop
     from jaxbandits.design import characteristic_time, lower_bound
     from jaxbandits.engine import simulate
     from jaxbandits.instances import seeds

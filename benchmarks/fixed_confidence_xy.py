@@ -13,7 +13,7 @@ this kind of machine (issue 3: XY-adaptive ~26 s on (i); RAGE ~1.3 s and XY-stat
 (ii)).  XY-adaptive on (ii) would need the M(M-1)/2 ~ 5e5 pair directions at every greedy pull;
 the paper does not run it there either ("we omit it from the remaining experiments").
 
-LinGapE (the GIFA m = 1 assembly of :mod:`jaxbandits.algorithms.gifa`, "optimized" selection as
+LinGapE (the GIFA m = 1 assembly of :mod:`jaxbandits.algorithms.top_m.gifa`, "optimized" selection as
 in seed 001 App F) runs on (i) and (ii); its (ii) runs and XY-adaptive's take ~700k pulls per
 replication on (i), so ``--slow-reps`` (default 100) replications are timed for them there.
 
@@ -52,11 +52,11 @@ def main(argv=None):
     import jaxbandits  # noqa: F401
     import time
 
-    from jaxbandits.algorithms.alba import ALBA
-    from jaxbandits.algorithms.gifa import LinGapE
+    from jaxbandits.algorithms.fixed_confidence.alba import ALBA
+    from jaxbandits.algorithms.top_m.gifa import LinGapE
     from jaxbandits.instances.base import as_batch
-    from jaxbandits.algorithms.rage import RAGE
-    from jaxbandits.algorithms.xy import XYAdaptive, XYStatic
+    from jaxbandits.algorithms.fixed_confidence.rage import RAGE
+    from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYStatic
     from jaxbandits.engine import simulate
     from jaxbandits.instances import seeds
 

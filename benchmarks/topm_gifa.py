@@ -51,7 +51,7 @@ def main(argv=None):
     import jax
 
     import jaxbandits  # noqa: F401
-    from jaxbandits.algorithms import gifa
+    from jaxbandits.algorithms.top_m import gifa
     from jaxbandits.engine import simulate
     from jaxbandits.instances.seeds import topm_classic, topm_random_gaussian
 

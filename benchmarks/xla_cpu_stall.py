@@ -266,8 +266,8 @@ def engine_program(workload: str, lanes: int, chunk: int, stall_timeout: float):
     """The library's engine: one small-chunk simulate() per call (guarded inside simulate)."""
     import jax
 
-    from jaxbandits.algorithms.gse import GSE
-    from jaxbandits.algorithms.regret import LinUCB
+    from jaxbandits.algorithms.fixed_budget.gse import GSE
+    from jaxbandits.algorithms.fixed_budget.regret import LinUCB
     from jaxbandits.engine import simulate
     from jaxbandits.instances import seeds
 

@@ -216,7 +216,7 @@ def lts_threshold_prediction(X, lam, t_star, alg, n_sets=200, seed=0):
     import jax
     import numpy as np
 
-    from jaxbandits.algorithms.track_and_stop import random_spanning_set
+    from jaxbandits.algorithms.fixed_confidence.track_and_stop import random_spanning_set
 
     X = np.asarray(X)
     d = X.shape[1]
@@ -244,8 +244,8 @@ def run(ctx):
     import jax.numpy as jnp
     import numpy as np
 
-    from jaxbandits.algorithms.rage import RAGE
-    from jaxbandits.algorithms.track_and_stop import LazyTrackAndStop
+    from jaxbandits.algorithms.fixed_confidence.rage import RAGE
+    from jaxbandits.algorithms.fixed_confidence.track_and_stop import LazyTrackAndStop
     from jaxbandits.design import characteristic_time, kl_bernoulli, lower_bound, oracle_allocation
     from jaxbandits.instances.base import make_instance
     from jaxbandits.watchdog import run_guarded

@@ -71,7 +71,7 @@ def run(ctx):
     import numpy as np
     import optax
 
-    from jaxbandits.algorithms.rage import RAGE
+    from jaxbandits.algorithms.fixed_confidence.rage import RAGE
     from jaxbandits.design.differentiable import psi_star
     from jaxbandits.instances.base import make_instance, stack
     from jaxbandits.watchdog import run_guarded

@@ -1,7 +1,7 @@
 """Seed 000 Table 1 (Jedra & Proutiere 2020, Sec 5): sample complexity on the many-arms instance,
 K in {1000, 2500, 5000, 7500}, delta = 0.05, unit Gaussian noise.
 
-Rows, paper text and released code side by side (:mod:`jaxbandits.algorithms.track_and_stop`,
+Rows, paper text and released code side by side (:mod:`jaxbandits.algorithms.fixed_confidence.track_and_stop`,
 ``PAPER_TEXT`` / ``RELEASED_CODE``):
 
 * ``LT&S (no averaging) [paper]``, ``LT&S [paper]``: :meth:`LazyTrackAndStop.paper`, the text's
@@ -10,7 +10,7 @@ Rows, paper text and released code side by side (:mod:`jaxbandits.algorithms.tra
 * ``LT&S (no averaging) [code]``, ``LT&S [code]``: :meth:`LazyTrackAndStop.released_code`, the
   authors' code (A_0's Gram matrix as a reward-free prior, u = 0.1, beta(delta, t), Frank-Wolfe
   restarted from uniform);
-* RAGE (when :mod:`jaxbandits.algorithms.rage` exists; 20 replications as in the paper, since its
+* RAGE (when :mod:`jaxbandits.algorithms.fixed_confidence.rage` exists; 20 replications as in the paper, since its
   XY design over all M^2 item pairs dominates the run time; ``JAXBANDITS_TABLE1_RAGE=0`` leaves
   it out) and the Oracle (the released XY_ORACLE configuration that produced the table's Oracle
   row, :meth:`Oracle.released_code`).
@@ -102,8 +102,8 @@ DIFFERENCE = ("[paper] vs [code]: same sampling rule; [code] adds A_0's Gram mat
 
 
 def algorithms(delta=DELTA, quick=False):
-    from jaxbandits.algorithms.oracle import Oracle
-    from jaxbandits.algorithms.track_and_stop import LazyTrackAndStop
+    from jaxbandits.algorithms.fixed_confidence.oracle import Oracle
+    from jaxbandits.algorithms.fixed_confidence.track_and_stop import LazyTrackAndStop
 
     out = {
         "LT&S (no averaging) [paper]": LazyTrackAndStop.paper(delta=delta, averaging=False),
@@ -114,7 +114,7 @@ def algorithms(delta=DELTA, quick=False):
     }
     if os.environ.get("JAXBANDITS_TABLE1_RAGE", "1") != "0":
         try:
-            from jaxbandits.algorithms.rage import RAGE
+            from jaxbandits.algorithms.fixed_confidence.rage import RAGE
             out["RAGE"] = RAGE(delta=delta)
         except ImportError:
             pass

@@ -7,12 +7,12 @@ at delta = 0.05, unit Gaussian noise, on
   (d) the transductive example (X = {e_i}, Z of d items), over d.
 
 Algorithms as in the paper: RAGE, XY-adaptive (panel a only, as the paper), LinGapE (as analysed,
-"optimized" selection, App F; panels a-c when :mod:`jaxbandits.algorithms.gifa` is present), ALBA
+"optimized" selection, App F; panels a-c when :mod:`jaxbandits.algorithms.top_m.gifa` is present), ALBA
 (panels a-c; X = Z only), XY-static, XY-oracle.  Every row reports the lower bound
 sigma^2 T*(theta) kl(delta, 1 - delta) (averaged over the random instances), the mean with its
 standard error and standard deviation, and the error rate with its Clopper-Pearson interval.
 XY-static and XY-oracle use the certified design by default (the better of App F's Frank-Wolfe
-and the certified solver; :mod:`jaxbandits.algorithms.xy`); their rows carry the design's value
+and the certified solver; :mod:`jaxbandits.algorithms.fixed_confidence.xy`); their rows carry the design's value
 and certified relative gap (mean over the instances).  Panel (d) also runs App F's Frank-Wolfe
 design alone ("[App F FW]", as the paper did: it stops on a 1 % change of lambda and leaves
 arms at weight ~5e-5 that the XY-oracle must wait for) and the XY-oracle with App B rounding
@@ -60,9 +60,9 @@ SLOW_MAX_K_C = 250
 
 def algorithms(names, delta=DELTA):
     """name -> configured algorithm (LinGapE only when gifa.py provides it)."""
-    from jaxbandits.algorithms.alba import ALBA
-    from jaxbandits.algorithms.rage import RAGE
-    from jaxbandits.algorithms.xy import XYAdaptive, XYOracle, XYStatic
+    from jaxbandits.algorithms.fixed_confidence.alba import ALBA
+    from jaxbandits.algorithms.fixed_confidence.rage import RAGE
+    from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYOracle, XYStatic
 
     out = {}
     for n in names:
@@ -84,7 +84,7 @@ def algorithms(names, delta=DELTA):
             out[n] = XYOracle(delta=delta, gamma=1.1, sampling="round")
         elif n == "LinGapE":
             try:
-                from jaxbandits.algorithms.gifa import LinGapE
+                from jaxbandits.algorithms.top_m.gifa import LinGapE
             except ImportError:
                 continue
             out[n] = LinGapE(delta=delta, selection="optimized")

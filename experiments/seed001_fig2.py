@@ -14,7 +14,7 @@ and took 996 s, about 2e4 pulls per second; at D = 5 (K = 32, d = 16) a replicat
 times more pulls, each costing more (K^2 gap indices, a d = 16 solve), i.e. hours.  ``--reps``
 does not lift the cap; edit ``LINGAPE_MAX_D`` for a longer study.
 
-XY-static / XY-oracle use the certified design by default (:mod:`jaxbandits.algorithms.xy`).
+XY-static / XY-oracle use the certified design by default (:mod:`jaxbandits.algorithms.fixed_confidence.xy`).
 Measured (issue 12; 50 instances x 2 replications per D, mean (SE), no errors; design value
 averaged over the instances, largest certified relative gap):
 

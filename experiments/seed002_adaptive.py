@@ -32,7 +32,7 @@ def roster(names, budget: int, num_arms: int, dim: int, *, lingape_deltas=None, 
     """(name, algorithm, max_steps) for seed 002 Sec 8's algorithm names.
 
     ``BayesGap-M[released]`` / ``BayesGap-exp[released]``: BayesGap as the authors' code runs it
-    (:func:`jaxbandits.algorithms.bayesgap.released_config`), with ``released_noise_var`` as its
+    (:func:`jaxbandits.algorithms.fixed_budget.bayesgap.released_config`), with ``released_noise_var`` as its
     sigma^2 when given (the code's 10 on the Bernoulli instance of Sec 8.4).
 
     GSE-Lin = uniform exploration, GSE-Lin-FWG / -Greedy / -Wynn = the G-optimal allocations,
@@ -40,11 +40,11 @@ def roster(names, budget: int, num_arms: int, dim: int, *, lingape_deltas=None, 
     kernels (App E.1); LinGapE is expanded into one entry per delta of the grid (App F: the best
     is reported, see :func:`best_of_grid`).
     """
-    from jaxbandits.algorithms.bayesgap import BayesGap, released_config
-    from jaxbandits.algorithms.gse import GSE
-    from jaxbandits.algorithms.od_linbai import ODLinBAI
-    from jaxbandits.algorithms.peace import Peace
-    from jaxbandits.algorithms.regret import LINGAPE_DELTA_GRID, UCBGLM, LinUCB, lingape_budgeted, ucbglm_released
+    from jaxbandits.algorithms.fixed_budget.bayesgap import BayesGap, released_config
+    from jaxbandits.algorithms.fixed_budget.gse import GSE
+    from jaxbandits.algorithms.fixed_budget.od_linbai import ODLinBAI
+    from jaxbandits.algorithms.fixed_budget.peace import Peace
+    from jaxbandits.algorithms.fixed_budget.regret import LINGAPE_DELTA_GRID, UCBGLM, LinUCB, lingape_budgeted, ucbglm_released
 
     B, K = int(budget), int(num_arms)
     out = []

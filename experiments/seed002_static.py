@@ -7,7 +7,7 @@ Delta in {0.01, 0.03, 0.05, 0.1, 0.3} (its ``delta_s5`` grid), B = 20 K = 320.  
 sweep this module ran before, sigma = 1 and Delta in {0.1, ..., 1.0}: ten times the signal-to-noise
 ratio, where every algorithm reaches accuracy ~1 at large Delta (BayesGap-exp .995 and LinGapE
 1.000 at Delta = 1 in the earlier default run).  ``BayesGap-exp[released]`` is BayesGap as the
-authors' code configures it (:func:`jaxbandits.algorithms.bayesgap.released_config`)."""
+authors' code configures it (:func:`jaxbandits.algorithms.fixed_budget.bayesgap.released_config`)."""
 from __future__ import annotations
 
 import math

@@ -10,7 +10,7 @@ Every algorithm runs twice, side by side:
 
 * ``paper``: Algorithm 1 as printed (stop on B_{c_t, b_t}(t) with the pair chosen from the
   current data, eq. (2) with tail sqrt(lambda) S / sigma);
-* ``released code``: :meth:`jaxbandits.algorithms.gifa.GIFA.released_code`, the two behaviours of
+* ``released code``: :meth:`jaxbandits.algorithms.top_m.gifa.GIFA.released_code`, the two behaviours of
   github.com/clreda/linear-top-m that change the numbers: tau_LUCB checked on the pair chosen
   *before* the pull (B_{c_{t-1}, b_{t-1}}(t)) and the tail lambda S / sigma (Code/betas.py).
 
@@ -146,7 +146,7 @@ def run_setting(ctx, tag, inst, algs, reps, ref=None, max_steps=2_000_000):
 
 
 def run(ctx):
-    from jaxbandits.algorithms import gifa
+    from jaxbandits.algorithms.top_m import gifa
     from jaxbandits.instances.seeds import topm_classic, topm_hard_top1
     reps = ctx.n_reps(500, 20)
     delta = 0.05

@@ -21,7 +21,7 @@ well-specified stand-in for the paper's simulator).  Settings otherwise as Sec 5
 epsilon = 0, lambda = sigma/20, heuristic threshold as the paper used for Fig. 1(c)).
 Algorithms of Table 3 column (1)c: m-LinGapE (greedy, optimized), LinGIFA (largest variance,
 greedy), LUCB (largest variance, sampling both arms).  Each runs as in the paper (Algorithm 1) and
-as in the released code (:meth:`~jaxbandits.algorithms.gifa.GIFA.released_code`; with the heuristic
+as in the released code (:meth:`~jaxbandits.algorithms.top_m.gifa.GIFA.released_code`; with the heuristic
 threshold only its pre-pull stopping pair matters), rows side by side; there are no reference
 numbers for this stand-in instance.
 
@@ -61,7 +61,7 @@ def stocks_table():
 
 
 def algorithms(m, delta, threshold="heuristic"):
-    from jaxbandits.algorithms import gifa
+    from jaxbandits.algorithms.top_m import gifa
     return [gifa.MLinGapE(m, delta, selection="greedy", threshold=threshold),
             gifa.MLinGapE(m, delta, selection="optimized", threshold=threshold),
             gifa.LinGIFA(m, delta, selection="largest_variance", threshold=threshold),

@@ -5,7 +5,7 @@
 Paper (Table 3): every error is 0.0 except m-LinGapE (greedy) on Fig. 1(b): 0.044.  Those numbers
 come from the released code's runs, so every algorithm is run twice, side by side: ``paper``
 (Algorithm 1: stopping on the pair chosen from the current data, eq. (2) tail sqrt(lambda) S / sigma)
-and ``released code`` (:meth:`~jaxbandits.algorithms.gifa.GIFA.released_code`: stopping on the pair
+and ``released code`` (:meth:`~jaxbandits.algorithms.top_m.gifa.GIFA.released_code`: stopping on the pair
 chosen before the pull, tail lambda S / sigma).  The 0.044 is a property of the released stopping
 rule: measured (seed003_fig1, 500 runs) 25/500 errors in released-code mode, 0/500 in paper mode.
 """
@@ -24,7 +24,7 @@ PAPER.update({("1b", "m-LinGapE (greedy)"): 0.044, ("1b", "LinGIFA (greedy)"): 0
 
 
 def run(ctx):
-    from jaxbandits.algorithms import gifa
+    from jaxbandits.algorithms.top_m import gifa
     from jaxbandits.instances.seeds import topm_classic, topm_hard_top1
     from jaxbandits.stats import clopper_pearson
     reps = ctx.n_reps(500, 20)

@@ -3,7 +3,7 @@ H(m-LinGapE optimized) <= H(UGapE), for every (D, K, m, N) column, next to the p
 
 Instances: :func:`jaxbandits.instances.seeds.topm_random_gaussian` (theta = e_1; the released
 code's spectral normalisation, under which D has no effect; ``normalize="columns"`` is the text's
-reading and is also reported).  Constants: :mod:`jaxbandits.algorithms.complexity` with
+reading and is also reported).  Constants: :mod:`jaxbandits.algorithms.top_m.complexity` with
 epsilon = 0 and sigma = 1 (the released code compares H_LinGapE < 2 H_UGapE / sigma^2 with
 sigma = 1, i.e. Table 2's constants with sigma = 1).  Every w*(i, j) is an exact LP solution
 (batched simplex); instances whose LPs did not converge are counted and excluded (none expected).
@@ -64,7 +64,7 @@ def _constants(X, theta, m):
     from one instance at a time waste less than one big batch, and the tableaux stay in cache."""
     import jax
 
-    from jaxbandits.algorithms import complexity as cx
+    from jaxbandits.algorithms.top_m import complexity as cx
     f = _cache.get(m)
     if f is None:
         f = jax.jit(lambda X, th: jax.lax.map(lambda x: cx.complexity_constants(x, th, m, 0.0, 1.0), X))

@@ -6,7 +6,7 @@ import pytest
 
 import jaxbandits  # noqa: F401  (float64)
 from jaxbandits import design
-from jaxbandits.algorithms.alba import ALBA, span_mask
+from jaxbandits.algorithms.fixed_confidence.alba import ALBA, span_mask
 from jaxbandits.engine import simulate
 from jaxbandits.instances import seeds
 from jaxbandits.instances.base import make_instance

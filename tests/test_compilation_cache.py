@@ -7,7 +7,7 @@ import sys, jax, jax.numpy as jnp
 from jaxbandits import compilation_cache, engine
 compilation_cache.enable(sys.argv[1], min_compile_seconds=0.0)
 from jaxbandits.instances.base import make_instance
-from jaxbandits.algorithms.uniform import UniformGLR
+from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR
 inst = make_instance(jnp.eye(2), jnp.array([1.0, 0.5]), 1.0)
 r = engine.simulate(UniformGLR(delta=0.1), inst, jax.random.key(0), 4, 50)
 print(r.compile_time)

@@ -6,7 +6,7 @@ import pytest
 from scipy.optimize import linprog
 
 import jaxbandits  # noqa: F401  (float64)
-from jaxbandits.algorithms import complexity as cx
+from jaxbandits.algorithms.top_m import complexity as cx
 from jaxbandits.instances.seeds import topm_random_gaussian
 
 

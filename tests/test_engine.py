@@ -11,7 +11,7 @@ import pytest
 
 import jaxbandits as jb
 from jaxbandits import engine
-from jaxbandits.algorithms.uniform import UniformGLR
+from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR
 from jaxbandits.engine import simulate
 from jaxbandits.stats import binomial_test_upper
 
@@ -51,7 +51,7 @@ def test_results_identical_on_two_devices(tmp_path):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import jax, numpy as np
         from test_engine import two_instances
-        from jaxbandits.algorithms.uniform import UniformGLR
+        from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR
         from jaxbandits.engine import simulate
         assert len(jax.devices()) == 2
         r = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5, lanes=9)

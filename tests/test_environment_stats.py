@@ -102,6 +102,6 @@ def test_summarize_error_rate_na_when_correct_by_construction():
 
 def test_oracle_true_best_reports_error_na():
     """The released Oracle check returns the true z*: its results say so instead of "0 errors"."""
-    from jaxbandits.algorithms.oracle import Oracle
+    from jaxbandits.algorithms.fixed_confidence.oracle import Oracle
     assert Oracle.released_code().correct_by_construction
     assert not Oracle().correct_by_construction

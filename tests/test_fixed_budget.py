@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import jaxbandits  # noqa: F401
-from jaxbandits.algorithms.bayesgap import BayesGap, feature_map, kernel_matrix
-from jaxbandits.algorithms.gse import GSE
-from jaxbandits.algorithms.od_linbai import ODLinBAI, od_linbai_schedule
-from jaxbandits.algorithms.peace import Peace, gaussian_width_objective, peace_allocation
-from jaxbandits.algorithms.regret import LinUCB, UCBGLM, lingape_budgeted
+from jaxbandits.algorithms.fixed_budget.bayesgap import BayesGap, feature_map, kernel_matrix
+from jaxbandits.algorithms.fixed_budget.gse import GSE
+from jaxbandits.algorithms.fixed_budget.od_linbai import ODLinBAI, od_linbai_schedule
+from jaxbandits.algorithms.fixed_budget.peace import Peace, gaussian_width_objective, peace_allocation
+from jaxbandits.algorithms.fixed_budget.regret import LinUCB, UCBGLM, lingape_budgeted
 from jaxbandits.design.core import null_projector
 from jaxbandits.engine import programs_compiled, simulate
 from jaxbandits.instances import seeds
@@ -281,7 +281,7 @@ def _bayesgap_pick_reference(mean, var, budget, K, s2, kappa, eta, eps, rule):
 
 @pytest.mark.parametrize("rule", ["hoffman", "released"])
 def test_bayesgap_round_matches_numpy_reference(rule):
-    from jaxbandits.algorithms.bayesgap import BayesGap as BG, released_config
+    from jaxbandits.algorithms.fixed_budget.bayesgap import BayesGap as BG, released_config
 
     inst = seeds.unit_sphere(jax.random.key(3), 7, 4, alpha=0.01, noise=2.0)
     alg = released_config(60) if rule == "released" else BG(budget=60, kernel="matern", length_scale=2.0)
@@ -301,7 +301,7 @@ def test_bayesgap_round_matches_numpy_reference(rule):
 
 
 def test_ucb_glm_squared_width_matches_reference():
-    from jaxbandits.algorithms.regret import _ucb_pick, ucbglm_released
+    from jaxbandits.algorithms.fixed_budget.regret import _ucb_pick, ucbglm_released
 
     X = jax.random.normal(jax.random.key(0), (9, 3))
     theta = jnp.array([0.3, -0.2, 0.1])

@@ -10,7 +10,7 @@ import pytest
 from scipy.optimize import linprog
 
 import jaxbandits  # noqa: F401  (float64)
-from jaxbandits.algorithms import gifa
+from jaxbandits.algorithms.top_m import gifa
 from jaxbandits.algorithms.base import is_correct
 from jaxbandits.instances.base import make_instance
 from jaxbandits.instances.seeds import topm_classic

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import jaxbandits  # noqa: F401  (float64)
-from jaxbandits.algorithms.glm import logistic_mle
-from jaxbandits.algorithms.gse import (GSE, halving_schedule, projected_least_squares, round_allocation,
+from jaxbandits.algorithms.fixed_budget.glm import logistic_mle
+from jaxbandits.algorithms.fixed_budget.gse import (GSE, halving_schedule, projected_least_squares, round_allocation,
                                        stage_budgets, theorem_4_1_bound, design_counts)
 from jaxbandits.design.core import inverse_design, null_projector, quad_norms
 from jaxbandits.engine import simulate
@@ -191,7 +191,7 @@ def test_logistic_gse_beats_linear_gse_on_logistic_instance():
 def test_descending_rank_matches_stable_sort_with_ties():
     """keep_top / uniform_allocation rank by pairwise comparisons for K <= 128 and by a sort
     above: both must equal the inverse of a stable descending argsort (ties, -inf for dead arms)."""
-    from jaxbandits.algorithms.gse import descending_rank, keep_top
+    from jaxbandits.algorithms.fixed_budget.gse import descending_rank, keep_top
     rng = np.random.default_rng(0)
     for K in (5, 64, 200):
         for _ in range(10):

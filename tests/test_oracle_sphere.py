@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import jaxbandits  # noqa: F401  (float64)
-from jaxbandits.algorithms.oracle import Oracle
-from jaxbandits.algorithms.sphere import SphereBAI, direction_regret, sphere_instance, sphere_lower_bound
+from jaxbandits.algorithms.fixed_confidence.oracle import Oracle
+from jaxbandits.algorithms.fixed_confidence.sphere import SphereBAI, direction_regret, sphere_instance, sphere_lower_bound
 from jaxbandits.design import lower_bound
 from jaxbandits.engine import simulate
 from jaxbandits.instances import seeds
@@ -62,7 +62,7 @@ def test_rage_table1_k1000_matches_paper():
     """Seed 000 Table 1, K = 1000: RAGE mean 1148.45 with standard error 49.82 (20 runs; std about
     223) on the released code's instance generator; 2 instances x 2 reps, so a mean off by more
     than ~3 x 120 fails."""
-    from jaxbandits.algorithms.rage import RAGE
+    from jaxbandits.algorithms.fixed_confidence.rage import RAGE
 
     inst = seeds.batch(seeds.many_arms_code, jax.random.PRNGKey(44), 2, num_arms=1000)
     r = simulate(RAGE(delta=0.05), inst, jax.random.PRNGKey(3), 2, 60)

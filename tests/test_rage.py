@@ -10,7 +10,7 @@ import pytest
 
 import jaxbandits  # noqa: F401  (float64)
 from jaxbandits import design
-from jaxbandits.algorithms.rage import RAGE, rage_phase_size
+from jaxbandits.algorithms.fixed_confidence.rage import RAGE, rage_phase_size
 from jaxbandits.engine import simulate
 from jaxbandits.instances import seeds
 from jaxbandits.instances.base import make_instance
@@ -84,7 +84,7 @@ def test_fast_elimination_and_compacted_design_match_reference():
     # (unbatched and under vmap, where the custom_vmap rule picks one bucket for every lane),
     # and the compacted XY design equals the masked full solve (same pair order, same iterates).
     from jaxbandits.algorithms.common import safe_cholesky
-    from jaxbandits.algorithms.rage import (compacted_xy_design, eliminate, eliminate_all_pairs,
+    from jaxbandits.algorithms.fixed_confidence.rage import (compacted_xy_design, eliminate, eliminate_all_pairs,
                                             item_buckets)
     from jaxbandits.design import minimax
 
@@ -170,9 +170,9 @@ def test_phase_size_scales_with_sigma_squared():
 
 
 def test_validate_refuses_nonlinear_rewards_and_bad_sigma():
-    from jaxbandits.algorithms.alba import ALBA
-    from jaxbandits.algorithms.oracle import Oracle
-    from jaxbandits.algorithms.xy import XYAdaptive, XYOracle, XYStatic
+    from jaxbandits.algorithms.fixed_confidence.alba import ALBA
+    from jaxbandits.algorithms.fixed_confidence.oracle import Oracle
+    from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYOracle, XYStatic
 
     X = jnp.eye(2)
     logistic = make_instance(X, jnp.array([0.5, 0.2]), model="logistic")

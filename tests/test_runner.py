@@ -9,7 +9,7 @@ import numpy as np
 
 import jaxbandits as jb
 from experiments import _runner
-from jaxbandits.algorithms.uniform import UniformGLR
+from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR
 
 
 def _inst():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxbandits  # noqa: F401  (float64)
-from jaxbandits.algorithms.track_and_stop import (LazyTrackAndStop, glr_statistic_inv, inverse_gram,
+from jaxbandits.algorithms.fixed_confidence.track_and_stop import (LazyTrackAndStop, glr_statistic_inv, inverse_gram,
                                                   random_spanning_set, solve_where)
 from jaxbandits.algorithms import common
 from jaxbandits.design import lower_bound, oracle_allocation
@@ -121,7 +121,7 @@ def test_proportions_approach_optimal_allocation():
 def test_paper_frank_wolfe_matches_general_solver():
     """The fast Frank-Wolfe of LT&S gives the iterates of oracle_allocation(method="paper")
     (same stopping iteration, same thresholded allocation) from a warm start, d = 3."""
-    from jaxbandits.algorithms.track_and_stop import paper_frank_wolfe
+    from jaxbandits.algorithms.fixed_confidence.track_and_stop import paper_frank_wolfe
     key = jax.random.PRNGKey(3)
     K, d = 40, 3
     X = jax.random.normal(key, (K, d))
@@ -208,7 +208,7 @@ def test_averaging_barely_matters_on_table1_instance():
 # paper text vs released code; sigma; validate
 # ------------------------------------------------------------------------------------------------
 def test_paper_and_released_configurations():
-    from jaxbandits.algorithms.track_and_stop import PAPER_TEXT, RELEASED_CODE
+    from jaxbandits.algorithms.fixed_confidence.track_and_stop import PAPER_TEXT, RELEASED_CODE
     assert LazyTrackAndStop.paper() == LazyTrackAndStop()
     rc = LazyTrackAndStop.released_code(delta=0.1, averaging=False)
     for k, v in RELEASED_CODE.items():

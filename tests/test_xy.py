@@ -7,7 +7,7 @@ import pytest
 
 import jaxbandits  # noqa: F401  (float64)
 from jaxbandits import design
-from jaxbandits.algorithms.xy import XYAdaptive, XYOracle, XYStatic, certified_best
+from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYOracle, XYStatic, certified_best
 from jaxbandits.algorithms.common import safe_cholesky
 from jaxbandits.engine import simulate
 from jaxbandits.instances import seeds
@@ -70,7 +70,7 @@ def test_validation():
 def test_multinomial_on_support():
     # Counts sum to n, vanish off the support, have the multinomial mean (checked against the
     # standard error), and a lane's draw does not depend on the other lanes (bucket size).
-    from jaxbandits.algorithms.xy import multinomial_on_support
+    from jaxbandits.algorithms.fixed_confidence.xy import multinomial_on_support
 
     K = 40
     p = jnp.zeros(K).at[jnp.array([3, 17, 30])].set(jnp.array([0.5, 0.3, 0.2]))

@@ -8,17 +8,17 @@ Top-m (seed 003): the :class:`GIFA` framework and its assemblies ``LUCB``, ``UGa
 Fixed budget (seed 002): :class:`GSE`, :class:`ODLinBAI`, :class:`BayesGap`, :class:`Peace`,
 :class:`LinUCB`, :class:`UCBGLM`, :class:`BudgetCapped`.
 """
-from jaxbandits.algorithms.alba import ALBA  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.alba import ALBA  # noqa: F401
 from jaxbandits.algorithms.base import Algorithm, Outcome, is_correct  # noqa: F401
-from jaxbandits.algorithms.bayesgap import BayesGap  # noqa: F401
-from jaxbandits.algorithms.gifa import GIFA, LUCB, LinGapE, LinGIFA, MLinGapE, UGapE  # noqa: F401
-from jaxbandits.algorithms.gse import GSE  # noqa: F401
-from jaxbandits.algorithms.od_linbai import ODLinBAI  # noqa: F401
-from jaxbandits.algorithms.oracle import Oracle  # noqa: F401
-from jaxbandits.algorithms.peace import Peace  # noqa: F401
-from jaxbandits.algorithms.rage import RAGE  # noqa: F401
-from jaxbandits.algorithms.regret import BudgetCapped, LinUCB, UCBGLM  # noqa: F401
-from jaxbandits.algorithms.sphere import SphereBAI  # noqa: F401
-from jaxbandits.algorithms.track_and_stop import LazyTrackAndStop  # noqa: F401
-from jaxbandits.algorithms.uniform import UniformGLR  # noqa: F401
-from jaxbandits.algorithms.xy import XYAdaptive, XYOracle, XYStatic  # noqa: F401
+from jaxbandits.algorithms.fixed_budget.bayesgap import BayesGap  # noqa: F401
+from jaxbandits.algorithms.top_m.gifa import GIFA, LUCB, LinGapE, LinGIFA, MLinGapE, UGapE  # noqa: F401
+from jaxbandits.algorithms.fixed_budget.gse import GSE  # noqa: F401
+from jaxbandits.algorithms.fixed_budget.od_linbai import ODLinBAI  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.oracle import Oracle  # noqa: F401
+from jaxbandits.algorithms.fixed_budget.peace import Peace  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.rage import RAGE  # noqa: F401
+from jaxbandits.algorithms.fixed_budget.regret import BudgetCapped, LinUCB, UCBGLM  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.sphere import SphereBAI  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.track_and_stop import LazyTrackAndStop  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYOracle, XYStatic  # noqa: F401

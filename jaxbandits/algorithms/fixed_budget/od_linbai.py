@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.gse import keep_top, projected_least_squares, round_allocation
+from jaxbandits.algorithms.fixed_budget.gse import keep_top, projected_least_squares, round_allocation
 from jaxbandits.design.gopt import g_optimal
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
@@ -80,7 +80,7 @@ class ODLinBAI(Algorithm):
     Attributes:
       budget: B.
       design_iters, design_tol: G-optimal solver cap and relative Kiefer-Wolfowitz gap (1e-2: below
-        the error of rounding the design to m pulls, see :class:`jaxbandits.algorithms.gse.GSE`).
+        the error of rounding the design to m pulls, see :class:`jaxbandits.algorithms.fixed_budget.gse.GSE`).
     """
 
     budget: int

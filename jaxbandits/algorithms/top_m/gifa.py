@@ -55,7 +55,7 @@ instead of lambda I, and its threshold is evaluated at t + 1 when there is no in
 The optimized rule (eq. (1)): the paper prints argmax_a N_a ||w*||_1 / |w*_a|; Xu et al. (2018)
 and the released code take the argmin (pull the arm furthest behind its target proportion
 |w*_a| / ||w*||_1), which is what "bring the empirical proportions close to the design" needs; we
-take the argmin.  w*(b, c) comes from :func:`~jaxbandits.algorithms.complexity.min_l1_representation`
+take the argmin.  w*(b, c) comes from :func:`~jaxbandits.algorithms.top_m.complexity.min_l1_representation`
 and is cached in the state until the pair (b_t, c_t) changes (the LP loop runs zero pivots then).
 
 Per-step cost: O(K^2) whatever d.  G = X V_t^-1 X^T and mu(t) = X theta_t are updated by
@@ -83,7 +83,7 @@ import numpy as np
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome
 from jaxbandits.algorithms.common import argmax_fast, noise_scale
-from jaxbandits.algorithms.complexity import min_l1_representation
+from jaxbandits.algorithms.top_m.complexity import min_l1_representation
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 

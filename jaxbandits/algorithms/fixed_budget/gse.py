@@ -20,7 +20,7 @@ stage; the B mod s left-over pulls go to the last stages, as in the authors' rel
    allocation of Soare et al. (2014).  Pulls are drawn with
    :func:`jaxbandits.environment.pull_counts` (O(K) per stage).
 3. Estimation (line 4): least squares theta_t = V_t^{-1} b_t, mu_i = x_i^T theta_t (Eq. 1), or
-   the logistic maximum-likelihood estimate by IRLS (Eq. 4; :mod:`jaxbandits.algorithms.glm`),
+   the logistic maximum-likelihood estimate by IRLS (Eq. 4; :mod:`jaxbandits.algorithms.fixed_budget.glm`),
    mu_i = h(x_i^T theta_t) (same ranking as x_i^T theta_t).  Only the stage's own observations are
    used (Algorithm 1; ``memory=True`` pools all stages, an option of the authors' code).
 4. Elimination (line 5): keep the ceil(|A_t| / eta) arms of largest estimated mean.
@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.glm import logistic_mle
+from jaxbandits.algorithms.fixed_budget.glm import logistic_mle
 from jaxbandits.design.core import null_projector
 from jaxbandits.design.gopt import fwg as _fwg_literal
 from jaxbandits.design.gopt import g_optimal, greedy_allocation, wynn

@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.algorithms.common import noise_scale
-from jaxbandits.algorithms.glm import logistic_mle
+from jaxbandits.algorithms.fixed_budget.glm import logistic_mle
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 
@@ -226,7 +226,7 @@ class BudgetCapped(Algorithm):
     with its stopping rule at the budget limit").
 
     The inner algorithm's state must expose the number of pulls made as ``state.t`` (as
-    :class:`jaxbandits.algorithms.gifa.GIFA` does), and its steps must pull one arm each.
+    :class:`jaxbandits.algorithms.top_m.gifa.GIFA` does), and its steps must pull one arm each.
 
     Attributes:
       inner: the fixed-confidence algorithm (e.g. ``gifa.LinGapE(delta)``).
@@ -270,8 +270,8 @@ class BudgetCapped(Algorithm):
 
 
 def lingape_budgeted(budget: int, delta: float, **kw) -> BudgetCapped:
-    """LinGapE (Xu et al. 2018, :func:`jaxbandits.algorithms.gifa.LinGapE`) capped at budget B."""
-    from jaxbandits.algorithms.gifa import LinGapE
+    """LinGapE (Xu et al. 2018, :func:`jaxbandits.algorithms.top_m.gifa.LinGapE`) capped at budget B."""
+    from jaxbandits.algorithms.top_m.gifa import LinGapE
 
     return BudgetCapped(LinGapE(delta, **kw), int(budget))
 

@@ -67,10 +67,10 @@ from jax.custom_batching import custom_vmap
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.common import noise_scale, safe_cholesky
-from jaxbandits.algorithms.rage import (check_sigma, eliminate, gram_from_counts, instance_cache, item_buckets,
-                                        map_instances, require_linear_rewards, single_answer, threshold_design,
-                                        whiten_items, with_cache)
+from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
+from jaxbandits.algorithms.fixed_confidence.elimination import (eliminate, gram_from_counts, instance_cache, item_buckets,
+                                                                map_instances, single_answer, threshold_design,
+                                                                whiten_items, with_cache)
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
 
@@ -132,7 +132,7 @@ def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> jax.Ar
 
     ``jax.random.multinomial`` draws one binomial per category in a sequential scan (K rejection
     samplers); a design has few arms in its support, so the categories with p > 0 are gathered
-    (in order) into the smallest buffer of :func:`jaxbandits.algorithms.rage.item_buckets` that
+    (in order) into the smallest buffer of :func:`jaxbandits.algorithms.fixed_confidence.rage.item_buckets` that
     holds them, the conditional binomials are drawn there and scattered back (categories with
     p = 0 get 0, as they must).  Under ``vmap`` the buffer is the one holding every lane's support
     (``custom_vmap``), so the branch taken is a real one; the draw itself does not depend on the

@@ -14,7 +14,7 @@ github.com/fiezt/Transductive-Linear-Bandit-Code, reused verbatim by seed 000's 
   sigma ||z_hat - z||_{A_t^-1} sqrt(2 log(1 / delta_t)) < (z_hat - z)^T theta_hat_t with
   delta_t = delta / (2 t^2 |Z|): the K-dependent rule ("union bounding over |Z| only for the
   oracle", seed 001 App F), with the noise's sub-Gaussian scale sigma as a factor of the width
-  (seed 001 assumes sigma = 1; see :mod:`jaxbandits.algorithms.xy`).
+  (seed 001 assumes sigma = 1; see :mod:`jaxbandits.algorithms.fixed_confidence.xy`).
 
 Two details of the released code differ from that text and change the numbers; both are options
 (``released_code()`` sets both):
@@ -25,7 +25,7 @@ Two details of the released code differ from that text and change the numbers; b
   knows it) and returns z*; the text's "exists z'" form (``check="empirical"``, default) tests the
   empirical best item and can return a wrong one.
 
-The XY-oracle of seed 001 App F itself (text version) is :class:`jaxbandits.algorithms.xy.XYOracle`;
+The XY-oracle of seed 001 App F itself (text version) is :class:`jaxbandits.algorithms.fixed_confidence.xy.XYOracle`;
 this class extends it with the two options above.
 """
 from __future__ import annotations
@@ -36,9 +36,9 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms.common import noise_scale, safe_cholesky
-from jaxbandits.algorithms.rage import gram_from_counts
+from jaxbandits.algorithms.fixed_confidence.elimination import gram_from_counts
 from jaxbandits.batching import solve_where
-from jaxbandits.algorithms.xy import XYOracle, XYPhasedState, certified_best, spans
+from jaxbandits.algorithms.fixed_confidence.xy import XYOracle, XYPhasedState, certified_best, spans
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
 
@@ -49,7 +49,7 @@ CHECKS = ("empirical", "true_best")
 class Oracle(XYOracle):
     """Oracle allocation + K-dependent stopping rule (seed 000 Table 1 / seed 001 App F).
 
-    Attributes (besides those of :class:`~jaxbandits.algorithms.xy.XYOracle`: delta, sigma,
+    Attributes (besides those of :class:`~jaxbandits.algorithms.fixed_confidence.xy.XYOracle`: delta, sigma,
     gamma = 1.1, sampling, design_cutoff, design_tol, design_iters, design_method):
       index_stride: round r uses index t = 1 + index_stride (r - 1) for its size ceil(gamma^t) and
         delta_t (1: seed 001 App F text; 2: the released code).
