@@ -177,7 +177,8 @@ def _released(alg):
 def cases() -> list[Case]:
     """Every fixed-confidence and Top-m algorithm of the library, on its calibration instance."""
     from jaxbandits.algorithms import (ALBA, FWS, RAGE, LazyTrackAndStop, Oracle, TopTwo, UniformGLR, XYAdaptive,
-                                       XYOracle, XYStatic, gifa)
+                                       XYOracle, XYStatic)
+    from jaxbandits.algorithms.top_m import gifa
 
     H, C = "hard_top1", "classic_topm"
     per_pull = 2_000_000
