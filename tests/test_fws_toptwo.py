@@ -57,7 +57,7 @@ def test_contract_and_validation(alg):
     assert type(alg.linear_stats(st2)).__name__ == "LinearStats"
 
 
-@pytest.mark.parametrize("alg", ALGS + [TopTwo(leader="TS")], ids=["FWS", "TopTwo", "TopTwo-TS"])
+@pytest.mark.parametrize("alg", ALGS + [TopTwo(leader="TS", initial="spanning")], ids=["FWS", "TopTwo", "TopTwo-TS-span"])
 def test_step_is_step_masked_all_true(alg):
     inst = _soare()
     st = alg.init(jax.random.PRNGKey(0), inst)
@@ -66,6 +66,8 @@ def test_step_is_step_masked_all_true(alg):
     for i in range(12):  # past the K initial pulls into the sampling rule
         k = jax.random.PRNGKey(100 + i)
         a = step(k, st, inst)
+        if i == 1 and getattr(alg, "initial", "all") == "spanning":  # d = 2 initial arms spanning R^2
+            assert abs(float(jnp.linalg.det(a.stats.gram))) > 1e-6
         b = masked(k, st, inst, jnp.ones(3, bool))
         for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
             np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

@@ -15,9 +15,12 @@ code ``alt_min_linear_bai``):
 and <x, grad f_j(x)> = f_j(x) (degree-one homogeneity).  One round at t pulls (Algorithm 1):
 
 * **Initialisation**: each arm once (t = K), x(K) = uniform (released code).
-* **Forced exploration**: if theta_hat has ties (not in the paper's set Lambda) or floor(t / K) is a
-  perfect square, z(t) = uniform (Algorithm 1's forced step; the released code tests
-  ``is_complete_square(floor(t / K))``; ``forced="none"`` switches it off).
+* **Forced exploration**: if theta_hat has ties (not in the paper's set Lambda) or t is in the
+  forced set, z(t) = uniform.  ``forced="squares"`` (default, the experiments: the released code
+  tests ``is_complete_square(floor(t / K))``, so every round t in [n^2 K, (n^2 + 1) K) is forced,
+  K consecutive rounds each time, among them the K rounds right after the initialisation);
+  ``"exact_squares"``: sqrt(t / K) in N (Algorithm 1's text: one round at t = K n^2);
+  ``"none"`` switches it off.
 * **r-subdifferential step** (eq. (7)-(8)): otherwise, with r_t = t^{-9/10} / K (the experiments'
   value, ``r_scale * t^{-r_exponent} / K``), the r_t-subdifferential H(x, r_t) is the convex hull
   of the gradients of the f_j with f_j(x) < F(x) + r_t, and
@@ -61,7 +64,7 @@ from jaxbandits.algorithms.fixed_confidence.track_and_stop import inverse_gram
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 
-FORCED = ("squares", "none")
+FORCED = ("squares", "exact_squares", "none")
 
 
 class FWSState(NamedTuple):
@@ -128,7 +131,8 @@ class FWS(Algorithm):
       threshold: "heuristic" (experiments: log((1 + log t) / delta)) or "lts" (seed 000 eq. (9)).
       reg: ridge parameter of the estimate and of the GLR (released code: 1).
       r_scale, r_exponent: r_t = r_scale t^{-r_exponent} / K (experiments: 1, 9/10).
-      forced: "squares" (uniform z when floor(t / K) is a perfect square) or "none".
+      forced: "squares" (uniform z when floor(t / K) is a perfect square: the released code),
+        "exact_squares" (when t / K is a perfect square: the text) or "none".
       max_active: cap on the r-active pieces entering the matrix game (static).
       game_iters: Hedge iterations of the matrix game (static).
       sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`).
@@ -190,6 +194,8 @@ class FWS(Algorithm):
         forced = ambiguous
         if self.forced == "squares":
             forced = forced | is_square(state.t // K)
+        elif self.forced == "exact_squares":
+            forced = forced | ((state.t % K == 0) & is_square(state.t // K))
         Vxinv = inverse_gram((X * x[:, None]).T @ X)
         U = D @ Vxinv
         q = jnp.sum(U * D, axis=-1)

@@ -6,7 +6,10 @@ Sources: Jourdan, Degenne, Baudry, de Heide, Kaufmann, "Top Two algorithms revis
 answers in epsilon-best-answer identification for linear bandits", ICML 2022 (arXiv 2206.04456;
 Sec 2 epsilon-alternative and GLR, Sec 3 the furthest answer, Sec 4-5 the linear sampling).
 
-One round (after each arm has been pulled once, which makes V_t invertible when the arms span):
+Initialisation (``initial=``): ``"all"`` (default) pulls each arm once, as the experiments' code
+does (it makes V_t invertible when the arms span; K pulls, which dominates on many-arms instances);
+``"spanning"`` pulls d arms drawn at random among those that increase the rank (seed 000 Lemma 5's
+A_0, :func:`.track_and_stop.random_spanning_set`).  Then, one round:
 
 * **Leader** B_t (Top Two revisited Sec 2.1): ``leader="EB"`` (default) the candidate answer
   computed after the previous pull: with ``answer="furthest"`` (default; Jourdan & Degenne Sec 3)
@@ -58,6 +61,7 @@ import jax.numpy as jnp
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.algorithms.fixed_confidence import glr
+from jaxbandits.algorithms.fixed_confidence.track_and_stop import random_spanning_set
 from jaxbandits.design.copt import c_optimal
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
@@ -65,6 +69,7 @@ from jaxbandits.instances.base import Instance
 LEADERS = ("EB", "TS")
 ANSWERS = ("furthest", "best")
 ALLOCATIONS = ("design", "greedy", "arms")
+INITS = ("all", "spanning")
 
 
 class TopTwoState(NamedTuple):
@@ -75,6 +80,7 @@ class TopTwoState(NamedTuple):
     answer: jax.Array    # candidate answer / recommendation after the last pull
     cum: jax.Array       # sum of the tracked designs [K] (starts at the initial counts)
     w: jax.Array         # last design (warm start) [K]
+    first: jax.Array     # the initial arms [K] ("all": 0..K-1; "spanning": d arms, then repeated)
     stopped: jax.Array
 
 
@@ -108,6 +114,7 @@ class TopTwo(Algorithm):
       threshold: "heuristic" (experiments) or "lts" (seed 000 eq. (9)).
       reg: ridge parameter of the estimate (0: least squares).
       fa_candidates: items searched for the furthest answer (static).
+      initial: "all" (each arm once) or "spanning" (d arms of a random spanning set).
       sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`).
     """
 
@@ -121,6 +128,7 @@ class TopTwo(Algorithm):
     threshold: str = "heuristic"
     reg: float = 0.0
     fa_candidates: int = 16
+    initial: str = "all"
     sigma: float | None = None
 
     # epsilon is not dynamic: the engine reads ``slack`` as a Python float for the correctness check
@@ -129,7 +137,7 @@ class TopTwo(Algorithm):
     def __post_init__(self):
         glr.check_threshold(self.threshold)
         for name, val, allowed in (("leader", self.leader, LEADERS), ("answer", self.answer, ANSWERS),
-                                   ("allocation", self.allocation, ALLOCATIONS)):
+                                   ("allocation", self.allocation, ALLOCATIONS), ("initial", self.initial, INITS)):
             if val not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {val!r}")
 
@@ -160,8 +168,15 @@ class TopTwo(Algorithm):
         K, d = X.shape
         dt = X.dtype
         i32 = lambda v: jnp.asarray(v, jnp.int32)
+        if self.initial == "spanning":
+            first = jnp.resize(random_spanning_set(key, X).astype(jnp.int32), (K,))
+        else:
+            first = jnp.arange(K, dtype=jnp.int32)
         return TopTwoState(common.init_stats(instance), i32(0), jnp.zeros((d,), dt), jnp.eye(d, dtype=dt), i32(0),
-                           jnp.zeros((K,), dt), jnp.full((K,), 1.0 / K, dt), jnp.zeros((), bool))
+                           jnp.zeros((K,), dt), jnp.full((K,), 1.0 / K, dt), first, jnp.zeros((), bool))
+
+    def _n_init(self, instance: Instance) -> int:
+        return instance.dim if self.initial == "spanning" else instance.num_arms
 
     def step(self, key, state: TopTwoState, instance: Instance) -> TopTwoState:
         return self.step_masked(key, state, instance, jnp.ones((instance.num_items,), bool))
@@ -189,7 +204,8 @@ class TopTwo(Algorithm):
         M = Z.shape[0]
         dt = X.dtype
         t = state.t
-        warm = t < K
+        n0 = self._n_init(instance)
+        warm = t < n0
         k_lead, k_coin, k_pull = jax.random.split(key, 3)
         lead, chal = self.leader_challenger(k_lead, state, instance, active)
         y = Z[lead] - Z[chal]
@@ -205,14 +221,14 @@ class TopTwo(Algorithm):
             tracked = common.argmax_fast(u * u / (1.0 + c))
         else:  # "arms": Top Two revisited Algorithm 1, leader with probability beta
             tracked = jnp.where(jax.random.uniform(k_coin, (), dt) < self.beta, lead, chal)
-        arm = jnp.where(warm, t % K, tracked)
+        arm = jnp.where(warm, state.first[t % K], tracked)
         cum = jnp.where(warm, state.cum, cum)
         w = jnp.where(warm, state.w, w)
 
         reward = pull(k_pull, instance, arm)
         stats = common.add_pull(state.stats, instance, arm, reward)
         t1 = t + 1
-        cum = jnp.where(t1 == K, stats.counts, cum)  # tracking counts the initial pulls
+        cum = jnp.where(t1 == n0, stats.counts, cum)  # tracking counts the initial pulls
         L = common.safe_cholesky(common.regularized_gram(stats, self.reg))
         Ainv = common.inverse_from_cholesky(L)
         theta = Ainv @ stats.b
@@ -221,8 +237,8 @@ class TopTwo(Algorithm):
         sigma = common.noise_scale(self.sigma, instance)
         c = jnp.max(jnp.sum(X * X, axis=-1))
         beta_t = glr.stopping_threshold(self.threshold, stats.gram, t1, self.delta, sigma, c)
-        stop = (t1 >= K) & (zstat > beta_t)
-        return TopTwoState(stats, t1, theta, Ainv, ans.astype(jnp.int32), cum, w, stop)
+        stop = (t1 >= n0) & (zstat > beta_t)
+        return TopTwoState(stats, t1, theta, Ainv, ans.astype(jnp.int32), cum, w, state.first, stop)
 
     def done(self, state: TopTwoState) -> jax.Array:
         return state.stopped
