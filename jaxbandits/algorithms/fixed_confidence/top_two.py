@@ -49,6 +49,13 @@ leader/challenger argmins, the designs and the tracking are scale-free.  The est
 squares (``reg`` = 0; any fixed ridge keeps sigma-equivariance).
 
 Elimination protocol (PROTOCOL.md): :meth:`TopTwo.linear_stats`, :meth:`TopTwo.step_masked`.
+
+Measured (delta = 0.05, shared 2-core machine at load ~11, compile excluded): Soare d = 2
+(omega = 0.01, theta = 2 e_1, sigma = 1): 32 runs, mean 97,514 +- 11,867 pulls, 1.82 +- 0.22 x the
+lower bound 53,532, 0 errors, 0.39 replications/s.  Many arms K = 1000 (released code's generator,
+4 instances x 4 runs): 1,075 +- 18 pulls (18.1 x the bound, 59.4 on average; 1000 of them the
+initialisation), 0.80 replications/s; with ``initial="spanning"`` (4 x 16 runs) 106.8 +- 8.3 pulls,
+1.80 +- 0.14 x the bound, 0/64 errors, 4.5 replications/s.
 """
 from __future__ import annotations
 
