@@ -2,7 +2,8 @@
 
 Fixed confidence (seeds 000, 001): :class:`LazyTrackAndStop`, :class:`Oracle`, :class:`RAGE`,
 :class:`XYStatic`, :class:`XYOracle`, :class:`XYAdaptive`, :class:`ALBA`, :class:`SphereBAI`
-(continuous arms), :class:`UniformGLR` (reference), LinGapE (``gifa.LinGapE``).
+(continuous arms), :class:`UniformGLR` (reference), LinGapE (``gifa.LinGapE``), :class:`FWS`
+(Frank-Wolfe Sampling), :class:`TopTwo` (Top Two with GLR stopping, epsilon-best-answer).
 Top-m (seed 003): the :class:`GIFA` framework and its assemblies ``LUCB``, ``UGapE``,
 ``LinGapE``, ``MLinGapE``, ``LinGIFA``; complexity constants in :mod:`.complexity`.
 Fixed budget (seed 002): :class:`GSE`, :class:`ODLinBAI`, :class:`BayesGap`, :class:`Peace`,
@@ -13,12 +14,14 @@ from jaxbandits.algorithms.base import Algorithm, Outcome, is_correct  # noqa: F
 from jaxbandits.algorithms.fixed_budget.bayesgap import BayesGap  # noqa: F401
 from jaxbandits.algorithms.top_m.gifa import GIFA, LUCB, LinGapE, LinGIFA, MLinGapE, UGapE  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.gse import GSE  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.fws import FWS  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.od_linbai import ODLinBAI  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.oracle import Oracle  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.peace import Peace  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.rage import RAGE  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.regret import BudgetCapped, LinUCB, UCBGLM  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.sphere import SphereBAI  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.top_two import TopTwo  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.track_and_stop import LazyTrackAndStop  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYOracle, XYStatic  # noqa: F401
