@@ -320,6 +320,18 @@ class LinGame(Algorithm):
         gap = jnp.where(fresh, jnp.asarray(self.hedge_delta0, state.gap.dtype), state.gap[slot])
         return slot, losses, gap
 
+    def nature(self, theta, w, stats: common.LinearStats, inst: Instance, answer, active):
+        """Nature's best response lambda_t = argmin_{lambda in Alt(answer)} ||theta - lambda||^2_V
+        (Sec 3; V = V_w, or V_{N_t} with ``best_response="counts"``), over the pieces whose
+        challenger j is active: (lambda_t, i, j), the piece being {lambda^T (z_j - z_i) >= 0}."""
+        X, Z = inst.arms, inst.items
+        Vinv = inverse_gram((X.T * w) @ X if self.best_response == "agent" else stats.gram)
+        _, i, j = closest_piece(theta, Vinv, Z, answer, active | answer, self.m)
+        y = Z[j] - Z[i]
+        # projection on {lambda^T y >= 0} in the V norm (closed form)
+        coef = (y @ theta) / jnp.maximum(y @ Vinv @ y, 1e-300)
+        return theta - coef * (Vinv @ y), i, j
+
     # -- the elimination protocol --------------------------------------------------------------
     @staticmethod
     def linear_stats(state: LinGameState) -> common.LinearStats:
@@ -341,12 +353,7 @@ class LinGame(Algorithm):
         slot, losses, gap = self._lookup(state, akey)
         w = hedge_weights(losses, gap)
         # 3. nature: the closest piece of Alt(i_t) in the V_w norm
-        Vw_inv = inverse_gram((X.T * w) @ X if self.best_response == "agent" else state.stats.gram)
-        act = active | answer
-        _, i, j = closest_piece(theta, Vw_inv, Z, answer, act, self.m)
-        y = Z[j] - Z[i]
-        coef = (y @ theta) / jnp.maximum(y @ Vw_inv @ y, 1e-300)
-        lam = theta - coef * (Vw_inv @ y)
+        lam, _, _ = self.nature(theta, w, state.stats, inst, answer, active)
         # 4. optimistic gains over C_t = {||xi - theta_hat||^2_{V_t} <= 2 sigma^2 log t}, in units
         # of sigma^2: (|x^T (theta_hat - lambda)| / sigma + sqrt(2 log t) ||x||_{V_t^-1})^2 / 2
         h = jnp.log(tf)
