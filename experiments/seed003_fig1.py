@@ -14,6 +14,13 @@ Every algorithm runs twice, side by side:
   github.com/clreda/linear-top-m that change the numbers: tau_LUCB checked on the pair chosen
   *before* the pull (B_{c_{t-1}, b_{t-1}}(t)) and the tail lambda S / sigma (Code/betas.py).
 
+LinGame (Degenne et al. 2020; :class:`jaxbandits.algorithms.LinGame`) on Fig. 1(b), the
+state-of-the-art comparison of seed 003: ``paper`` = the LinGame paper's experimental configuration
+(AdaHedge per answer, best response to w_t, optimistic gains, C-tracking, threshold
+log((log t + 1)/delta), ridge 1, sigma = 1/2 used); ``released code`` =
+:meth:`~jaxbandits.algorithms.LinGame.released_code`, seed 003's own LinGame run (D-tracking,
+best response to the counts, sigma-free Gaussian(1) formulas at noise 1/2, ridge (sigma/20)^2).
+
 Reference numbers: the released code's 500-run outputs (Results/classic_pi6_K4_..., classic_pi3_K4_...,
 classic_0.1_K3_...: last line of each ``<algorithm>.txt``, mean, standard deviation and % correct),
 since the paper's Fig. 1 shows box plots only.  They are the released code's behaviour, so the
@@ -77,7 +84,8 @@ REFERENCE_PI3 = {
     "UGapE": (762.132, 134.90807, 100.0),
 }
 #: released code, hard Top-1 instance K = 3, omega = 0.1 (Fig. 1b)
-REFERENCE_HARD = {"m-LinGapE (greedy)": (3263.374, 2119.15005, 95.6), "LinGIFA (greedy)": (3847.62, 1356.62038, 100.0)}
+REFERENCE_HARD = {"m-LinGapE (greedy)": (3263.374, 2119.15005, 95.6), "LinGIFA (greedy)": (3847.62, 1356.62038, 100.0),
+                  "LinGame": (7138.32, 2459.99329, 100.0)}  # Results/classic_0.1_K3.../LinGame_Heuristic.txt
 REFERENCE_RUNS = 500
 RESULTS_DIRS = {"pi6": "classic_pi6_K4_gaussian_m=2_delta=0.05_epsilon=0.0",
                 "pi3": "classic_pi3_K4_gaussian_m=2_delta=0.05_epsilon=0.0",
@@ -146,6 +154,7 @@ def run_setting(ctx, tag, inst, algs, reps, ref=None, max_steps=2_000_000):
 
 
 def run(ctx):
+    from jaxbandits.algorithms import LinGame
     from jaxbandits.algorithms.top_m import gifa
     from jaxbandits.instances.seeds import topm_classic, topm_hard_top1
     reps = ctx.n_reps(500, 20)
@@ -163,11 +172,12 @@ def run(ctx):
         slug = "fig1a" if tag == "pi6" else "fig2_pi3"
         ctx.table(rows, slug, f"{title}; reference: {SOURCE.format(RESULTS_DIRS[tag])}. {DIFFERENCE}")
         violin(ctx, data, title, slug)
-    # Fig. 1(b): hard Top-1 instance; LinGame is not part of the GIFA family (not implemented here)
+    # Fig. 1(b): hard Top-1 instance, with LinGame (Degenne et al. 2020), the paper's comparison
     title = "hard Top-1 K=3 omega=0.1 (Fig. 1b)"
-    algs = [gifa.MLinGapE(1, delta, selection="greedy"), gifa.LinGIFA(1, delta, selection="greedy")]
+    algs = [gifa.MLinGapE(1, delta, selection="greedy"), gifa.LinGIFA(1, delta, selection="greedy"),
+            LinGame(delta=delta)]
     if ctx.quick:
-        return
+        algs = algs[-1:]
     rows, data = run_setting(ctx, title, topm_hard_top1(), algs, reps, REFERENCE_HARD)
     ctx.table(rows, "fig1b", f"{title}; reference: {SOURCE.format(RESULTS_DIRS['hard'])}. {DIFFERENCE}")
     violin(ctx, data, title, "fig1b")

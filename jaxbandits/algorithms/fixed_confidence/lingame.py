@@ -47,7 +47,7 @@ when the arms span R^d, ``needs_span``).
 Experimental configuration (the defaults): AdaHedge with the experiments' initial mixability gap
 Delta_0 = 0.01 (``hedge_delta0``), one learner per answer, C-tracking, log t confidence width and
 gain clip, heuristic threshold, ridge regulariser reg = 1 (the code starts from V^-1 = I).
-:meth:`LinGame.seed003_code` gives the LinGame run behind seed 003 Fig. 1(b) / Table 3
+:meth:`LinGame.released_code` gives the LinGame run behind seed 003 Fig. 1(b) / Table 3
 (github.com/clreda/linear-top-m, ``LinGame_Heuristic``): D-tracking, regulariser (sigma / 20)^2 at
 the published sigma = 1/2, and no sigma anywhere (Gaussian(1) formulas, so at noise 1/2 the
 threshold is 4x conservative in units of sigma^2).
@@ -219,6 +219,7 @@ class LinGame(Algorithm):
         ``"counts"``: to the counts, ||.||_{V_{N_t}} (seed 003's code).
       width: ``"squared"``: the gains' width sqrt(2 h(t) ||x||^2_{V_t^-1}) (item 4); ``"norm"``:
         sqrt(2 h(t) ||x||_{V_t^-1}) (seed 003's code, ``utils.matrix_norm`` returns the norm).
+      name: label.
     """
 
     m: int = 1
@@ -233,6 +234,7 @@ class LinGame(Algorithm):
     sigma: float | None = None
     best_response: str = "agent"
     width: str = "squared"
+    name: str = "LinGame"
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "reg", "hedge_delta0", "sigma")
 
@@ -248,17 +250,14 @@ class LinGame(Algorithm):
         if int(self.learner_slots) < 1:
             raise ValueError(f"learner_slots must be >= 1, got {self.learner_slots}")
 
-    @classmethod
-    def seed003_code(cls, **kw) -> "LinGame":
-        """The LinGame run of seed 003's released code (:data:`SEED003_CODE`): D-tracking, ridge
-        (sigma_0 / 20)^2 with sigma_0 = 1/2, Gaussian(1) formulas (``sigma=1``) at noise 1/2,
-        nature's best response to the counts V_{N_t} instead of V_{w_t}, and the width
-        sqrt(2 log t ||x||_{V_t^-1}) (a norm where the paper has its square)."""
-        return cls(**{**SEED003_CODE, **kw})
-
-    @property
-    def name(self) -> str:
-        return "LinGame" if self.m == 1 else f"LinGame (top-{self.m})"
+    def released_code(self, name: str | None = None) -> "LinGame":
+        """This configuration as the LinGame run of seed 003's released code (:data:`SEED003_CODE`,
+        the run behind seed 003 Fig. 1b / Table 3): D-tracking, ridge (sigma_0 / 20)^2 with
+        sigma_0 = 1/2, Gaussian(1) formulas (``sigma=1``, so at noise 1/2 the threshold is 4x
+        conservative in units of sigma^2), nature's best response to the counts V_{N_t} instead of
+        V_{w_t}, and the width sqrt(2 log t ||x||_{V_t^-1}) (a norm where the paper has its square).
+        Name suffixed " [released code]" (as :meth:`GIFA.released_code`)."""
+        return dataclasses.replace(self, **SEED003_CODE, name=name or f"{self.name} [released code]")
 
     def validate(self, instance: Instance) -> None:
         """Host-side checks: linear rewards (Sec 2), a positive sigma and regulariser, and a
