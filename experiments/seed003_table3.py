@@ -36,7 +36,7 @@ def run(ctx):
             ("1b", topm_hard_top1(), [gifa.MLinGapE(1, delta, selection="greedy"),
                                        gifa.LinGIFA(1, delta, selection="greedy"), LinGame(delta=delta)])]
     if ctx.quick:
-        cols = [("1a", cols[0][1], cols[0][2][:1])]
+        cols = [("1a", cols[0][1], cols[0][2][:1]), ("1b", cols[1][1], cols[1][2][-1:])]
     difference = ("paper = Algorithm 1 (stopping checked on the pair (b_t, c_t) chosen from the current data; eq. (2) "
                   "tail sqrt(lambda) S / sigma); released code = stopping checked on the pair chosen before the last "
                   "pull, tail lambda S / sigma.  The paper column comes from the released code's runs, so it is the "
