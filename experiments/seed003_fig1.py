@@ -43,6 +43,19 @@ Measured (default run, 500 runs per row, seed 0, 2 shared CPU cores, 7 min 45 s 
   <= 0 says nothing about the other challengers, so the released stopping rule is not covered by
   the paper's correctness proof.  LinGIFA (greedy): 3,892 +- 62 (released) vs 3,848 +- 61, paper
   4,450 +- 67; 0 errors.
+* Fig. 1(b), LinGame (500 runs, seed 0, ``--quick --reps 500``): seed 003's LinGame run
+  (``released code``) 7,180 +- 102 against the reference 7,138 +- 110 (z = 0.28), 0/500 errors
+  (Table 3: 0.0); the LinGame paper's own configuration (``paper``) 1,283 +- 39, 0/500 errors
+  (Clopper-Pearson [0, 0.0074]).  Seed 003's run is 5.6x slower almost only because it ignores
+  sigma = 1/2 (a 4x larger threshold in units of sigma^2).  Ablation, one switch of
+  ``released_code()`` reverted at a time (300 runs, seed 7, all 0 errors): released 6,981 +- 139;
+  sigma used 1,486 +- 68; width squared 5,565 +- 103; best response to w_t 7,108 +- 138;
+  C-tracking 7,070 +- 139; ridge 1 7,176 +- 142; all reverted (paper) 1,366 +- 56.  With the
+  thresholds each paper's experiments used (LinGame heuristic, GIFA eq. (2)), the paper's LinGame
+  stops before m-LinGapE and LinGIFA here; seed 003 reported the opposite, from its LinGame run.
+* LinGame (top-2), an extra row (no reference): App. A Fig. 2 48.7 +- 1.1 (500 runs, 0 errors);
+  Fig. 1(a) 621 +- 13.5 (1000 runs, 0 errors).  Its threshold is the heuristic log((log t + 1)/delta),
+  the GIFA rows use eq. (2): not a like-for-like comparison of sampling rules.
 """
 from __future__ import annotations
 
