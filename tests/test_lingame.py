@@ -276,3 +276,19 @@ def test_delta_correct_binomial_and_threshold_mutation_is_caught():
     err9 = int((~c9 | ~st9).sum())
     assert binomial_test_upper(err9, REPS, DELTA) < 1e-3, err9
     assert s9.mean() < 0.5 * s.mean()
+
+
+def test_learner_slots_lookup_and_lru_eviction():
+    """One learner per answer while slots last; a new answer then evicts the least recently used."""
+    inst = topm_hard_top1()
+    alg = LinGame(learner_slots=2)
+    st = alg.init(jax.random.key(0), inst)
+    assert st.keys.shape == (2,)
+    st = st._replace(keys=jnp.asarray([0, 2]), used=jnp.asarray([7, 5], jnp.int32),
+                     losses=jnp.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), gap=jnp.asarray([0.5, 0.7]))
+    slot, losses, gap = alg._lookup(st, jnp.asarray(2))  # a hit keeps its learner
+    assert int(slot) == 1 and np.allclose(losses, [4.0, 5.0, 6.0]) and float(gap) == 0.7
+    slot, losses, gap = alg._lookup(st, jnp.asarray(1))  # a miss evicts slot 1 (used at 5 < 7), fresh
+    assert int(slot) == 1 and np.allclose(losses, 0.0) and float(gap) == alg.hedge_delta0
+    st = st._replace(keys=jnp.asarray([0, -1]))
+    assert int(alg._lookup(st, jnp.asarray(1))[0]) == 1  # an empty slot first

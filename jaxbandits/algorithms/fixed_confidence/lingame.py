@@ -323,7 +323,7 @@ class LinGame(Algorithm):
         """Slot of the learner of answer ``key`` (reset when new: empty slot or least recently used)."""
         hit = state.keys == key
         found = jnp.any(hit)
-        lru = common.argmax_fast(-jnp.where(state.keys < 0, -1, state.used).astype(jnp.float64))
+        lru = common.argmax_fast(-jnp.where(state.keys < 0, -1, state.used))
         slot = jnp.where(found, common.argmax_fast(hit), lru)
         fresh = ~found
         losses = jnp.where(fresh, 0.0, state.losses[slot])
