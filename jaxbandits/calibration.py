@@ -176,7 +176,7 @@ def _released(alg):
 
 def cases() -> list[Case]:
     """Every fixed-confidence and Top-m algorithm of the library, on its calibration instance."""
-    from jaxbandits.algorithms import (ALBA, FWS, RAGE, LazyTrackAndStop, Oracle, TopTwo, UniformGLR, XYAdaptive,
+    from jaxbandits.algorithms import (ALBA, FWS, RAGE, LazyTrackAndStop, LinGame, Oracle, TopTwo, UniformGLR, XYAdaptive,
                                        XYOracle, XYStatic)
     from jaxbandits.algorithms.top_m import gifa
 
@@ -211,6 +211,9 @@ def cases() -> list[Case]:
         Case("LinGIFA (greedy) [released code]", H,
              lambda d: _released(gifa.LinGIFA(1, d, selection="greedy", reg=REG)),
              reference=(H, "LinGIFA (greedy)"), max_steps=per_pull),
+        Case("LinGame", H, lambda d: LinGame(delta=d), max_steps=per_pull,
+             note="Degenne et al. 2020, the experiments' configuration: AdaHedge, C-tracking, heuristic "
+                  "threshold log((log t + 1)/delta), ridge 1 (fixed: exact scaling)"),
     ]
     topm = [
         ("m-LinGapE (greedy)", lambda d: gifa.MLinGapE(2, d, selection="greedy", reg=REG)),
@@ -220,6 +223,8 @@ def cases() -> list[Case]:
     ]
     for name, mk in topm:
         out.append(Case(name, C, mk, max_steps=per_pull))
+    out.append(Case("LinGame (top-2)", C, lambda d: LinGame(m=2, delta=d), max_steps=per_pull,
+                    note="Top-m answers and alternatives of seed 003 Sec 2 (i in S, j not in S)"))
     for name, mk in topm:
         out.append(Case(f"{name} [released code]", C, (lambda mk: lambda d: _released(mk(d)))(mk),
                         reference=(C, name), max_steps=per_pull))
