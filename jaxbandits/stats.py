@@ -2,7 +2,7 @@
 
 Host-side helpers (NumPy in, Python floats out) used by the engine's summaries, the tests'
 statistical checks and the experiments.  The regularised incomplete beta function comes from
-``jax.scipy.special.betainc`` (float64), so nothing beyond the project's dependencies is needed.
+``jax.scipy.special.betainc`` (float64, enabled inside :func:`_binom_sf`), so nothing beyond the project's dependencies is needed.
 """
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxbandits.precision import float64_entry
+
 
 @jax.jit
 def _betainc(a, b, x):
     return jax.scipy.special.betainc(a, b, x)
 
 
+@float64_entry
 def _binom_sf(k: int, n: int, p: float) -> float:
     """P(X >= k) for X ~ Binomial(n, p)."""
     if k <= 0:
