@@ -48,13 +48,15 @@ def test_results_identical_on_two_devices(tmp_path):
     script = textwrap.dedent("""
         import os, sys
         os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+        os.environ["JAX_PLATFORMS"] = "cpu"  # host devices, also on a machine with an accelerator
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import jax, numpy as np
         from test_engine import two_instances
         from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR
         from jaxbandits.engine import simulate
-        assert len(jax.devices()) == 2
-        r = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5, lanes=9)
+        assert len(jax.devices("cpu")) == 2
+        r = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5, lanes=9,
+                     devices=jax.devices("cpu"))
         assert r.devices == 2
         np.save(sys.argv[1], r.samples)
     """)
@@ -66,7 +68,9 @@ def test_results_identical_on_two_devices(tmp_path):
         subprocess.run([sys.executable, path, str(out)], check=True, timeout=300)
     finally:
         os.remove(path)
-    one = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5)
+    # the same backend (XLA:CPU) in this process, whatever the default device is
+    one = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5,
+                   devices=jax.devices("cpu")[:1])
     np.testing.assert_array_equal(np.load(out), one.samples)
 
 
