@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxbandits import batching
+from jaxbandits import batching, distributed
 from jaxbandits import precision as precision_policy
 from jaxbandits.algorithms.base import Algorithm, is_correct
 from jaxbandits.instances.base import Instance, as_batch
@@ -503,7 +503,9 @@ def simulate(
       :class:`Results`.
     """
     _validate_run(algorithm, instances, n_reps, max_steps)
-    devices = list(devices) if devices is not None else jax.devices()
+    if devices is None:  # in a jax.distributed run, this process's devices (jaxbandits.distributed)
+        devices = jax.local_devices() if distributed.process_count() > 1 else jax.devices()
+    devices = list(devices)
     stall_timeout = timeout_for(devices, stall_timeout)
     t_prep = time.perf_counter()
     # per-instance precomputation (counted as run time), guarded like the chunks
@@ -514,6 +516,7 @@ def simulate(
     all_tasks = np.arange(T, dtype=np.int64) if tasks is None else np.unique(np.asarray(tasks, np.int64))
     if all_tasks.size and (all_tasks[0] < 0 or all_tasks[-1] >= T):
         raise ValueError("task ids out of range")
+    all_tasks = distributed.process_share(all_tasks)  # this process's share (all of them on one host)
     D = len(devices)
     per_dev = max(1, math.ceil(max(all_tasks.size, 1) / D))
     platform = getattr(devices[0], "platform", "cpu")
@@ -598,6 +601,13 @@ def simulate(
             left = (all_tasks.size - done_count) / rate if rate > 0 else float("nan")
             say(f"  {done_count}/{all_tasks.size} replications, {rate:.1f}/s, ~{left:.0f}s left")
     wall = time.perf_counter() - t_start + t_prep
+    if distributed.process_count() > 1:  # every process gets every process's replications
+        merged, ran = distributed.gather_results(dict(samples=samples, steps=steps, correct=correct,
+                                                      stopped=stopped, answer=answer, pulls=pulls), ran)
+        samples, steps, correct, stopped, answer = (merged[k] for k in ("samples", "steps", "correct",
+                                                                       "stopped", "answer"))
+        pulls = merged["pulls"]
+        lane_steps = int(distributed.gather_sum(lane_steps))
     useful = int(steps[ran].sum())
     shape = (J, int(n_reps))
     return Results(

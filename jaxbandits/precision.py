@@ -45,6 +45,10 @@ def float64_entry(fn):
             return fn(*args, **kwargs)
 
     wrapper.__wrapped_float64__ = True
+    # a jitted function keeps its AOT / cache handles (they trace under the caller's setting)
+    for attr in ("lower", "trace", "eval_shape", "_cache_size", "clear_cache"):
+        if hasattr(fn, attr):
+            setattr(wrapper, attr, getattr(fn, attr))
     return wrapper
 
 
