@@ -11,7 +11,7 @@ is not a CPU, every row is also run on ``jax.devices("cpu")``, and the ratio is 
 Instances: the seed instance each algorithm was written for (seed 000 many-arms for LT&S, seed 001
 Soare d = 5 for the elimination family, seed 003 top-m instances for the GIFA family, seed 002
 fixed-budget instances for GSE / OD-LinBAI / BayesGap / Peace / LinUCB / UCB-GLM, a sphere-uniform
-instance for the uniform GLR and SphereBAI).  ``--quick`` shrinks replications (and K for LT&S) so
+instance for the uniform GLR, seed 000 Sec 4.2's rotated basis for SphereBAI).  ``--quick`` shrinks replications (and K for LT&S) so
 the whole table runs on a CPU in a few minutes; replications/s from so few replications include
 the idle tail of the last chunk, so they understate long runs (the efficiency column says by how
 much).
@@ -40,8 +40,10 @@ class Workload:
 
 def workloads(quick: bool) -> list[Workload]:
     import jax
+    import jax.numpy as jnp
 
     from jaxbandits import algorithms as A
+    from jaxbandits.algorithms.fixed_confidence.sphere import sphere_instance
     from jaxbandits.instances import seeds
 
     key = jax.random.key(0)
@@ -51,6 +53,8 @@ def workloads(quick: bool) -> list[Workload]:
     topm = seeds.topm_classic()
     static = seeds.static_basis(0.3, d=16, noise=math.sqrt(10.0))
     sphere = seeds.sphere_calibrated(key, 20, 5)
+    # seed 000 Sec 4.2: an orthonormal basis of R^3 in a random rotation, 50 items on the sphere
+    basis = sphere_instance(key, jnp.array([0.6, 0.3, 0.1]), num_items=50, random_basis=True)
     return [
         Workload(f"LT&S no averaging, many-arms K={K_lts}", A.LazyTrackAndStop(averaging=False), many, 1000, 20),
         Workload("RAGE, Soare d=5", A.RAGE(), soare, 1000, 200),
@@ -59,8 +63,8 @@ def workloads(quick: bool) -> list[Workload]:
         Workload("XY-adaptive, Soare d=5", A.XYAdaptive(), soare, 500, 8),
         Workload("ALBA, Soare d=5", A.ALBA(), soare, 1000, 50),
         Workload("Oracle, Soare d=5", A.Oracle(), soare, 1000, 100),
-        Workload("uniform + GLR, sphere K=20 d=5", A.UniformGLR(), sphere, 1000, 100),
-        Workload("SphereBAI, sphere K=20 d=5", A.SphereBAI(), sphere, 1000, 100),
+        Workload("uniform + GLR, sphere K=20 d=5", A.UniformGLR(), sphere, 1000, 20),
+        Workload("SphereBAI, sphere basis d=3", A.SphereBAI(epsilon=0.3, delta=0.3), basis, 1000, 100),
         Workload("LinGapE (top-1), top-m K=4", A.LinGapE(), topm, 10_000, 500),
         Workload("m-LinGapE, top-m K=4 m=2", A.MLinGapE(2), topm, 100_000, 2000),
         Workload("LinGIFA, top-m K=4 m=2", A.LinGIFA(2), topm, 100_000, 2000),
