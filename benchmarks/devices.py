@@ -51,8 +51,10 @@ def workloads(quick: bool) -> list[Workload]:
     K_lts = 100 if quick else 1000
     many = seeds.many_arms_code(key, K_lts)
     topm = seeds.topm_classic()
+    top1 = seeds.topm_hard_top1()  # topm_classic ties its two best items: a top-1 run never stops
     static = seeds.static_basis(0.3, d=16, noise=math.sqrt(10.0))
     sphere = seeds.sphere_calibrated(key, 20, 5)
+    logistic = seeds.logistic_gse(key, 8, 5)  # seed 002 Sec 8.4
     # seed 000 Sec 4.2: an orthonormal basis of R^3 in a random rotation, 50 items on the sphere
     basis = sphere_instance(key, jnp.array([0.6, 0.3, 0.1]), num_items=50, random_basis=True)
     return [
@@ -65,7 +67,7 @@ def workloads(quick: bool) -> list[Workload]:
         Workload("Oracle, Soare d=5", A.Oracle(), soare, 1000, 100),
         Workload("uniform + GLR, sphere K=20 d=5", A.UniformGLR(), sphere, 1000, 20),
         Workload("SphereBAI, sphere basis d=3", A.SphereBAI(epsilon=0.3, delta=0.3), basis, 1000, 100),
-        Workload("LinGapE (top-1), top-m K=4", A.LinGapE(), topm, 10_000, 500),
+        Workload("LinGapE (top-1), hard top-1 K=3", A.LinGapE(), top1, 10_000, 20),
         Workload("m-LinGapE, top-m K=4 m=2", A.MLinGapE(2), topm, 100_000, 2000),
         Workload("LinGIFA, top-m K=4 m=2", A.LinGIFA(2), topm, 100_000, 2000),
         Workload("LUCB, top-m K=4 m=2", A.LUCB(2), topm, 100_000, 2000),
@@ -75,7 +77,7 @@ def workloads(quick: bool) -> list[Workload]:
         Workload("BayesGap, static d=16 B=320", A.BayesGap(budget=320), static, 10_000, 200),
         Workload("Peace, static d=16 B=320", A.Peace(budget=320), static, 10_000, 200),
         Workload("LinUCB, static d=16 B=320", A.LinUCB(budget=320), static, 10_000, 500),
-        Workload("UCB-GLM, static d=16 B=320", A.UCBGLM(budget=320), static, 10_000, 100),
+        Workload("UCB-GLM, logistic K=8 d=5 B=400", A.UCBGLM(budget=400), logistic, 10_000, 100),
         Workload("LinGapE capped at B=320, static d=16", A.BudgetCapped(A.LinGapE(), 320), static, 10_000, 200),
     ]
 
