@@ -23,7 +23,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-import jaxbandits  # noqa: F401
+import jaxbandits.precision
+jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
 from jaxbandits.design import g_optimal, xy_allocation
 from jaxbandits.design.reference import np_g_optimal, np_minimax_fw, pair_differences
 

@@ -70,7 +70,8 @@ def make_algorithm(name: str):
 def run_layouts(reps: int, K: int, alg_name: str) -> dict:
     import jax
 
-    import jaxbandits  # noqa: F401  (x64)
+    import jaxbandits.precision
+    jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
     from jaxbandits.engine import simulate
     from jaxbandits.instances import seeds
 
@@ -119,7 +120,8 @@ def main():
     if a.alg == "uniform":
         import jax
 
-        import jaxbandits  # noqa: F401
+        import jaxbandits.precision
+        jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
         from jaxbandits.instances import seeds
 
         inst = seeds.many_arms_code(jax.random.key(0), a.K)

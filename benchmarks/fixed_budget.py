@@ -49,7 +49,8 @@ def main(argv=None):
                                        f" --xla_force_host_platform_device_count={n}").strip()
     import jax
 
-    import jaxbandits  # noqa: F401
+    import jaxbandits.precision
+    jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
     from experiments.seed002_adaptive import roster
     from jaxbandits.engine import simulate
     from jaxbandits.instances import seeds

@@ -51,7 +51,8 @@ def main(argv=None):
     import jax.numpy as jnp
     import numpy as np
 
-    import jaxbandits  # noqa: F401
+    import jaxbandits.precision
+    jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
     from jaxbandits.algorithms import common
     from jaxbandits.algorithms.fixed_confidence.oracle import Oracle
     from jaxbandits.algorithms.fixed_confidence.track_and_stop import LazyTrackAndStop

@@ -49,7 +49,8 @@ def main(argv=None):
                                    + f" --xla_force_host_platform_device_count={a.devices}").strip()
     import jax
 
-    import jaxbandits  # noqa: F401
+    import jaxbandits.precision
+    jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
     import time
 
     from jaxbandits.algorithms.fixed_confidence.alba import ALBA

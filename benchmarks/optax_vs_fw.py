@@ -32,7 +32,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-import jaxbandits  # noqa: F401  (float64)
+import jaxbandits.precision
+jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
 from jaxbandits.design import g_optimal, oracle_allocation, xy_allocation
 from jaxbandits.design.differentiable import optax_design
 

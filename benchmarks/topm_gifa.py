@@ -50,7 +50,8 @@ def ref_time(name):
 def main(argv=None):
     import jax
 
-    import jaxbandits  # noqa: F401
+    import jaxbandits.precision
+    jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
     from jaxbandits.algorithms.top_m import gifa
     from jaxbandits.engine import simulate
     from jaxbandits.instances.seeds import topm_classic, topm_random_gaussian

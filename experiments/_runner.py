@@ -364,7 +364,10 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
                              "~/.cache/jaxbandits/xla or $JAXBANDITS_COMPILATION_CACHE)")
     args = parser.parse_args(argv)
     _set_cpu_devices(args.devices)
-    from jaxbandits import compilation_cache
+    from jaxbandits import compilation_cache, precision
+
+    # the experiments' own JAX code (not only the library's entry points) runs in float64
+    precision.enable_globally()
 
     if not (args.no_compile_cache or compilation_cache.disabled_by_env()):
         args.compile_cache = str(compilation_cache.enable())

@@ -1,16 +1,14 @@
 """jaxbandits: batched pure-exploration linear bandits in JAX.
 
-Importing the package turns on 64-bit floats (``jax_enable_x64``): gaps in the seed instances go
-down to 1e-4 and runs reach millions of rank-one updates, where float32 decides stopping times
-wrongly (DESIGN.md, Numerics).  Pass float32 arrays explicitly to trade precision for speed.
+Importing the package changes no JAX setting.  The library's entry points (``simulate``, the
+instance constructors and generators, the design solvers, stats, sweeps, calibration) run in
+float64 inside themselves (:mod:`jaxbandits.precision`): gaps in the seed instances go down to 1e-4
+and runs reach millions of pulls, where float32 decides stopping times wrongly (docs/design.md,
+Numerics).  ``simulate(..., precision="float32")`` is offered where float32 was validated.
 """
-import jax as _jax
-
-_jax.config.update("jax_enable_x64", True)
-
-from jaxbandits import environment  # noqa: E402
+from jaxbandits import environment, precision  # noqa: E402
 from jaxbandits.instances.base import Instance, make_instance, stack  # noqa: E402
 from jaxbandits.sweeps import Generator, sweep  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Instance", "make_instance", "stack", "environment", "sweep", "Generator", "__version__"]
+__all__ = ["Instance", "make_instance", "stack", "environment", "precision", "sweep", "Generator", "__version__"]

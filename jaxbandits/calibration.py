@@ -450,3 +450,9 @@ def code_version(algorithm) -> str:
     for f in sorted(files):
         h = zlib.crc32(f.read_bytes(), h)
     return f"{h:08x}"
+
+# float64 inside the public functions, whatever the caller's x64 setting (jaxbandits.precision)
+from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
+
+_wrap(globals(), ["calibration_instance", "calibration_row", "lower_bound", "table1_instances",
+                  "table1_lower_bound"])

@@ -42,7 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxbandits import batching
+from jaxbandits import batching, distributed
+from jaxbandits import precision as precision_policy
 from jaxbandits.algorithms.base import Algorithm, is_correct
 from jaxbandits.instances.base import Instance, as_batch
 from jaxbandits.stats import summarize
@@ -88,6 +89,7 @@ class Results:
       layout: the :class:`Layout` chosen (platform, lanes, chunk, solve batching, memory).
       error_defined: False when the algorithm's answer is correct by construction
         (``Algorithm.correct_by_construction``); summaries then report the error rate as n/a.
+      precision: "float64" or "float32" (:mod:`jaxbandits.precision`).
     """
 
     samples: np.ndarray
@@ -107,6 +109,7 @@ class Results:
     chunk_size: int
     error_defined: bool = True
     layout: Layout | None = None
+    precision: str = "float64"
 
     @property
     def n_instances(self) -> int:
@@ -359,7 +362,7 @@ def _make_chunk_runner(static_algorithm: Algorithm, n_reps: int, lanes: int,
             lanes_, nxt, out = jax.lax.cond(trigger, refill, lambda a: a, (lanes_, nxt, out))
             return lanes_, nxt, out, iters + 1
 
-        carry = (lanes0, jnp.asarray(L, jnp.int32), out0, jnp.zeros((), jnp.int64))
+        carry = (lanes0, jnp.asarray(L, jnp.int32), out0, jnp.zeros((), jnp.result_type(int)))
         _, _, out, iters = jax.lax.while_loop(cond, body, carry)
         return out, iters[None]
 
@@ -426,6 +429,25 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
     return compiled, ct
 
 
+def _with_precision(fn):
+    """Run :func:`simulate` under its precision (:mod:`jaxbandits.precision`): float64 unless
+    ``precision="float32"`` was asked for an algorithm validated in float32; the instances are cast
+    to that dtype, and a float32 instance without the request is refused.  The caller's global
+    x64 setting is left as it was."""
+
+    @functools.wraps(fn)
+    def wrapper(algorithm, instances, *args, precision: str | None = None, **kwargs):
+        prec = precision_policy.resolve(precision, algorithm, instances)
+        with precision_policy.context(prec):
+            if isinstance(instances, Instance):
+                instances = precision_policy.cast_instance(instances, prec)
+            res = fn(algorithm, instances, *args, precision=prec, **kwargs)
+        return dataclasses.replace(res, precision=prec)
+
+    return wrapper
+
+
+@_with_precision
 def simulate(
     algorithm: Algorithm,
     instances: Instance,
@@ -442,6 +464,7 @@ def simulate(
     progress: bool | Callable[[str], None] = False,
     on_chunk: Callable[[np.ndarray, dict], None] | None = None,
     stall_timeout: float | None = None,
+    precision: str | None = None,
 ) -> Results:
     """Run ``n_reps`` replications of ``algorithm`` on every instance of ``instances``.
 
@@ -472,12 +495,17 @@ def simulate(
         (XLA:CPU runtime wedge, see :mod:`jaxbandits.watchdog`; default 30 s or
         ``JAXBANDITS_STALL_TIMEOUT`` on CPU devices, off on accelerators, where the host idles
         while a long chunk runs; 0 disables).  Chunks already done reached ``on_chunk``.
+      precision: None (default: float64, whatever the global x64 setting; a float32 instance is
+        refused) or "float32" (x64 off for the run; only for the algorithms of
+        :data:`jaxbandits.precision.FLOAT32_VALIDATED`).  Applied by :func:`_with_precision`.
 
     Returns:
       :class:`Results`.
     """
     _validate_run(algorithm, instances, n_reps, max_steps)
-    devices = list(devices) if devices is not None else jax.devices()
+    if devices is None:  # in a jax.distributed run, this process's devices (jaxbandits.distributed)
+        devices = jax.local_devices() if distributed.process_count() > 1 else jax.devices()
+    devices = list(devices)
     stall_timeout = timeout_for(devices, stall_timeout)
     t_prep = time.perf_counter()
     # per-instance precomputation (counted as run time), guarded like the chunks
@@ -488,6 +516,7 @@ def simulate(
     all_tasks = np.arange(T, dtype=np.int64) if tasks is None else np.unique(np.asarray(tasks, np.int64))
     if all_tasks.size and (all_tasks[0] < 0 or all_tasks[-1] >= T):
         raise ValueError("task ids out of range")
+    all_tasks = distributed.process_share(all_tasks)  # this process's share (all of them on one host)
     D = len(devices)
     per_dev = max(1, math.ceil(max(all_tasks.size, 1) / D))
     platform = getattr(devices[0], "platform", "cpu")
@@ -572,6 +601,13 @@ def simulate(
             left = (all_tasks.size - done_count) / rate if rate > 0 else float("nan")
             say(f"  {done_count}/{all_tasks.size} replications, {rate:.1f}/s, ~{left:.0f}s left")
     wall = time.perf_counter() - t_start + t_prep
+    if distributed.process_count() > 1:  # every process gets every process's replications
+        merged, ran = distributed.gather_results(dict(samples=samples, steps=steps, correct=correct,
+                                                      stopped=stopped, answer=answer, pulls=pulls), ran)
+        samples, steps, correct, stopped, answer = (merged[k] for k in ("samples", "steps", "correct",
+                                                                       "stopped", "answer"))
+        pulls = merged["pulls"]
+        lane_steps = int(distributed.gather_sum(lane_steps))
     useful = int(steps[ran].sum())
     shape = (J, int(n_reps))
     return Results(

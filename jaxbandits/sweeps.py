@@ -314,3 +314,8 @@ def plot_ratio_distribution(df, *, by: str = "algorithm", panel: Sequence[str] =
     ax.set_xscale("log")
     ax.set_xlabel("E[tau] / lower bound, per instance")
     return ax
+
+# float64 inside the public functions, whatever the caller's x64 setting (jaxbandits.precision)
+from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
+
+_wrap(globals(), ["sweep"])

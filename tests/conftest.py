@@ -10,6 +10,13 @@ import gc
 
 import pytest
 
+from jaxbandits import precision
+
+# The tests' own JAX code runs in float64, as the experiments' does; the library's entry points
+# would enable it inside themselves anyway (tests/test_precision.py checks that importing the
+# package alone changes nothing).
+precision.enable_globally()
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _release_programs_when_mappings_run_high():

@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxbandits  # noqa: F401  (float64)
+import jaxbandits  # noqa: F401
 from jaxbandits import design
 from jaxbandits.algorithms.fixed_confidence.alba import ALBA, span_mask
 from jaxbandits.engine import simulate

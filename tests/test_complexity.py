@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-import jaxbandits  # noqa: F401  (float64)
+import jaxbandits  # noqa: F401
 from jaxbandits.algorithms.top_m import complexity as cx
 from jaxbandits.instances.seeds import topm_random_gaussian
 

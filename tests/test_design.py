@@ -6,7 +6,7 @@ import pytest
 import jax
 import jax.numpy as jnp
 
-import jaxbandits  # noqa: F401  (enables float64)
+import jaxbandits  # noqa: F401
 from jaxbandits.design import (characteristic_time, fwg, g_optimal, greedy_allocation, kl_bernoulli, lower_bound,
                                minimax_design, oracle_allocation, round_design, rounding_efficiency,
                                rounding_min_samples, wynn, xy_allocation)

@@ -48,26 +48,43 @@ def test_results_identical_on_two_devices(tmp_path):
     script = textwrap.dedent("""
         import os, sys
         os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+        os.environ["JAX_PLATFORMS"] = "cpu"  # host devices, also on a machine with an accelerator
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import jax, numpy as np
         from test_engine import two_instances
         from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR
         from jaxbandits.engine import simulate
-        assert len(jax.devices()) == 2
-        r = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5, lanes=9)
+        assert len(jax.devices("cpu")) == 2
+        r = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5, lanes=9,
+                     devices=jax.devices("cpu"))
         assert r.devices == 2
         np.save(sys.argv[1], r.samples)
+        from test_engine import xy_adaptive_run
+        np.save(sys.argv[2], xy_adaptive_run(jax.devices("cpu")).samples)
     """)
     path = os.path.join(os.path.dirname(__file__), "_two_devices_script.py")
     with open(path, "w") as f:
         f.write(script)
     try:
-        out = tmp_path / "s.npy"
-        subprocess.run([sys.executable, path, str(out)], check=True, timeout=300)
+        out, out_xy = tmp_path / "s.npy", tmp_path / "xy.npy"
+        subprocess.run([sys.executable, path, str(out), str(out_xy)], check=True, timeout=300)
     finally:
         os.remove(path)
-    one = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5)
+    # the same backend (XLA:CPU) in this process, whatever the default device is
+    one = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5,
+                   devices=jax.devices("cpu")[:1])
     np.testing.assert_array_equal(np.load(out), one.samples)
+    # XY-adaptive: greedy ties among symmetric arms, decided up to a few ulps (docs/design.md 7.3)
+    np.testing.assert_array_equal(np.load(out_xy), xy_adaptive_run(jax.devices("cpu")[:1]).samples)
+
+
+def xy_adaptive_run(devices):
+    """XY-adaptive on a small Soare instance (d = 3: e_1, e_2, e_3 tie at every phase start)."""
+    from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive
+    from jaxbandits.instances import seeds
+
+    inst = seeds.soare_benchmark(3, omega=0.3, theta_scale=1.0)
+    return simulate(XYAdaptive(), inst, jax.random.key(3), 60, 10**6, record_pulls=False, devices=devices)
 
 
 def test_uniform_glr_is_delta_correct():

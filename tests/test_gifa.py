@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-import jaxbandits  # noqa: F401  (float64)
+import jaxbandits  # noqa: F401
 from jaxbandits.algorithms.top_m import gifa
 from jaxbandits.algorithms.base import is_correct
 from jaxbandits.instances.base import make_instance

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxbandits  # noqa: F401  (float64)
+import jaxbandits  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.glm import logistic_mle
 from jaxbandits.algorithms.fixed_budget.gse import (GSE, halving_schedule, projected_least_squares, round_allocation,
                                        stage_budgets, theorem_4_1_bound, design_counts)

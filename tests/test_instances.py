@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxbandits  # noqa: F401  (enables float64)
+import jaxbandits  # noqa: F401
 from jaxbandits.instances import seeds as S
 from jaxbandits.instances.base import Instance, validate_instance
 from jaxbandits.instances.data import from_data, load_table, rescale_unit, ridge_theta, subsample

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxbandits  # noqa: F401  (float64)
+import jaxbandits  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.oracle import Oracle
 from jaxbandits.algorithms.fixed_confidence.sphere import SphereBAI, direction_regret, sphere_instance, sphere_lower_bound
 from jaxbandits.design import lower_bound

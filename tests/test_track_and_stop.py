@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxbandits  # noqa: F401  (float64)
+import jaxbandits  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.track_and_stop import (LazyTrackAndStop, glr_statistic_inv, inverse_gram,
                                                   random_spanning_set, solve_where)
 from jaxbandits.algorithms import common

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxbandits  # noqa: F401  (float64)
+import jaxbandits  # noqa: F401
 from jaxbandits import design
 from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYOracle, XYStatic, certified_best
 from jaxbandits.algorithms.common import safe_cholesky

@@ -16,3 +16,8 @@ __all__ = [
     "xy_allocation", "oracle_allocation", "characteristic_time", "lower_bound", "kl_bernoulli",
     "round_design", "rounding_min_samples", "rounding_efficiency",
 ]
+
+# float64 inside every public function, whatever the caller's x64 setting (jaxbandits.precision)
+from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
+
+_wrap(globals(), __all__)

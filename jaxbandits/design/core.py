@@ -102,6 +102,27 @@ def inverse_design(lam: jax.Array, X: jax.Array, perp: jax.Array) -> jax.Array:
     return Linv.T @ Linv
 
 
+def pair_table(rows, cols, fn) -> jax.Array:
+    """[R, C] table sum_k fn([r[k, i] - c[k, j] for (r, c) in zip(rows, cols)], k), for
+    coordinates-first arrays r [d, R] and c [d, C]: a function of row - column differences,
+    summed over the d coordinates.
+
+    Differences first, then one elementwise sum in a fixed coordinate order: no cancellation
+    between large common components (as in ||a||^2 + ||b||^2 - 2 a.b for close a, b) and no matrix
+    product whose summation order XLA picks by shape, so an entry is the same bit for bit whatever
+    the table's size, the lanes' batch or the device count (docs/design.md, Numerics).
+    """
+    d = rows[0].shape[0]
+    if d > 64:  # one reduction instead of a long unrolled chain (same differences-first values)
+        ks = jnp.arange(d)[:, None, None]
+        return jnp.sum(fn([r[:, :, None] - c[:, None, :] for r, c in zip(rows, cols)], ks), axis=0)
+    out = None
+    for k in range(d):
+        term = fn([r[k][:, None] - c[k][None, :] for r, c in zip(rows, cols)], k)
+        out = term if out is None else out + term
+    return out
+
+
 def quad_norms(V: jax.Array, Ainv: jax.Array) -> jax.Array:
     """||v||^2_{A^-1} for every row of V [n, d]."""
     return jnp.sum((V @ Ainv) * V, axis=-1)

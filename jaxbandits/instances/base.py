@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxbandits.precision import float64_entry
+
 REWARD_MODELS = ("gaussian", "bernoulli", "logistic")
 
 
@@ -86,11 +88,13 @@ class Instance:
         return self.batch_shape[0]
 
 
+@float64_entry
 def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", dtype=None) -> Instance:
     """Build an :class:`Instance` from array-likes (items default to the arms: Z = X).
 
     Broadcasts ``noise`` to the batch shape of ``theta`` and converts everything to one float
-    dtype (float64 when x64 is enabled, which :mod:`jaxbandits` does on import).
+    dtype: float64 unless ``dtype`` says otherwise (it runs under x64 whatever the global setting,
+    :mod:`jaxbandits.precision`).
     """
     if model not in REWARD_MODELS:
         raise ValueError(f"unknown reward model {model!r}; expected one of {REWARD_MODELS}")
@@ -102,6 +106,7 @@ def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", d
     return Instance(arms=arms, items=items, theta=theta, noise=noise, model=model)
 
 
+@float64_entry
 def stack(instances) -> Instance:
     """Stack a list of same-shape instances into a batch (leading axis)."""
     models = {i.model for i in instances}
@@ -110,6 +115,7 @@ def stack(instances) -> Instance:
     return jax.tree.map(lambda *a: jnp.stack(a), *instances)
 
 
+@float64_entry
 def as_batch(instance: Instance) -> Instance:
     """Return ``instance`` with exactly one leading batch axis (adds one if unbatched)."""
     if instance.is_batched:

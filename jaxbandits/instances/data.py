@@ -262,3 +262,8 @@ def from_data(data, targets=None, *, noise: float, columns: Sequence | None = No
             raise ValueError(f"only {n_ok} rows have gap >= {min_gap} to the best row; "
                              f"cannot draw {num_arms - 1} of them")
     return subsample(key, inst, num_arms, include_best=include_best, min_gap=min_gap)
+
+# float64 inside every public function, whatever the caller's x64 setting (jaxbandits.precision)
+from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
+
+_wrap(globals(), __all__)

@@ -497,3 +497,8 @@ def sphere_calibrated(key: jax.Array, num_arms: int, dim: int, *, hardness: floa
     theta = t / jnp.linalg.norm(t)
     tstar = characteristic_time(make_instance(X, theta, 1.0))
     return make_instance(X, theta, jnp.sqrt(hardness / tstar))
+
+# float64 inside every public function, whatever the caller's x64 setting (jaxbandits.precision)
+from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
+
+_wrap(globals(), __all__)

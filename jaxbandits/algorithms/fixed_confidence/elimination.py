@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 from jaxbandits import design
+from jaxbandits.design.core import pair_table
 from jaxbandits.instances.base import Instance
 
 @jax.tree_util.register_dataclass
@@ -117,42 +118,50 @@ def gram_from_counts(X: jax.Array, counts: jax.Array) -> jax.Array:
     return (X.T * counts.astype(X.dtype)) @ X
 
 
+def pair_gaps_widths(Wr, Zr, Wc, Zc, theta_hat):
+    """(gaps, sq) [R, C]: (z_r - z_c)^T theta_hat and ||z_r - z_c||^2_{A^-1} from whitened items
+    W = L^-1 Z^T and the items Z^T (coordinates first, [d, R] and [d, C]).
+
+    Both from differences: the squared norm as ||W_r - W_c||^2, the gap as (Z_r - Z_c)^T theta.
+    In float32 the Gram form ||W_r||^2 + ||W_c||^2 - 2 W_r.W_c lost the Soare instance's near pair
+    (e_1, x'; ||y||^2 ~ 1e-4 of ||W||^2) to cancellation; the gap as a difference of values
+    z^T theta ~ 2 lost ~0.2 % of its 1e-4.
+    """
+    sq = pair_table([Wr], [Wc], lambda u, k: u[0] * u[0])
+    gaps = pair_table([Zr], [Zc], lambda u, k: u[0] * theta_hat[k])
+    return gaps, sq
+
+
 def pairwise_gaps_and_widths(items: jax.Array, theta_hat: jax.Array, L: jax.Array):
     """(gaps, sq_norms) [M, M]: gaps[i, j] = (z_i - z_j)^T theta_hat and
-    sq_norms[i, j] = ||z_i - z_j||^2_{A^-1}, given the Cholesky factor L of A.
-
-    Computed in whitened coordinates W = L^{-1} Z^T (O(M^2 d) time, O(M^2) memory), so that the
-    quadratic forms of every pair cost one matrix product.
+    sq_norms[i, j] = ||z_i - z_j||^2_{A^-1}, given the Cholesky factor L of A (whitened
+    coordinates W = L^{-1} Z^T; O(M^2 d) time, O(M^2) memory; :func:`pair_gaps_widths`).
     """
     W = whiten_items(L, items)                 # [d, M]
-    G = W.T @ W                                # [M, M]
-    nz = jnp.diagonal(G)
-    sq = jnp.maximum(nz[:, None] + nz[None, :] - 2.0 * G, 0.0)
-    v = items @ theta_hat
-    return v[:, None] - v[None, :], sq
+    return pair_gaps_widths(W, items.T, W, items.T, theta_hat)
 
 
-def _beaten(Wr, nzr, vr, valid_r, Wc, nzc, vc, valid_c, log_term, block: int = 64):
+def _beaten(Wr, Zr, valid_r, Wc, Zc, valid_c, theta_hat, log_term, block: int = 64):
     """[C] bool: whether some valid row item z' beats the column item z,
     ||z' - z||_{A^-1} sqrt(2 log_term) < (z' - z)^T theta_hat, from whitened items W = L^-1 Z^T
-    (rows [d, R], columns [d, C]), their squared norms nz and values v = Z theta_hat.
+    and the items Z^T (rows [d, R], columns [d, C]; :func:`pair_gaps_widths`).
 
     The [R, C] tables are built ``block`` rows at a time so that they stay in cache (under vmap
-    the lanes multiply their size).
+    the lanes multiply their size).  A column's answer does not depend on the block size or on
+    the other columns (elementwise, fixed order).
     """
     R, C = Wr.shape[1], Wc.shape[1]
     blk = min(R, max(block, (1 << 14) // max(C, 1)))
     nb = -(-R // blk)
     pad = nb * blk - R
-    Wp = jnp.pad(Wr, ((0, 0), (0, pad)))
-    nzp, vp, okp = jnp.pad(nzr, (0, pad)), jnp.pad(vr, (0, pad)), jnp.pad(valid_r, (0, pad))
+    Wp, Zp = jnp.pad(Wr, ((0, 0), (0, pad))), jnp.pad(Zr, ((0, 0), (0, pad)))
+    okp = jnp.pad(valid_r, (0, pad))
 
     def body(b, beaten):
         s = b * blk
-        G = jax.lax.dynamic_slice_in_dim(Wp, s, blk, axis=1).T @ Wc          # [blk, C]
-        sq = jnp.maximum(jax.lax.dynamic_slice_in_dim(nzp, s, blk)[:, None] + nzc[None, :] - 2.0 * G, 0.0)
-        gaps = jax.lax.dynamic_slice_in_dim(vp, s, blk)[:, None] - vc[None, :]
-        ok = jax.lax.dynamic_slice_in_dim(okp, s, blk)[:, None] & valid_c[None, :]
+        rows = lambda a: jax.lax.dynamic_slice_in_dim(a, s, blk, axis=a.ndim - 1)  # noqa: E731
+        gaps, sq = pair_gaps_widths(rows(Wp), rows(Zp), Wc, Zc, theta_hat)
+        ok = rows(okp)[:, None] & valid_c[None, :]
         return beaten | jnp.any((jnp.sqrt(2.0 * log_term * sq) < gaps) & ok, axis=0)
 
     return jax.lax.fori_loop(0, nb, body, jnp.zeros((C,), bool))
@@ -182,28 +191,27 @@ def eliminate(active: jax.Array, items: jax.Array, theta_hat: jax.Array, L: jax.
     # sigma ||y|| sqrt(2 log_term) = ||y|| sqrt(2 sigma^2 log_term): the width's sigma enters here
     log_term = jnp.asarray(sigma, theta_hat.dtype) ** 2 * jnp.asarray(log_term, theta_hat.dtype)
     W = whiten_items(L, items)                             # [d, M]
-    nz = jnp.sum(W * W, axis=0)
-    v = items @ theta_hat
-    best = single_answer(active, v)
-    by_best = _beaten(W[:, best][:, None], nz[best][None], v[best][None], jnp.ones((1,), bool),
-                      W, nz, v, active, log_term)
+    Zt = items.T                                           # [d, M]
+    best = single_answer(active, items @ theta_hat)
+    by_best = _beaten(W[:, best][:, None], Zt[:, best][:, None], jnp.ones((1,), bool),
+                      W, Zt, active, theta_hat, log_term)
     surv = active & ~by_best
 
     def branch(B):
-        def f(surv, active, W, nz, v, log_term):
+        def f(surv, active, W, Zt, theta_hat, log_term):
             if B == M:
-                return surv & ~_beaten(W, nz, v, active, W, nz, v, surv, log_term)
+                return surv & ~_beaten(W, Zt, active, W, Zt, surv, theta_hat, log_term)
             idx = jnp.nonzero(surv, size=B, fill_value=0)[0]
             valid = jnp.arange(B) < jnp.sum(surv)
-            hit = _beaten(W, nz, v, active, W[:, idx], nz[idx], v[idx], valid, log_term)
+            hit = _beaten(W, Zt, active, W[:, idx], Zt[:, idx], valid, theta_hat, log_term)
             drop = jnp.where(valid & hit, idx, M)          # M is out of bounds: dropped
             return surv.at[drop].set(False, mode="drop")
         return f
 
     @custom_vmap
-    def second_pass(surv, active, W, nz, v, log_term):
+    def second_pass(surv, active, W, Zt, theta_hat, log_term):
         k = _bucket_index(jnp.sum(surv), buckets)
-        return jax.lax.switch(k, [branch(B) for B in buckets], surv, active, W, nz, v, log_term)
+        return jax.lax.switch(k, [branch(B) for B in buckets], surv, active, W, Zt, theta_hat, log_term)
 
     @second_pass.def_vmap
     def _rule(axis_size, in_batched, *args):
@@ -212,7 +220,7 @@ def eliminate(active: jax.Array, items: jax.Array, theta_hat: jax.Array, L: jax.
         k = _bucket_index(jnp.max(jnp.sum(args[0], axis=-1)), buckets)
         return jax.lax.switch(k, [jax.vmap(branch(B)) for B in buckets], *args), True
 
-    return second_pass(surv, active, W, nz, v, log_term)
+    return second_pass(surv, active, W, Zt, theta_hat, log_term)
 
 
 def eliminate_all_pairs(active, items, theta_hat, L, log_term, sigma=1.0):

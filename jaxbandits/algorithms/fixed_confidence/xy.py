@@ -423,9 +423,14 @@ class XYAdaptive(Algorithm):
             worst = jnp.max(jnp.where(pair_on[None, :], score, -jnp.inf), axis=1)   # [K]
             m = jnp.min(worst)
             # Ties broken uniformly at random, as the released code's randargmin: with A = I
-            # many arms tie, and a fixed rule would pull one arm forever.
+            # many arms tie, and a fixed rule would pull one arm forever.  A tie is equality up to
+            # 16 ulps: symmetric arms (e_3, e_4, e_5 of Soare's instance) tie exactly in exact
+            # arithmetic, but XLA may round the same formula differently at different vector
+            # positions in differently fused programs (1 vs 2 devices), and an exact test then
+            # broke the tie differently (docs/design.md, Numerics: reproducibility).
             u = u_all[i]
-            k = jnp.argmax(jnp.where(worst <= m, u, -1.0))
+            tie = m + 16.0 * jnp.finfo(X.dtype).eps * jnp.abs(m)
+            k = jnp.argmax(jnp.where(worst <= tie, u, -1.0))
             den = 1.0 + G[k, k]
             gk, ck = G[:, k], C[k, :]
             upd = going.astype(X.dtype)
