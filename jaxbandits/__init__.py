@@ -9,8 +9,8 @@ import jax as _jax
 _jax.config.update("jax_enable_x64", True)
 
 from jaxbandits import environment  # noqa: E402
-from jaxbandits.instances.base import Instance, make_instance, stack  # noqa: E402
+from jaxbandits.instances.base import Buckets, Instance, make_instance, pad_to, stack  # noqa: E402
 from jaxbandits.sweeps import Generator, sweep  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Instance", "make_instance", "stack", "environment", "sweep", "Generator", "__version__"]
+__all__ = ["Instance", "make_instance", "stack", "pad_to", "Buckets", "environment", "sweep", "Generator", "__version__"]
