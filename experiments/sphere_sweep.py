@@ -13,6 +13,10 @@ theta a uniform direction, the noise scaled so that sigma^2 T*(theta) = 1000 on 
 with many arms have gaps ~1e-5 and the grid is infeasible.  The ratio E[tau] / LB of a sigma-aware
 algorithm does not depend on that scaling.
 
+Shapes: the sweep pads every algorithm to its shape bucket (:class:`jaxbandits.Buckets`, K = 10,
+100, 1000 -> 16, 128, 1024; the table keeps the real K), so the programs are one per (algorithm,
+d, bucket, delta).
+
 Defaults: 2 replications per instance (the per-instance E[tau] is then an average of 2; the spread
 over 100 instances dominates), step cap 2e6 (capped runs stay in the table and are counted:
 ``ratio_at_least`` is then the valid figure).  ``--quick``: d in {2, 5}, K = 10, 4 instances,

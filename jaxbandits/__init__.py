@@ -7,8 +7,9 @@ and runs reach millions of pulls, where float32 decides stopping times wrongly (
 Numerics).  ``simulate(..., precision="float32")`` is offered where float32 was validated.
 """
 from jaxbandits import environment, precision  # noqa: E402
-from jaxbandits.instances.base import Instance, make_instance, stack  # noqa: E402
+from jaxbandits.instances.base import Buckets, Instance, make_instance, pad_to, stack  # noqa: E402
 from jaxbandits.sweeps import Generator, sweep  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Instance", "make_instance", "stack", "environment", "precision", "sweep", "Generator", "__version__"]
+__all__ = ["Instance", "make_instance", "stack", "pad_to", "Buckets", "environment", "precision", "sweep",
+           "Generator", "__version__"]

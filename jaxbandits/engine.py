@@ -24,6 +24,12 @@ every (j, i) and returns per-replication results.  How (DESIGN.md, "two hard pro
   ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` before importing jax to use all
   cores (`python -m experiments NAME --devices 2` does this).
 
+* **Shape buckets.**  With ``buckets`` (a :class:`jaxbandits.instances.base.Buckets` policy), an
+  algorithm that declares ``supports_padding`` runs on its instances padded to the bucket
+  (:func:`jaxbandits.instances.base.pad_to`: zero arms and items, masked out), so sizes that
+  share a bucket share one program; results are read back at the real K and M (a pull of a
+  padded arm or a padded item returned raises: it would be a kernel bug).
+
 Everything is compiled once per (algorithm, shapes, lanes, chunk size): all chunks share one
 executable, and ``compile_time`` is reported apart from the run's wall time.  ``max_steps`` and the
 algorithm's declared ``dynamic_fields`` (e.g. a fixed-budget algorithm's budget B) are traced
@@ -45,7 +51,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 from jaxbandits import batching, distributed
 from jaxbandits import precision as precision_policy
 from jaxbandits.algorithms.base import Algorithm, is_correct
-from jaxbandits.instances.base import Instance, as_batch
+from jaxbandits.instances.base import Buckets, Instance, as_batch, pad_to
 from jaxbandits.stats import summarize
 from jaxbandits.watchdog import run_guarded, timeout_for
 
@@ -90,6 +96,8 @@ class Results:
       error_defined: False when the algorithm's answer is correct by construction
         (``Algorithm.correct_by_construction``); summaries then report the error rate as n/a.
       precision: "float64" or "float32" (:mod:`jaxbandits.precision`).
+      num_arms, num_items: the real K and M (of the instances given); bucket: (K, M) of the
+        padded instances the program ran on (shape buckets), None when not padded.
     """
 
     samples: np.ndarray
@@ -110,6 +118,9 @@ class Results:
     error_defined: bool = True
     layout: Layout | None = None
     precision: str = "float64"
+    num_arms: int | None = None
+    num_items: int | None = None
+    bucket: tuple[int, int] | None = None
 
     @property
     def n_instances(self) -> int:
@@ -465,6 +476,7 @@ def simulate(
     on_chunk: Callable[[np.ndarray, dict], None] | None = None,
     stall_timeout: float | None = None,
     precision: str | None = None,
+    buckets: Buckets | None = None,
 ) -> Results:
     """Run ``n_reps`` replications of ``algorithm`` on every instance of ``instances``.
 
@@ -495,9 +507,14 @@ def simulate(
         (XLA:CPU runtime wedge, see :mod:`jaxbandits.watchdog`; default 30 s or
         ``JAXBANDITS_STALL_TIMEOUT`` on CPU devices, off on accelerators, where the host idles
         while a long chunk runs; 0 disables).  Chunks already done reached ``on_chunk``.
-      precision: None (default: float64, whatever the global x64 setting; a float32 instance is
-        refused) or "float32" (x64 off for the run; only for the algorithms of
-        :data:`jaxbandits.precision.FLOAT32_VALIDATED`).  Applied by :func:`_with_precision`.
+    K_real, M_real = instances.num_arms, instances.num_items
+    bucket = None
+    if buckets is not None and algorithm.supports_padding and not instances.is_padded:
+        bucket = buckets.shape_for(instances)
+        instances = pad_to(instances, *bucket)
+    if devices is None:  # in a jax.distributed run, this process's devices (jaxbandits.distributed)
+        devices = jax.local_devices() if distributed.process_count() > 1 else jax.devices()
+    devices = list(devices)
 
     Returns:
       :class:`Results`.
@@ -506,6 +523,12 @@ def simulate(
     if devices is None:  # in a jax.distributed run, this process's devices (jaxbandits.distributed)
         devices = jax.local_devices() if distributed.process_count() > 1 else jax.devices()
     devices = list(devices)
+    K_real, M_real = instances.num_arms, instances.num_items
+    bucket = None
+    if buckets is not None and algorithm.supports_padding and not instances.is_padded:
+        bucket = buckets.shape_for(instances)
+        instances = pad_to(instances, *bucket)
+    devices = list(devices) if devices is not None else jax.devices()
     stall_timeout = timeout_for(devices, stall_timeout)
     t_prep = time.perf_counter()
     # per-instance precomputation (counted as run time), guarded like the chunks
@@ -592,9 +615,11 @@ def simulate(
         ran[tid] = True
         lane_steps += int(np.sum(np.asarray(iters))) * L
         done_count += tid.size
+        if bucket is not None:
+            _check_padding(out, sel, K_real, M_real, record_pulls)
         if on_chunk is not None:
             on_chunk(tid, dict(samples=samples[tid], steps=steps[tid], correct=correct[tid],
-                               stopped=stopped[tid], answer=answer[tid]))
+                               stopped=stopped[tid], answer=answer[tid, :M_real]))
         if say is not None:
             el = time.perf_counter() - t_start
             rate = done_count / el if el > 0 else float("inf")
@@ -612,9 +637,19 @@ def simulate(
     shape = (J, int(n_reps))
     return Results(
         samples=samples.reshape(shape), steps=steps.reshape(shape), correct=correct.reshape(shape),
-        stopped=stopped.reshape(shape), answer=answer.reshape(shape + (M,)),
-        pulls=None if pulls is None else pulls.reshape(shape + (K,)), ran=ran.reshape(shape),
+        stopped=stopped.reshape(shape), answer=answer[:, :M_real].reshape(shape + (M_real,)),
+        pulls=None if pulls is None else pulls[:, :K_real].reshape(shape + (K_real,)), ran=ran.reshape(shape),
         efficiency=useful / lane_steps if lane_steps else float("nan"), wall_time=wall,
         compile_time=compile_time, lane_steps=lane_steps, useful_steps=useful, devices=D, lanes=L,
         chunk_size=per_call, error_defined=not algorithm.correct_by_construction, layout=layout,
+        num_arms=K_real, num_items=M_real, bucket=bucket,
     )
+
+
+def _check_padding(out, sel, K: int, M: int, record_pulls: bool) -> None:
+    """Padded arms are never pulled and padded items never returned: a violation is a kernel bug
+    (``supports_padding`` declared wrongly), never silently sliced away."""
+    if np.any(out.answer[sel][:, M:]):
+        raise RuntimeError("a padded item was returned: the algorithm does not respect item_mask")
+    if record_pulls and np.any(out.pulls[sel][:, K:]):
+        raise RuntimeError("a padded arm was pulled: the algorithm does not respect arm_mask")

@@ -17,6 +17,12 @@ of a configuration depend only on (key, configuration label, instance, replicati
 every finished chunk is appended to ``out/rows.csv``, and a rerun reads back what is there and
 runs only what is missing (an interrupted sweep loses at most the chunk in flight); T*(theta) of
 each instance is kept in ``out/instances.csv``.
+
+Shape buckets: by default (``buckets=Buckets()``) every algorithm that declares
+``supports_padding`` runs on its instances padded to the bucket of their (K, M) (powers of two from
+8: :class:`jaxbandits.instances.base.Buckets`), and T* is computed on the padded instances too, so a
+sweep over K compiles one program per bucket, not per K.  The table reports the real ``K`` and
+``M`` and, in ``K_bucket`` / ``M_bucket``, the shapes the program ran at.
 """
 from __future__ import annotations
 
@@ -32,7 +38,7 @@ import jax
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm
-from jaxbandits.instances.base import Instance
+from jaxbandits.instances.base import Buckets, Instance, pad_to
 
 ROW_FIELDS = ("algorithm", "generator", "params", "delta", "instance", "rep", "samples", "steps", "correct",
               "stopped", "answer")
@@ -106,6 +112,7 @@ def sweep(
     out: str | Path | None = None,
     progress: bool = True,
     lower_bound: bool = True,
+    buckets: Buckets | None = Buckets(),
     **simulate_kw,
 ):
     """Run every algorithm on every grid point of every generator at every delta.
@@ -122,6 +129,8 @@ def sweep(
       out: folder for ``rows.csv`` / ``instances.csv`` (append as it goes, resume on rerun).
       progress: a progress bar over configurations (tqdm).
       lower_bound: compute T*(theta) per instance (best-arm identification; top-m rows get NaN).
+      buckets: shape-bucket policy (default powers of two from 8); None runs every configuration
+        at its own (K, M), one program per shape.
       simulate_kw: passed to :func:`jaxbandits.engine.simulate` (lanes, chunk_size, devices, ...).
 
     Returns:
@@ -162,7 +171,7 @@ def sweep(
                 if all(h is not None for h in have):
                     tstar = np.asarray(have, float)
                 else:
-                    tstar = _characteristic_times(insts)
+                    tstar = _characteristic_times(insts if buckets is None else pad_to(insts, *buckets.shape_for(insts)))
                     if inst_path is not None:
                         new = not inst_path.exists()
                         pd.DataFrame(dict(point=point, instance=np.arange(g.n_instances), T_star=tstar)).to_csv(
@@ -194,7 +203,7 @@ def sweep(
                     pd.DataFrame(chunk).to_csv(rows_path, mode="a", header=new, index=False)
 
             simulate(alg, insts, jax.random.fold_in(base, _hash(label)), n_reps, cap, tasks=todo,
-                     on_chunk=on_chunk, record_pulls=False, **simulate_kw)
+                     on_chunk=on_chunk, record_pulls=False, buckets=buckets, **simulate_kw)
             recs.extend(fresh)
         df = pd.DataFrame(recs).drop(columns="label")
         df.insert(0, "algorithm", name)
@@ -205,6 +214,8 @@ def sweep(
         noise = np.asarray(jax.device_get(insts.noise), float).reshape(-1)
         df["noise"] = noise[df["instance"].to_numpy()]
         df["K"], df["d"], df["M"] = insts.num_arms, insts.dim, insts.num_items
+        padded = buckets is not None and alg.supports_padding
+        df["K_bucket"], df["M_bucket"] = buckets.shape_for(insts) if padded else (insts.num_arms, insts.num_items)
         bai = alg.top_m == 1 and alg.slack == 0.0 and not alg.fixed_budget
         ts = tstar[df["instance"].to_numpy()]
         df["T_star"] = ts if bai else np.nan

@@ -52,9 +52,10 @@ def is_correct(answer: jax.Array, instance: Instance, m: int = 1, epsilon: float
 
     The answer (a bool mask [M]) must hold exactly ``m`` items, each with value at least the m-th
     largest value minus ``epsilon`` (seed 003 Sec 2; with m = 1, epsilon = 0 it is the exact best
-    arm).  Works on one instance; vmap for batches.
+    arm).  Padded items (``instance.item_mask``) are never correct answers and never among the m
+    best.  Works on one instance; vmap for batches.
     """
-    values = instance.item_values()
+    values = instance.masked_item_values()
     mth = jax.lax.top_k(values, m)[0][m - 1]
     ok_items = jnp.all(jnp.where(answer, values >= mth - epsilon - 1e-12 * jnp.abs(mth), True))
     return ok_items & (jnp.sum(answer) == m)
@@ -67,6 +68,13 @@ class Algorithm:
     Class attributes a subclass may override:
       needs_span: the arms must span R^d (least-squares based algorithms).
       fixed_budget: the algorithm spends a budget instead of stopping on a confidence level.
+      supports_padding: the kernels respect the validity masks of a padded instance
+        (:func:`jaxbandits.instances.base.pad_to`): a padded arm is never pulled (zero allocation,
+        never tracked, never in forced exploration or a spanning set), a padded item is never a
+        candidate, never eliminates another and is never returned, and |Z|, K in thresholds are
+        the real counts.  The engine pads instances to shape buckets only for these
+        (``simulate(..., buckets=...)``, :func:`jaxbandits.sweep`); tested in
+        ``tests/test_buckets.py``.
       dynamic_fields: numeric hyperparameters (e.g. ``("budget",)``) that the engine passes to the
         compiled program as traced scalars instead of baking them in, so that one executable
         serves every value (a budget sweep compiles once).  The kernels must then use these
@@ -76,6 +84,7 @@ class Algorithm:
 
     needs_span: ClassVar[bool] = True
     fixed_budget: ClassVar[bool] = False
+    supports_padding: ClassVar[bool] = False
     dynamic_fields: ClassVar[tuple[str, ...]] = ()
 
     # -- the contract --------------------------------------------------------------------------
@@ -139,5 +148,8 @@ class Algorithm:
         if budget is not None and int(budget) <= 0:
             raise ValueError(f"the budget must be positive, got {budget}")
         m = self.top_m
-        if not (1 <= m < instance.num_items):
-            raise ValueError(f"m must satisfy 1 <= m < M = {instance.num_items}, got m = {m}")
+        M = int(jnp.min(jnp.asarray(instance.true_num_items())))
+        if not (1 <= m < M):
+            raise ValueError(f"m must satisfy 1 <= m < M = {M}, got m = {m}")
+        if instance.is_padded and not self.supports_padding:
+            raise ValueError(f"{type(self).__name__} does not support padded instances (supports_padding)")

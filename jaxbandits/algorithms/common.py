@@ -165,22 +165,35 @@ def matrix_norms(L: jax.Array, V: jax.Array) -> jax.Array:
     return jnp.sum((V @ Ainv) * V, axis=-1)
 
 
-def glr_statistic(theta_hat: jax.Array, L: jax.Array, items: jax.Array):
+def round_robin_arm(instance: Instance, t: jax.Array) -> jax.Array:
+    """Arm pulled at time t by round-robin sampling: t mod K, over the real arms of a padded
+    instance (the (t mod K_real)-th arm of ``arm_mask``)."""
+    if instance.arm_mask is None:
+        return t % instance.num_arms
+    mask = instance.arm_mask
+    i = t % jnp.sum(mask)
+    return argmax_fast(jnp.cumsum(mask) == i + 1)
+
+
+def glr_statistic(theta_hat: jax.Array, L: jax.Array, items: jax.Array, item_mask: jax.Array | None = None):
     """Chernoff/GLR statistic Z(t) = max_a min_{b != a} Z_{a,b}(t) and the empirical best item.
 
     Z_{a,b}(t) = sgn(theta^T (a - b)) (theta^T (a - b))^2 / (2 ||a - b||^2_{A_t^{-1}}) (seed 000
     Lemma 7, epsilon = 0).  The max over a is attained at the empirical best item (Z_{a,b} >= 0
-    iff a is an empirical argmax), so only that row is computed: O(M d^2).
+    iff a is an empirical argmax), so only that row is computed: O(M d^2).  ``item_mask``: the
+    real items of a padded instance (padded ones are never the best nor a b).
 
     Returns: (Z(t), index of the empirical best item).
     """
     values = items @ theta_hat
-    best = jnp.argmax(values)
+    best = jnp.argmax(values if item_mask is None else jnp.where(item_mask, values, -jnp.inf))
     diffs = items[best][None, :] - items  # [M, d]
     gaps = values[best] - values
     norms = matrix_norms(L, diffs)
     z = gaps * jnp.abs(gaps) / (2.0 * jnp.maximum(norms, 1e-300))
     same = jnp.all(diffs == 0, axis=-1)
+    if item_mask is not None:
+        same = same | ~item_mask
     return jnp.min(jnp.where(same, jnp.inf, z)), best
 
 

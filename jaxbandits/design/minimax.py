@@ -530,12 +530,14 @@ def characteristic_time(inst, *, tol: float = 1e-4, max_iters: int = 5_000) -> j
 
     Seed 000: (T*)^-1 = sup_w min_{a != a*} (theta^T (a* - a))^2 / (2 ||a* - a||^2_{(sum_a w_a a a^T)^-1}),
     so T* = 2 psi* with psi* of seed 001 eq. (1) (which has no 1/2).  Unit noise; multiply by
-    sigma^2 for the lower bound (:func:`lower_bound`).  Works on one instance or a batch.
+    sigma^2 for the lower bound (:func:`lower_bound`).  Works on one instance or a batch; a padded
+    instance (:func:`jaxbandits.instances.base.pad_to`) gives the T* of its real arms and items.
     """
-    fn = lambda X, Z, th: 2.0 * oracle_allocation(X, Z, th, tol=tol, max_iters=max_iters).value
+    fn = lambda X, Z, th, am, im: 2.0 * oracle_allocation(X, Z, th, arm_mask=am, item_mask=im, tol=tol,  # noqa: E731
+                                                          max_iters=max_iters).value
     if inst.is_batched:
-        fn = jax.vmap(fn)
-    return fn(inst.arms, inst.items, inst.theta)
+        fn = jax.vmap(fn, in_axes=(0, 0, 0, None if inst.arm_mask is None else 0, None if inst.item_mask is None else 0))
+    return fn(inst.arms, inst.items, inst.theta, inst.arm_mask, inst.item_mask)
 
 
 def kl_bernoulli(p, q):

@@ -4,7 +4,8 @@
 cited); ``data.from_data`` turns a feature table plus targets into an instance.
 """
 from jaxbandits.instances import data, seeds  # noqa: F401
-from jaxbandits.instances.base import Instance, as_batch, make_instance, stack, validate_instance  # noqa: F401
+from jaxbandits.instances.base import (Buckets, Instance, as_batch, bucket_size, make_instance, pad_to, stack,  # noqa: F401
+                                      validate_instance)
 from jaxbandits.instances.data import from_data, load_table, rescale_unit, ridge_theta, subsample  # noqa: F401
 from jaxbandits.instances.seeds import (  # noqa: F401
     TOPM_TABLE4,

@@ -8,7 +8,12 @@ An instance of a (transductive) linear bandit is
 * ``noise``  []: the noise scale (standard deviation sigma of Gaussian rewards; ignored by the
   Bernoulli and logistic reward models, whose variance is set by the mean),
 * ``model`` (static, not a leaf): the reward model, one of ``"gaussian"``, ``"bernoulli"``,
-  ``"logistic"`` (see :mod:`jaxbandits.environment`).
+  ``"logistic"`` (see :mod:`jaxbandits.environment`),
+* ``arm_mask`` [K], ``item_mask`` [M] (optional bool leaves, None by default): which arms and items
+  are real.  :func:`pad_to` appends zero arms and items (masked out) so that instances of
+  different sizes share one compiled program (shape buckets, :func:`bucket_size`); algorithms
+  that declare ``supports_padding`` never pull a masked arm and never return, compare against or
+  eliminate with a masked item (docs/design.md, "Shape buckets").
 
 A batch of instances is the same pytree with a leading axis on every leaf.  All leaves are
 arrays, so instances go through ``jit``/``vmap`` and ``jax.tree.map`` like any pytree; ``model``
@@ -38,6 +43,8 @@ class Instance:
     theta: jax.Array
     noise: jax.Array
     model: str = dataclasses.field(default="gaussian", metadata=dict(static=True))
+    arm_mask: jax.Array | None = None
+    item_mask: jax.Array | None = None
 
     # -- shapes -------------------------------------------------------------------------------
     @property
@@ -51,6 +58,32 @@ class Instance:
     @property
     def dim(self) -> int:
         return self.arms.shape[-1]
+
+    @property
+    def is_padded(self) -> bool:
+        """Whether the instance carries validity masks (:func:`pad_to`)."""
+        return self.arm_mask is not None or self.item_mask is not None
+
+    def valid_arms(self) -> jax.Array:
+        """[..., K] bool: the real arms (all True unless padded).  A constant when unpadded, so
+        masked code costs nothing there."""
+        if self.arm_mask is not None:
+            return self.arm_mask
+        return jnp.ones(self.arms.shape[:-1], bool)
+
+    def valid_items(self) -> jax.Array:
+        """[..., M] bool: the real items (all True unless padded)."""
+        if self.item_mask is not None:
+            return self.item_mask
+        return jnp.ones(self.items.shape[:-1], bool)
+
+    def true_num_arms(self):
+        """Number of real arms: the static K when unpadded, else a (traceable) count."""
+        return self.num_arms if self.arm_mask is None else jnp.sum(self.arm_mask, axis=-1)
+
+    def true_num_items(self):
+        """Number of real items |Z|: the static M when unpadded, else a (traceable) count."""
+        return self.num_items if self.item_mask is None else jnp.sum(self.item_mask, axis=-1)
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
@@ -69,9 +102,14 @@ class Instance:
         """Values z^T theta of every item [..., M]; the answer is the best (or top-m) item."""
         return jnp.einsum("...md,...d->...m", self.items, self.theta)
 
+    def masked_item_values(self) -> jax.Array:
+        """:meth:`item_values` with -inf on padded items (never the best, never in a top-m)."""
+        v = self.item_values()
+        return v if self.item_mask is None else jnp.where(self.item_mask, v, -jnp.inf)
+
     def best_item(self) -> jax.Array:
-        """Index of the best item z* = argmax_z z^T theta [...]."""
-        return jnp.argmax(self.item_values(), axis=-1)
+        """Index of the best item z* = argmax_z z^T theta over the real items [...]."""
+        return jnp.argmax(self.masked_item_values(), axis=-1)
 
     def replace(self, **kw: Any) -> "Instance":
         return dataclasses.replace(self, **kw)
@@ -125,6 +163,71 @@ def as_batch(instance: Instance) -> Instance:
     return jax.tree.map(lambda a: a[None], instance)
 
 
+# ------------------------------------------------------------------------------------------------
+# shape buckets
+# ------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Buckets:
+    """The bucket policy: a size n is padded to the smallest ``smallest * factor**k >= n``.
+
+    ``factor=2`` (default) pads by less than 2x (K in {10, 12, 14, 16} share the bucket 16; 10, 20,
+    50, 100, ... fall in 16, 32, 64, 128, ...); ``factor=4`` halves the number of programs again at
+    up to 4x the per-step work.  ``arms`` / ``items``: pad K / M (d is never padded: a zero
+    coordinate would make every design singular).
+    """
+
+    factor: int = 2
+    smallest: int = 8
+    arms: bool = True
+    items: bool = True
+
+    def __post_init__(self):
+        if int(self.factor) < 2 or int(self.smallest) < 1:
+            raise ValueError(f"need factor >= 2 and smallest >= 1, got {self.factor}, {self.smallest}")
+
+    def size(self, n: int) -> int:
+        return bucket_size(n, self.factor, self.smallest)
+
+    def shape_for(self, instance: "Instance") -> tuple[int, int]:
+        """(K, M) of the bucket ``instance`` goes to."""
+        K, M = instance.num_arms, instance.num_items
+        return (self.size(K) if self.arms else K), (self.size(M) if self.items else M)
+
+
+def bucket_size(n: int, factor: int = 2, smallest: int = 8) -> int:
+    """The smallest ``smallest * factor**k`` (k >= 0) that is >= n."""
+    b = int(smallest)
+    while b < n:
+        b *= int(factor)
+    return b
+
+
+def pad_to(instance: Instance, num_arms: int, num_items: int) -> Instance:
+    """``instance`` (or a batch) with zero arms appended up to ``num_arms`` and zero items up to
+    ``num_items``, and the masks ``arm_mask`` / ``item_mask`` marking the real ones (always set,
+    even when nothing is appended, so every instance of a bucket has one pytree structure).
+
+    The real arms and items keep their indices (0 .. K - 1, 0 .. M - 1), so per-arm results are
+    read back with ``[..., :K]``.  Masks already present are extended.  A zero arm adds nothing to
+    any Gram matrix and has mean reward 0; but only the masks make it safe: an algorithm that does
+    not declare ``supports_padding`` must not be run on a padded instance.
+    """
+    K, M = instance.num_arms, instance.num_items
+    if num_arms < K or num_items < M:
+        raise ValueError(f"cannot pad (K, M) = ({K}, {M}) down to ({num_arms}, {num_items})")
+    lead = instance.batch_shape
+
+    def grow(a, n, axis_len):
+        pad = [(0, 0)] * a.ndim
+        pad[len(lead)] = (0, n - axis_len)
+        return jnp.pad(a, pad)
+
+    am, im = instance.valid_arms(), instance.valid_items()
+    return instance.replace(arms=grow(instance.arms, num_arms, K), items=grow(instance.items, num_items, M),
+                            arm_mask=grow(jnp.asarray(am, bool), num_arms, K),
+                            item_mask=grow(jnp.asarray(im, bool), num_items, M))
+
+
 def validate_instance(instance: Instance, *, need_span: bool = False, min_arms: int = 2) -> None:
     """Raise a clear ``ValueError`` for malformed instances, before anything is compiled.
 
@@ -147,15 +250,20 @@ def validate_instance(instance: Instance, *, need_span: bool = False, min_arms: 
     for name, a in (("arms", X), ("items", Z), ("theta", th), ("noise", nz)):
         if not np.all(np.isfinite(a)):
             raise ValueError(f"{name} contains NaN or inf")
-    if X.shape[-2] < min_arms:
-        raise ValueError(f"need at least {min_arms} arms, got K = {X.shape[-2]}")
-    if Z.shape[-2] < 1:
+    for name, mask, n in (("arm_mask", instance.arm_mask, X.shape[-2]), ("item_mask", instance.item_mask, Z.shape[-2])):
+        if mask is not None and np.shape(mask) != batch + (n,):
+            raise ValueError(f"{name} shape {np.shape(mask)} does not match {batch + (n,)}")
+    n_arms = int(np.min(np.sum(np.asarray(instance.valid_arms()), axis=-1)))
+    if n_arms < min_arms:
+        raise ValueError(f"need at least {min_arms} arms, got K = {n_arms}")
+    if int(np.min(np.sum(np.asarray(instance.valid_items()), axis=-1))) < 1:
         raise ValueError("need at least one item")
     if instance.model == "gaussian" and np.any(nz <= 0):
         raise ValueError("Gaussian rewards need a positive noise scale")
     if instance.model not in REWARD_MODELS:
         raise ValueError(f"unknown reward model {instance.model!r}")
     if need_span:
+        # padded arms are zero rows: they never change the rank
         ranks = np.linalg.matrix_rank(X.reshape((-1,) + X.shape[-2:]))
         if np.any(ranks < d):
             raise ValueError(f"the arms do not span R^{d} (rank {int(np.min(ranks))}); "

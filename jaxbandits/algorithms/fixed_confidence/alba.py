@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple, Optional
+from typing import ClassVar, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -97,6 +97,9 @@ class ALBA(Algorithm):
     design_tol: float = 1e-3
     design_iters: int = 2000
 
+    # padded arms (= items): never active, never in the design set (a zero arm lies in every span)
+    supports_padding: ClassVar[bool] = True
+
     def _advance(self, active, r, s, n_r, d):
         """Move to the next round while at most p_r = floor(d / 2^r) arms are active."""
         n = jnp.sum(active).astype(jnp.int32)
@@ -114,9 +117,9 @@ class ALBA(Algorithm):
     def init(self, key: jax.Array, instance: Instance) -> ALBAState:
         K, d = instance.arms.shape
         dt = instance.arms.dtype
-        active = jnp.ones((K,), bool)
+        active = instance.valid_arms()
         r, s, n_r = self._advance(active, jnp.asarray(0, jnp.int32), jnp.asarray(1, jnp.int32),
-                                  jnp.asarray(K, jnp.int32), d)
+                                  jnp.asarray(instance.true_num_arms(), jnp.int32), d)
         return ALBAState(active=active, round=r, iteration=s, round_active=n_r,
                          pulls=jnp.zeros((K,), dt), samples=jnp.zeros((), dt),
                          theta_hat=jnp.zeros((d,), dt))
@@ -145,6 +148,8 @@ class ALBA(Algorithm):
 
         # G-optimal design on the active arms and the arms in their span.
         smask = span_mask(X, state.active)
+        if instance.arm_mask is not None:
+            smask = smask & instance.arm_mask
         lam = g_optimal(X, arm_mask=smask, tol=self.design_tol,
                                max_iters=self.design_iters).allocation
         small = lam < self.design_cutoff

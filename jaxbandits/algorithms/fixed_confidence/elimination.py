@@ -33,8 +33,8 @@ class CachedInstance(Instance):
 
 def with_cache(instances: Instance, cache) -> CachedInstance:
     """``instances`` with the pytree ``cache`` attached (leading batch axis like the instances)."""
-    return CachedInstance(arms=instances.arms, items=instances.items, theta=instances.theta,
-                          noise=instances.noise, model=instances.model, cache=cache)
+    fields = {f.name: getattr(instances, f.name) for f in dataclasses.fields(Instance)}
+    return CachedInstance(**fields, cache=cache)
 
 
 def instance_cache(instance: Instance):
@@ -63,7 +63,7 @@ def item_buckets(M: int, smallest: int = 16, factor: int = 4) -> tuple[int, ...]
     return tuple(out) + (M,)
 
 
-def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=None):
+def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=None, arm_mask=None):
     """(lambda, rho) of the XY design over Y(Z_active) (:func:`jaxbandits.design.xy_allocation`),
     solved on the active items gathered into the smallest buffer of :func:`item_buckets` that
     holds them.
@@ -74,7 +74,7 @@ def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=N
     buffer of B items instead of O(M^2 d).  Under ``vmap`` every bucket goes through
     :func:`jaxbandits.batching.solve_where`, so a lane pays only for its own
     bucket, each lane's solve runs its own number of iterations, and a bucket no lane needs costs
-    nothing.
+    nothing.  ``arm_mask``: the real arms of a padded instance (padded ones get weight 0).
     """
     from jaxbandits.batching import solve_where
 
@@ -85,15 +85,15 @@ def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=N
     out = (jnp.zeros_like(init), jnp.zeros((), dt))
     lo = 0
     for B in buckets:
-        def solve(X, Z, active, init, B=B):
+        def solve(X, Z, active, init, arm_mask, B=B):
             idx = jnp.nonzero(active, size=B, fill_value=0)[0]
-            sol = design.xy_allocation(X, Z[idx], item_mask=jnp.arange(B) < jnp.sum(active),
+            sol = design.xy_allocation(X, Z[idx], item_mask=jnp.arange(B) < jnp.sum(active), arm_mask=arm_mask,
                                        init=init, tol=tol, max_iters=max_iters, method=method)
             return sol.allocation.astype(dt), sol.value.astype(dt)
 
         # everything the solve reads is an argument: solve_where's batching rule cannot see
         # batched values closed over
-        out = solve_where((count > lo) & (count <= B), solve, (X, Z, active, init), out)
+        out = solve_where((count > lo) & (count <= B), solve, (X, Z, active, init, arm_mask), out)
         lo = B
     return out
 

@@ -98,20 +98,20 @@ class Oracle(XYOracle):
         pulls = state.pulls + counts
         L = safe_cholesky(gram_from_counts(X, pulls))
         theta = jax.scipy.linalg.cho_solve((L, True), X.T @ sums)
-        log_term = self._log_term(idx, Z.shape[0])
+        log_term = self._log_term(idx, instance.true_num_items())
         sigma = noise_scale(self.sigma, instance)
         if self.check == "true_best":
             # the released code's test: only the oracle's z* is examined (theta known)
-            star = jnp.argmax(Z @ instance.theta)
+            star = instance.best_item()
             diffs = Z[star][None, :] - Z
             W = jax.scipy.linalg.solve_triangular(L, diffs.T, lower=True)
             sq = jnp.sum(W * W, axis=0)
             gaps = diffs @ theta
             # App F's rule for z*, width x sigma (sigma-sub-Gaussian noise)
-            ok = (jnp.arange(Z.shape[0]) == star) | (sigma * jnp.sqrt(2.0 * log_term * sq) < gaps)
+            ok = (jnp.arange(Z.shape[0]) == star) | ~instance.valid_items() | (sigma * jnp.sqrt(2.0 * log_term * sq) < gaps)
             holds, best = jnp.all(ok), star
         else:
-            holds, best = certified_best(Z, theta, L, log_term, sigma)
+            holds, best = certified_best(Z, theta, L, log_term, sigma, instance.item_mask)
         return state._replace(phase=state.phase + 1, pulls=pulls, sums=sums,
                               samples=state.samples + jnp.sum(counts),
                               stopped=holds & spans(X, pulls), best=best.astype(jnp.int32))

@@ -32,7 +32,7 @@ factor 2 inside both logarithms, log(2 |Z|^2 / delta_t); ``log_factor=2.0`` repr
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -125,21 +125,24 @@ class RAGE(Algorithm):
     compact: bool = True
     cache_first_design: bool = True
 
+    # padded arms: zero design weight (never pulled); padded items: never active; |Z| the real count
+    supports_padding: ClassVar[bool] = True
+
     def init(self, key: jax.Array, instance: Instance) -> RAGEState:
         K, d = instance.arms.shape
         M = instance.num_items
         dt = instance.arms.dtype
         return RAGEState(
-            active=jnp.ones((M,), bool), phase=jnp.asarray(1, jnp.int32),
+            active=instance.valid_items(), phase=jnp.asarray(1, jnp.int32),
             samples=jnp.zeros((), dt), pulls=jnp.zeros((K,), dt),
-            design=jnp.full((K,), 1.0 / K, dt), last_n=jnp.zeros((), dt),
+            design=instance.valid_arms().astype(dt) / instance.true_num_arms(), last_n=jnp.zeros((), dt),
             last_rho=jnp.zeros((), dt), theta_hat=jnp.zeros((d,), dt))
 
     def first_design(self, instance: Instance):
         """(lambda_1, rho_1): round 1's design over Y(Z), the same for every replication."""
-        K = instance.num_arms
-        sol = design.xy_allocation(instance.arms, instance.items,
-                                   init=jnp.full((K,), 1.0 / K, instance.arms.dtype),
+        sol = design.xy_allocation(instance.arms, instance.items, item_mask=instance.item_mask,
+                                   arm_mask=instance.arm_mask,
+                                   init=instance.valid_arms().astype(instance.arms.dtype) / instance.true_num_arms(),
                                    tol=self.design_tol, max_iters=self.design_iters,
                                    method=self.design_method)
         return sol.allocation, sol.value
@@ -158,9 +161,9 @@ class RAGE(Algorithm):
         if self.compact:
             # round 1 comes from the cache when there is one: no lane needs a solve then
             need = state.active if cached is None else state.active & (state.phase > 1)
-            alloc, rho = compacted_xy_design(X, Z, need, state.design, **kw)
+            alloc, rho = compacted_xy_design(X, Z, need, state.design, arm_mask=instance.arm_mask, **kw)
         else:
-            sol = design.xy_allocation(X, Z, item_mask=state.active, init=state.design, **kw)
+            sol = design.xy_allocation(X, Z, item_mask=state.active, arm_mask=instance.arm_mask, init=state.design, **kw)
             alloc, rho = sol.allocation, sol.value
         if cached is not None:
             first = state.phase == 1
@@ -168,7 +171,7 @@ class RAGE(Algorithm):
             rho = jnp.where(first, cached[1], rho)
         lam = threshold_design(alloc, self.design_cutoff)
         support = jnp.sum(lam > 0)
-        n, log_term = rage_phase_size(rho, state.phase, self.delta, Z.shape[0], support,
+        n, log_term = rage_phase_size(rho, state.phase, self.delta, instance.true_num_items(), support,
                                       self.rounding_eps, self.log_factor,
                                       noise_scale(self.sigma, instance))
         counts = design.round_design(lam, n)

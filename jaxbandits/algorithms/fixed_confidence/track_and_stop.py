@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -118,7 +118,8 @@ RELEASED_CODE = dict(a0_prior=True, u=0.1, anytime=False, method="paper", warm_s
 # ------------------------------------------------------------------------------------------------
 # the allocation solver and the per-round statistics
 # ------------------------------------------------------------------------------------------------
-def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters: int):
+def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters: int, arm_mask=None,
+                       item_mask=None):
     """w = argmax_w psi(theta, w) (seed 000 eq. (1)-(2); seed 001 eq. (1)): the oracle allocation of
     the plug-in parameter.
 
@@ -128,16 +129,18 @@ def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters:
     < 0.01, weights < 1e-5 dropped; seed 001 App F, seed 000 App A.3), run by
     :func:`paper_frank_wolfe`, which gives the iterates of ``oracle_allocation(...,
     method="paper")`` at a fraction of the cost per iteration (tested for parity).
+    ``arm_mask`` / ``item_mask``: the real arms and items of a padded instance (None: all).
     """
     if method == "paper":
-        return paper_frank_wolfe(X, Z, theta, init, max_iters)
-    return oracle_allocation(X, Z, theta, init=init, tol=tol, max_iters=max_iters, method=method).allocation
+        return paper_frank_wolfe(X, Z, theta, init, max_iters, arm_mask, item_mask)
+    return oracle_allocation(X, Z, theta, init=init, tol=tol, max_iters=max_iters, method=method,
+                             arm_mask=arm_mask, item_mask=item_mask).allocation
 
 
 _REFACTOR = 32  # Frank-Wolfe iterations between exact refactorisations of A(lambda)^-1
 
 
-def paper_frank_wolfe(X, Z, theta, init, max_iters: int):
+def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mask=None):
     """The Frank-Wolfe of seed 001 App F (used by seed 000, App A.3) for the oracle allocation of
     ``theta``: the iterates of ``oracle_allocation(X, Z, theta, init=init, method="paper")``
     (same directions (z* - z) / Delta_z, step 2 / (k + 3) counted from the start of each solve,
@@ -156,13 +159,14 @@ def paper_frank_wolfe(X, Z, theta, init, max_iters: int):
     * the Danskin gradient of the max direction y is -(x^T A^-1 y)^2: one [K, d] product.
 
     Requires arms spanning R^d (``LazyTrackAndStop.validate`` checks it: ``needs_span``), so the
-    null-space projector of the general solver is zero and is left out.
+    null-space projector of the general solver is zero and is left out.  Masked (padded) arms
+    get weight 0 and are never the Frank-Wolfe vertex; masked items give no direction.
     """
     X = jnp.asarray(X)
     dtype = X.dtype
     K, d = X.shape
-    mask = jnp.ones((K,), bool)
-    Y, ym = _oracle_directions(Z, theta, jnp.ones((Z.shape[0],), bool))
+    mask = jnp.ones((K,), bool) if arm_mask is None else arm_mask
+    Y, ym = _oracle_directions(Z, theta, jnp.ones((Z.shape[0],), bool) if item_mask is None else item_mask)
     ia, ib = jnp.triu_indices(d)
     Yq = Y[:, ia] * Y[:, ib] * jnp.where(ia == ib, 1.0, 2.0).astype(dtype)
     eye = jnp.eye(d, dtype=dtype)
@@ -183,6 +187,8 @@ def paper_frank_wolfe(X, Z, theta, init, max_iters: int):
         u = Ainv @ y
         h = X @ u
         h = h * h
+        if arm_mask is not None:
+            h = jnp.where(arm_mask, h, -jnp.inf)
         j = common.argmax_fast(h)
         gam = 2.0 / (k.astype(dtype) + 3.0)
         lj = c * v[j]
@@ -250,17 +256,20 @@ def glr_threshold_small(gram, delta, sigma, c, u):
     return common.glr_threshold(gram, delta, sigma, c, u)
 
 
-def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array):
+def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array, item_mask=None):
     """Z(t) = max_a min_{b != a} Z_{a,b}(t) of seed 000 Lemma 7 (epsilon = 0) and the empirical best
     item, from A_t^{-1}: the same quantity as :func:`common.glr_statistic`, in O(M d^2) elementwise
     work after the O(d^3) inverse.  The products over the d coordinates are unrolled (d is static):
     under vmap on CPU, [M, d] x [d, d] batched matrix products were ~4x slower than these fused
-    elementwise sums at (M, d) = (1000, 2).  Items identical to the empirical best are skipped."""
+    elementwise sums at (M, d) = (1000, 2).  Items identical to the empirical best are skipped, and
+    so are masked (padded) items, which are never the best."""
     M, d = items.shape
     cols = [items[:, a] for a in range(d)]
     values = cols[0] * theta_hat[0]
     for a in range(1, d):
         values = values + cols[a] * theta_hat[a]
+    if item_mask is not None:
+        values = jnp.where(item_mask, values, -jnp.inf)
     top = jnp.max(values)
     best = jnp.min(jnp.where(values == top, jnp.arange(M), M))
     zb = items[best]
@@ -274,16 +283,19 @@ def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array):
             norms = norms + (Ainv[a, b] + Ainv[b, a]) * (diffs[a] * diffs[b])
     gaps = top - values
     z = gaps * gaps / (2.0 * jnp.maximum(norms, 1e-300))
-    return jnp.min(jnp.where(sq == 0, jnp.inf, z)), best
+    skip = sq == 0 if item_mask is None else (sq == 0) | ~item_mask
+    return jnp.min(jnp.where(skip, jnp.inf, z)), best
 
 
 # ------------------------------------------------------------------------------------------------
 # forced exploration set
 # ------------------------------------------------------------------------------------------------
-def random_spanning_set(key: jax.Array, X: jax.Array, rtol: float = 1e-9) -> jax.Array:
+def random_spanning_set(key: jax.Array, X: jax.Array, rtol: float = 1e-9, arm_mask=None) -> jax.Array:
     """d arm indices, drawn at random one at a time among the arms that increase the rank
     (seed 000 Lemma 5 / Sec 5: "the initial exploration matrix A_0 is chosen at random", as the
-    released code: uniform among the arms not in the span of those already chosen).  O(K d^2)."""
+    released code: uniform among the arms not in the span of those already chosen).  O(K d^2).
+    Masked (padded) arms are never chosen; the Gumbel draw of arm k does not depend on K, so a
+    padded instance draws the same set."""
     K, d = X.shape
     norms = jnp.sqrt(jnp.sum(X * X, axis=-1))
     Q = jnp.zeros((d, d), X.dtype)
@@ -292,6 +304,8 @@ def random_spanning_set(key: jax.Array, X: jax.Array, rtol: float = 1e-9) -> jax
         resid = X - (X @ Q.T) @ Q
         rn = jnp.sqrt(jnp.sum(resid * resid, axis=-1))
         ok = rn > rtol * jnp.maximum(norms, 1e-300)
+        if arm_mask is not None:
+            ok = ok & arm_mask
         g = jax.random.gumbel(jax.random.fold_in(key, r), (K,), X.dtype)
         i = common.argmax_fast(jnp.where(ok, g, -jnp.inf)).astype(jnp.int32)
         q = resid[i] / jnp.maximum(rn[i], 1e-300)
@@ -370,6 +384,9 @@ class LazyTrackAndStop(Algorithm):
     solve_capacity: int | None = None
     sigma: float | None = None
 
+    # padded arms: zero allocation, never in A_0, never tracked; padded items: not in Z(t)
+    supports_padding: ClassVar[bool] = True
+
     @classmethod
     def paper(cls, **kw) -> "LazyTrackAndStop":
         """The choices of the paper's text (:data:`PAPER_TEXT`; Sec 3.4, Sec 5, Algorithm 1):
@@ -412,9 +429,10 @@ class LazyTrackAndStop(Algorithm):
             return t + int(self.period)
         return t + 1
 
-    def _solve(self, X, Z, theta, init):
+    def _solve(self, X, Z, theta, init, arm_mask=None, item_mask=None):
         return plug_in_allocation(X, Z, theta, init if self.warm_start else None,
-                                  method=self.method, tol=self.tol, max_iters=self.max_iters)
+                                  method=self.method, tol=self.tol, max_iters=self.max_iters,
+                                  arm_mask=arm_mask, item_mask=item_mask)
 
     @staticmethod
     def cumulative_allocation(state: LTSState) -> jax.Array:
@@ -427,7 +445,7 @@ class LazyTrackAndStop(Algorithm):
     def init(self, key, instance: Instance) -> LTSState:
         X = instance.arms
         K, d = X.shape
-        A0 = random_spanning_set(key, X)
+        A0 = random_spanning_set(key, X, arm_mask=instance.arm_mask)
         XA = X[A0]
         G0 = XA.T @ XA
         c0 = common.lambda_min(G0) / math.sqrt(d)
@@ -436,7 +454,7 @@ class LazyTrackAndStop(Algorithm):
         return LTSState(
             stats=common.init_stats(instance), t=i32(0),
             lmin=common.lambda_min(G0) if self.a0_prior else jnp.zeros((), X.dtype),
-            w=jnp.full((K,), 1.0 / K, X.dtype), cum_base=jnp.zeros((K,), X.dtype), t_base=i32(0), forced_arms=A0,
+            w=instance.valid_arms().astype(X.dtype) / instance.true_num_arms(), cum_base=jnp.zeros((K,), X.dtype), t_base=i32(0), forced_arms=A0,
             prior=G0 if self.a0_prior else jnp.zeros((d, d), X.dtype),
             c0=c0, i0=i32(0), next_update=i32(max(first, 1)), best=i32(0),
             stopped=jnp.zeros((), bool), n_forced=i32(0), n_updates=i32(0), w_shift=jnp.zeros((), X.dtype))
@@ -482,7 +500,7 @@ class LazyTrackAndStop(Algorithm):
         else:
             gram = stats.gram
             theta = Ainv @ stats.b
-        z, best = glr_statistic_inv(theta, Ainv, Z)  # Lemma 7: no sigma (unit-variance likelihood)
+        z, best = glr_statistic_inv(theta, Ainv, Z, instance.item_mask)  # Lemma 7: no sigma (unit-variance likelihood)
         lmin = lambda_min_small(gram)
         c = state.c0 * math.sqrt(d)
         dl = common.anytime_delta(self.delta, t1f) if self.anytime else jnp.asarray(self.delta, dtype)
@@ -495,8 +513,8 @@ class LazyTrackAndStop(Algorithm):
 
         upd = (t1 == state.next_update) & ~stop
 
-        def update(X, Z, theta, w, base, tb, t1, shift, nu):  # no closed-over tracers (custom_vmap)
-            new = self._solve(X, Z, theta, w)
+        def update(X, Z, theta, w, base, tb, t1, shift, nu, masks):  # no closed-over tracers (custom_vmap)
+            new = self._solve(X, Z, theta, w, *masks)
             # a failed solve (non-finite, e.g. mu_hat = 0) keeps the previous allocation
             new = jnp.where(jnp.all(jnp.isfinite(new)) & (jnp.sum(new) > 0), new, w)
             # sum_{s <= t1 - 1} w(s) with the old w, then w(t1) = new (both variants: diagnostic)
@@ -506,7 +524,8 @@ class LazyTrackAndStop(Algorithm):
             return new, base, tb, shift
 
         w, cum_base, t_base, w_shift = solve_where(
-            upd, update, (X, Z, theta, state.w, state.cum_base, state.t_base, t1, state.w_shift, state.n_updates),
+            upd, update, (X, Z, theta, state.w, state.cum_base, state.t_base, t1, state.w_shift, state.n_updates,
+                          (instance.arm_mask, instance.item_mask)),
             (state.w, state.cum_base, state.t_base, state.w_shift), self.solve_capacity)
         nxt = jnp.where(t1 == state.next_update, self._next(t1), state.next_update)
         return LTSState(

@@ -15,7 +15,7 @@ Transductive instances (Z != X) are allowed: the GLR statistic is computed over 
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -47,18 +47,19 @@ class UniformGLR(Algorithm):
     u: float = 1.0
     sigma: float | None = None
 
+    supports_padding: ClassVar[bool] = True  # round robin over the real arms, GLR over the real items
+
     def init(self, key, instance: Instance) -> UniformState:
         del key
         return UniformState(common.init_stats(instance), jnp.zeros((), jnp.int32),
                             jnp.zeros((), jnp.int32), jnp.zeros((), bool))
 
     def step(self, key, state: UniformState, instance: Instance) -> UniformState:
-        K = instance.num_arms
-        arm = state.t % K
+        arm = common.round_robin_arm(instance, state.t)
         reward = pull(key, instance, arm)
         stats = common.add_pull(state.stats, instance, arm, reward)
         theta, L = common.least_squares(stats)
-        z, best = common.glr_statistic(theta, L, instance.items)
+        z, best = common.glr_statistic(theta, L, instance.items, instance.item_mask)
         c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
         beta = common.glr_threshold(stats.gram, self.delta, common.noise_scale(self.sigma, instance), c, self.u)
         stop = (z > beta) & (common.lambda_min(stats.gram) >= c)

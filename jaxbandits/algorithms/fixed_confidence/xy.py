@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -108,20 +108,22 @@ def spans(X: jax.Array, counts: jax.Array, rtol: float = 1e-9) -> jax.Array:
 
 
 def certified_best(items: jax.Array, theta_hat: jax.Array, L: jax.Array, log_term: jax.Array,
-                   sigma: float | jax.Array = 1.0):
+                   sigma: float | jax.Array = 1.0, item_mask: jax.Array | None = None):
     """(holds, z'): whether some z' has sigma ||z' - z||_{A^-1} sqrt(2 log_term) <= (z' - z)^T
     theta_hat for every z != z' (items equal to z' skipped), and that z'.
 
     Only the empirical best item can satisfy it (for any other z' the gap to the best is < 0), so
-    only its row is computed: O(M d^2).  Seed 001 App F.
+    only its row is computed: O(M d^2).  Seed 001 App F.  ``item_mask``: the real items of a
+    padded instance (padded items are neither z' nor a z to beat).
     """
     values = items @ theta_hat
-    best = single_answer(jnp.ones(values.shape, bool), values)
+    valid = jnp.ones(values.shape, bool) if item_mask is None else item_mask
+    best = single_answer(valid, values)
     diffs = items[best][None, :] - items
     W = whiten_items(L, diffs)
     sq = jnp.sum(W * W, axis=0)
     gaps = values[best] - values
-    same = jnp.all(diffs == 0, axis=-1)
+    same = jnp.all(diffs == 0, axis=-1) | ~valid
     # seed 001 App F stopping rule, width x sigma (sigma-sub-Gaussian noise; module docstring)
     ok = same | (sigma * jnp.sqrt(2.0 * log_term * sq) <= gaps)
     return jnp.all(ok), best
@@ -207,12 +209,16 @@ class XYStatic(Algorithm):
     polish_iters: int = 300
     polish_max_directions: int = 50_000
 
-    def _num_directions(self, instance: Instance) -> int:
-        M = instance.num_items
+    # padded arms: zero design weight (never drawn); padded items: not in Y(Z), never z'; |Z| real
+    supports_padding: ClassVar[bool] = True
+
+    def _num_directions(self, instance: Instance):
+        M = instance.true_num_items()
         return M * (M - 1) // 2
 
     def _solve(self, instance: Instance, method: str, init=None, max_iters=None):
-        return design.xy_allocation(instance.arms, instance.items, tol=self.design_tol, init=init,
+        return design.xy_allocation(instance.arms, instance.items, item_mask=instance.item_mask,
+                                    arm_mask=instance.arm_mask, tol=self.design_tol, init=init,
                                     max_iters=max_iters or self.design_iters, method=method)
 
     def _design(self, instance: Instance):
@@ -221,14 +227,24 @@ class XYStatic(Algorithm):
             sol = self._solve(instance, self.design_method)
             return sol.allocation, sol.value, sol.gap
         fw = self._solve(instance, "paper")
-        if self._num_directions(instance) > self.polish_max_directions:
+        n_dirs = self._num_directions(instance)
+        if isinstance(n_dirs, int) and n_dirs > self.polish_max_directions:
             return fw.allocation, fw.value, fw.gap
-        sm = self._solve(instance, "smooth", init=fw.allocation, max_iters=self.polish_iters)
-        # the certified solve can fail (non-finite) or stall where the optimum is nearly singular;
-        # then App F's design is kept.  Either way the gap reported is that design's certificate.
-        ok = jnp.all(jnp.isfinite(sm.allocation)) & jnp.isfinite(sm.value) & (sm.value <= fw.value)
-        pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
-        return pick(sm.allocation, fw.allocation), pick(sm.value, fw.value), pick(sm.gap, fw.gap)
+
+        def polished(fw):
+            sm = self._solve(instance, "smooth", init=fw.allocation, max_iters=self.polish_iters)
+            # the certified solve can fail (non-finite) or stall where the optimum is nearly
+            # singular; then App F's design is kept.  Either way the gap reported is that
+            # design's certificate.
+            ok = jnp.all(jnp.isfinite(sm.allocation)) & jnp.isfinite(sm.value) & (sm.value <= fw.value)
+            pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
+            return pick(sm.allocation, fw.allocation), pick(sm.value, fw.value), pick(sm.gap, fw.gap)
+
+        if isinstance(n_dirs, int):
+            return polished(fw)
+        # padded instance: the real |Z| decides (as unpadded), at run time
+        plain = lambda fw: (fw.allocation, fw.value, fw.gap)  # noqa: E731
+        return jax.lax.cond(n_dirs > self.polish_max_directions, plain, polished, fw)
 
     def _log_term(self, phase: jax.Array, num_items: int) -> jax.Array:
         t = phase.astype(jnp.result_type(float))
@@ -282,8 +298,8 @@ class XYStatic(Algorithm):
         pulls = state.pulls + counts
         L = safe_cholesky(gram_from_counts(X, pulls))
         theta = jax.scipy.linalg.cho_solve((L, True), X.T @ sums)
-        holds, best = certified_best(Z, theta, L, self._log_term(state.phase, Z.shape[0]),
-                                     noise_scale(self.sigma, instance))
+        holds, best = certified_best(Z, theta, L, self._log_term(state.phase, instance.true_num_items()),
+                                     noise_scale(self.sigma, instance), instance.item_mask)
         return state._replace(phase=state.phase + 1, pulls=pulls, sums=sums,
                               samples=state.samples + jnp.sum(counts),
                               stopped=holds & spans(X, pulls), best=best.astype(jnp.int32))
@@ -315,11 +331,12 @@ class XYOracle(XYStatic):
 
     gamma: float = 1.1
 
-    def _num_directions(self, instance: Instance) -> int:
-        return instance.num_items - 1
+    def _num_directions(self, instance: Instance):
+        return instance.true_num_items() - 1
 
     def _solve(self, instance: Instance, method: str, init=None, max_iters=None):
         return design.oracle_allocation(instance.arms, instance.items, instance.theta,
+                                        item_mask=instance.item_mask, arm_mask=instance.arm_mask,
                                         tol=self.design_tol, init=init,
                                         max_iters=max_iters or self.design_iters, method=method)
 
@@ -382,12 +399,15 @@ class XYAdaptive(Algorithm):
     alpha: float = 0.1
     pulls_per_step: int = 32
 
+    # padded arms: never the greedy pick; padded items: never active; |Z| the real count
+    supports_padding: ClassVar[bool] = True
+
     def init(self, key: jax.Array, instance: Instance) -> XYAdaptiveState:
         K, d = instance.arms.shape
         M = instance.num_items
         dt = instance.arms.dtype
         return XYAdaptiveState(
-            active=jnp.ones((M,), bool), phase=jnp.asarray(1, jnp.int32),
+            active=instance.valid_items(), phase=jnp.asarray(1, jnp.int32),
             phase_counts=jnp.zeros((K,), dt), n=jnp.asarray(float(d), dt),
             rho=jnp.ones((), dt), rho_past=jnp.ones((), dt),
             n_past=jnp.asarray(float(d * (d + 1) + 1), dt), pulls=jnp.zeros((K,), dt),
@@ -414,13 +434,16 @@ class XYAdaptive(Algorithm):
         bar = self.alpha * state.rho_past / state.n_past
 
         k_ties, k_pull = jax.random.split(key)
-        u_all = jax.random.uniform(k_ties, (self.pulls_per_step, K), X.dtype)   # one draw per step
+        # one draw per step, [K, P] transposed: arm k's draws do not depend on K (padding)
+        u_all = jax.random.uniform(k_ties, (K, self.pulls_per_step), X.dtype).T
+        arm_ok = instance.valid_arms()
 
         def pull_one(i, c):
             G, C, yn, counts, n, rho, going = c
             going = going & (rho / n >= bar)
             score = yn[None, :] - C**2 / (1.0 + jnp.diagonal(G))[:, None]
             worst = jnp.max(jnp.where(pair_on[None, :], score, -jnp.inf), axis=1)   # [K]
+            worst = jnp.where(arm_ok, worst, jnp.inf)                          # padded: never picked
             m = jnp.min(worst)
             # Ties broken uniformly at random, as the released code's randargmin: with A = I
             # many arms tie, and a fixed rule would pull one arm forever.  A tie is equality up to
@@ -455,7 +478,7 @@ class XYAdaptive(Algorithm):
         La = jnp.linalg.cholesky(eye + gram_from_counts(X, counts))
         theta = jax.scipy.linalg.cho_solve((La, True), X.T @ sums)
         # elimination width sigma ||y||_{A^-1} sqrt(2 log(pi^2 |Z|^2 j^2 / (3 delta))) (module doc)
-        active_end = eliminate(state.active, Z, theta, La, self._log_term(state.phase, M),
+        active_end = eliminate(state.active, Z, theta, La, self._log_term(state.phase, instance.true_num_items()),
                                noise_scale(self.sigma, instance))
 
         sel = lambda a, b: jnp.where(ended, a, b)  # noqa: E731

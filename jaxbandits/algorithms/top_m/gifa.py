@@ -248,6 +248,9 @@ class GIFA(Algorithm):
                 raise ValueError("the determinant threshold needs linear indices")
 
     needs_span: ClassVar[bool] = False  # the regulariser lambda > 0 makes V_t invertible
+    # padded arms (= items, Z = X): never initialised, selected or pulled, never in J(t), never a
+    # challenger (their rows of B are -inf); K in the LUCB1 threshold is the real count
+    supports_padding: ClassVar[bool] = True
 
     def validate(self, instance: Instance) -> None:
         """Host-side checks: Z = X, m < K, a positive sigma and lambda, and a reward model the
@@ -255,8 +258,9 @@ class GIFA(Algorithm):
         super().validate(instance)
         if instance.num_items != instance.num_arms:
             raise ValueError("Top-m identification returns arms: the items must be the arms (Z = X)")
-        if self.m >= instance.num_arms:
-            raise ValueError(f"need m < K, got m = {self.m}, K = {instance.num_arms}")
+        K = int(np.min(np.asarray(instance.true_num_arms())))
+        if self.m >= K:
+            raise ValueError(f"need m < K, got m = {self.m}, K = {K}")
         if self.sigma is not None and not np.all(np.asarray(self.sigma) > 0):
             raise ValueError(f"sigma must be positive, got {self.sigma}")
         if self._linear() and self.reg is not None and not np.all(np.asarray(self.reg) > 0):
@@ -284,7 +288,8 @@ class GIFA(Algorithm):
 
         Dimensionless: the widths are C_{t,delta} ||x||_Sigma = C_{t,delta} sigma ||x||_{V_t^-1}.
         """
-        K, N = inst.arms.shape
+        N = inst.arms.shape[1]
+        K = inst.true_num_arms()
         t = jnp.maximum(state.t, 1.0)
         delta = self.delta
         if self.threshold == "heuristic":
@@ -314,7 +319,9 @@ class GIFA(Algorithm):
             g = jnp.diagonal(state.G)
             D = jnp.maximum(g[:, None] + g[None, :] - 2.0 * state.G, 0.0)
             W = C * jnp.sqrt(D)
-            return mu[:, None] - mu[None, :] + W
+            B = mu[:, None] - mu[None, :] + W
+            # a padded arm is never a challenger i (row -inf)
+            return B if inst.arm_mask is None else jnp.where(inst.arm_mask[:, None], B, -jnp.inf)
         up, low = self._individual_bounds(state, inst)
         return up[:, None] - low[None, :]
 
@@ -331,7 +338,10 @@ class GIFA(Algorithm):
             s = jnp.sqrt(jnp.maximum(jnp.diagonal(state.G), 0.0))
         else:
             s = 1.0 / jnp.sqrt(jnp.maximum(state.counts, 1e-300))
-        return state.mu + C * s, state.mu - C * s
+        up = state.mu + C * s
+        if inst.arm_mask is not None:
+            up = jnp.where(inst.arm_mask, up, -jnp.inf)  # a padded arm is never a challenger
+        return up, state.mu - C * s
 
     def _mth_index(self, state: GIFAState, inst: Instance, B: jax.Array) -> jax.Array:
         """[j] -> max^m_{i != j} B[i, j].
@@ -362,10 +372,11 @@ class GIFA(Algorithm):
         need_mth = self.compute_J == "gap" or self.compute_b == "gap" or self.stopping == "ugape"
         if need_mth:
             mth = self._mth_index(state, inst, B)  # [j]: max^m_{i != j} B[i, j]
+        valid = inst.valid_arms()
         if self.compute_J == "empirical":
-            J = topm_mask(state.mu, m)
+            J = topm_mask(jnp.where(valid, state.mu, -jnp.inf) if inst.arm_mask is not None else state.mu, m)
         else:
-            J = topm_mask(-mth, m)
+            J = topm_mask(jnp.where(valid, -mth, -jnp.inf) if inst.arm_mask is not None else -mth, m)
         if self.compute_b == "lucb":
             col = jnp.max(jnp.where(J[:, None], -jnp.inf, B), axis=0)  # max_{i notin J} B[i, j]
             b = argmax_fast(jnp.where(J, col, -jnp.inf))
@@ -411,14 +422,14 @@ class GIFA(Algorithm):
             # y = x_b - x_c, y^T V^-1 x_a = G[b, a] - G[c, a]: minimise = maximise the decrease.
             u = state.G[b] - state.G[c]
             v = u * u / (1.0 + jnp.diagonal(state.G))
-            return self._pick(key, v, jnp.ones(K, bool)), state
+            return self._pick(key, v, inst.valid_arms()), state
         # optimized (eq. (1)); w* cached per pair
         pair = jnp.stack([b, c])
         stale = jnp.any(pair != state.w_pair)
         sol = min_l1_representation(inst.arms, inst.arms[b] - inst.arms[c], active=stale)
         w = jnp.where(stale, sol.w, state.w)
         aw = jnp.abs(w)
-        valid = aw > 1e-9 * jnp.max(aw)
+        valid = (aw > 1e-9 * jnp.max(aw)) & inst.valid_arms()
         v = -state.counts / jnp.where(valid, aw, 1.0)
         arm = self._pick(key, v, valid)
         return arm, state._replace(w_pair=pair, w=w)
@@ -442,7 +453,7 @@ class GIFA(Algorithm):
         X = inst.arms
         K, N = X.shape
         dt = X.dtype
-        counts = jnp.ones(K, dt) if self.initialization else jnp.zeros(K, dt)
+        counts = inst.valid_arms().astype(dt) if self.initialization else jnp.zeros(K, dt)
         sums = pull_counts(key, inst, counts) if self.initialization else jnp.zeros(K, dt)
         if self._linear():
             lam = self._reg(inst)
