@@ -2,7 +2,8 @@
 
 Fixed confidence (seeds 000, 001): :class:`LazyTrackAndStop`, :class:`Oracle`, :class:`RAGE`,
 :class:`XYStatic`, :class:`XYOracle`, :class:`XYAdaptive`, :class:`ALBA`, :class:`SphereBAI`
-(continuous arms), :class:`UniformGLR` (reference), LinGapE (``gifa.LinGapE``).
+(continuous arms), :class:`UniformGLR` (reference), LinGapE (``gifa.LinGapE``); the wrapper
+:class:`Eliminate` (elimination at stopping / at sampling, Tirinzoni & Degenne 2022).
 Top-m (seed 003): the :class:`GIFA` framework and its assemblies ``LUCB``, ``UGapE``,
 ``LinGapE``, ``MLinGapE``, ``LinGIFA``; complexity constants in :mod:`.complexity`.
 Fixed budget (seed 002): :class:`GSE`, :class:`ODLinBAI`, :class:`BayesGap`, :class:`Peace`,
@@ -14,6 +15,7 @@ from jaxbandits.algorithms.fixed_budget.bayesgap import BayesGap  # noqa: F401
 from jaxbandits.algorithms.top_m.gifa import GIFA, LUCB, LinGapE, LinGIFA, MLinGapE, UGapE  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.gse import GSE  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.od_linbai import ODLinBAI  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.elimination_rules import Eliminate  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.oracle import Oracle  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.peace import Peace  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.rage import RAGE  # noqa: F401
