@@ -175,7 +175,7 @@ def _released(alg):
 
 def cases() -> list[Case]:
     """Every fixed-confidence and Top-m algorithm of the library, on its calibration instance."""
-    from jaxbandits.algorithms import (ALBA, RAGE, LazyTrackAndStop, Oracle, UniformGLR, XYAdaptive,
+    from jaxbandits.algorithms import (ALBA, RAGE, Eliminate, LazyTrackAndStop, Oracle, UniformGLR, XYAdaptive,
                                        XYOracle, XYStatic, gifa)
 
     H, C = "hard_top1", "classic_topm"
@@ -184,6 +184,11 @@ def cases() -> list[Case]:
         Case("LT&S", H, lambda d: LazyTrackAndStop(delta=d, averaging=True), max_steps=per_pull),
         Case("LT&S (no averaging)", H, lambda d: LazyTrackAndStop(delta=d, averaging=False), max_steps=per_pull),
         Case("UniformGLR", H, lambda d: UniformGLR(delta=d), max_steps=per_pull),
+        # elimination wrappers (Tirinzoni & Degenne 2022): the base's threshold, so exactly equivariant
+        Case("LT&S + elimination at stopping", H, lambda d: Eliminate(LazyTrackAndStop(delta=d)), max_steps=per_pull),
+        Case("LT&S + elimination at sampling", H, lambda d: Eliminate(LazyTrackAndStop(delta=d), at_sampling=True),
+             max_steps=per_pull),
+        Case("UniformGLR + elimination at stopping", H, lambda d: Eliminate(UniformGLR(delta=d)), max_steps=per_pull),
         Case("Oracle", H, lambda d: Oracle(delta=d), max_steps=20_000),
         Case("Oracle (true_best)", H, lambda d: Oracle(delta=d, check="true_best"), error_check=False,
              max_steps=20_000, note="stops only on the true best item: correct by construction, error n/a"),
@@ -422,7 +427,7 @@ _SHARED_SOURCES = ("algorithms/base.py", "algorithms/common.py", "environment.py
 
 def code_version(algorithm) -> str:
     """A short hash of the configuration (its repr) and of the source files its results depend on:
-    the module defining its class (and its base classes' modules) plus the shared layers
+    the module defining its class (and its base classes' modules, and those of a wrapped ``base``) plus the shared layers
     (:data:`_SHARED_SOURCES`).  The experiment puts it in each run's label, so a rerun into the same
     output folder recomputes every configuration whose code changed instead of reading stale
     replications back (the runner matches replications by label only)."""
@@ -432,7 +437,11 @@ def code_version(algorithm) -> str:
 
     root = Path(__file__).resolve().parent
     files = set()
-    for cls in type(algorithm).__mro__:
+    layers, alg = [], algorithm
+    while alg is not None:  # a wrapper (e.g. Eliminate) and the algorithms it wraps
+        layers.append(alg)
+        alg = getattr(alg, "base", None)
+    for cls in (c for a in layers for c in type(a).__mro__):
         mod = inspect.getmodule(cls)
         f = getattr(mod, "__file__", None)
         if f and Path(f).resolve().is_relative_to(root):
