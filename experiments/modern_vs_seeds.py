@@ -1,0 +1,185 @@
+"""Every fixed-confidence best-arm algorithm of the library, the seeds' and the modern ones, side
+by side (issue 16 item 5): mean sample complexity over the lower bound sigma^2 T*(theta)
+kl(delta, 1 - delta) (seed 000 Thm 1), with standard errors, error rates (Clopper-Pearson 95 %),
+and replications per second, on three families:
+
+* ``soare``: Soare et al.'s benchmark X = Z = {e_1..e_d, cos(w) e_1 + sin(w) e_2}, theta = e_1, over
+  d in {2, 4, 6, 8, 10}, with w = 0.1: the "usual hard instance" of the modern papers (LinGame,
+  Degenne et al. 2020; the elimination paper's ``hard_linear.jl``, d = 2), gap 1 - cos 0.1 = 0.005.
+  Seed 001 Fig. 1a uses w = 0.01, theta = 2 e_1 (lower bound 53.5k pulls at delta = 0.05 for every
+  d, i.e. ~1e6 pulls per run for the GLR-threshold algorithms): that one stays in
+  ``seed001_fig1``; ``SOARE`` below switches this experiment to it.
+* ``many_arms``: K = 1000 arms in d = 2, seed 001's released-code instance (seed 000 Table 1):
+  :func:`seeds.many_arms_code`, one fresh instance per instance index.
+* ``sphere``: random unit-sphere instances (arms and theta uniform, d = 5, K = 50), noise scaled so
+  that sigma^2 T* = 1000 on each (:func:`seeds.sphere_calibrated`, as ``sphere_sweep``).
+
+Algorithms: LT&S (seed 000), RAGE, XY-static, XY-oracle, XY-adaptive, ALBA, the Oracle (seed 001),
+LinGapE (seed 003 / Xu et al.), the uniform GLR; LT&S and the uniform GLR with elimination at
+stopping and at sampling (Tirinzoni & Degenne 2022, :class:`jaxbandits.algorithms.Eliminate`); and
+LinGame, FWS and TopTwo (with and without elimination) when the library has them
+(``jaxbandits.algorithms``; looked up by name, so they join the table as they land).  delta = 0.05.
+
+Published numbers on the same instances: the modern papers' tables could not be read from the
+stored corpus (only their abstracts), so the ``published`` column is empty; nothing here is tuned
+toward any number.
+
+Written on the sweep API (:func:`jaxbandits.sweep`): per-replication rows in ``sweep/rows.csv``
+(resumable), T* per instance in ``sweep/instances.csv``, ``summary.md`` / ``summary.csv``, the
+figure ``ratio.png``.  Each algorithm is swept on its own to time it (wall seconds, including
+compilation; ``reps_per_s`` = replications / seconds).  Defaults (2 CPU cores): 10 replications per
+Soare point, 5 many-arms instances x 2 replications, 10 sphere instances x 2 replications, step cap
+2e6 (capped runs stay in the table: ``ratio`` is then NaN and ``ratio_at_least`` is the valid
+figure).  ``--quick``: d = 2 only, 1 many-arms instance, 2 sphere instances, 4 algorithms, 4
+replications, cap 2e5.
+"""
+from __future__ import annotations
+
+import time
+
+NAME = "modern_vs_seeds"
+DESCRIPTION = "Issue 16: every fixed-confidence algorithm (seeds' and modern, with elimination) on Soare, many arms, sphere"
+
+DELTA = 0.05
+CAP = 2_000_000
+QUICK_CAP = 200_000
+SOARE = dict(omega=0.1, theta_scale=1.0)  # seed 001 Fig. 1a: dict(omega=0.01, theta_scale=2.0)
+HARDNESS = 1000.0
+MODERN = ("LinGame", "FWS", "TopTwo")  # joined when jaxbandits.algorithms has them
+QUICK_ALGS = ("LT&S", "LT&S + elim (stopping)", "LT&S + elim (sampling)", "RAGE")
+
+#: published (mean, SE) on the same instances, keyed (family, params, algorithm): none could be
+#: read (module docstring)
+PUBLISHED: dict = {}
+
+
+def _soare(key, dim):
+    from jaxbandits.instances import seeds
+
+    del key
+    return seeds.soare_benchmark(dim, **SOARE)
+
+
+def _many(key, num_arms):
+    from jaxbandits.instances import seeds
+
+    return seeds.many_arms_code(key, num_arms)
+
+
+def algorithms() -> dict:
+    """name -> factory delta -> algorithm (factories, since the wrappers have no delta field)."""
+    import jaxbandits.algorithms as A
+
+    algs = {
+        "LT&S": lambda d: A.LazyTrackAndStop(delta=d),
+        "LT&S + elim (stopping)": lambda d: A.Eliminate(A.LazyTrackAndStop(delta=d)),
+        "LT&S + elim (sampling)": lambda d: A.Eliminate(A.LazyTrackAndStop(delta=d), at_sampling=True),
+        "RAGE": lambda d: A.RAGE(delta=d),
+        "XY-static": lambda d: A.XYStatic(delta=d),
+        "XY-oracle": lambda d: A.XYOracle(delta=d),
+        "XY-adaptive": lambda d: A.XYAdaptive(delta=d),
+        "ALBA": lambda d: A.ALBA(delta=d),
+        "Oracle": lambda d: A.Oracle(delta=d),
+        "LinGapE": lambda d: A.LinGapE(delta=d),
+        "uniform + GLR": lambda d: A.UniformGLR(delta=d),
+        "uniform + GLR + elim (stopping)": lambda d: A.Eliminate(A.UniformGLR(delta=d)),
+    }
+    for name in MODERN:
+        cls = getattr(A, name, None)
+        if cls is None:
+            continue
+        algs[name] = (lambda c: lambda d: c(delta=d))(cls)
+        if callable(getattr(cls, "linear_stats", None)):
+            algs[f"{name} + elim (stopping)"] = (lambda c: lambda d: A.Eliminate(c(delta=d)))(cls)
+            if callable(getattr(cls, "step_masked", None)):
+                algs[f"{name} + elim (sampling)"] = (lambda c: lambda d: A.Eliminate(c(delta=d), at_sampling=True))(cls)
+    return algs
+
+
+def generators(quick: bool):
+    import jaxbandits as jb
+    from jaxbandits.instances import seeds
+
+    dims = [2] if quick else [2, 4, 6, 8, 10]
+    return [
+        jb.Generator("soare", _soare, {"dim": dims}, n_instances=1),
+        jb.Generator("many_arms", _many, {"num_arms": [1000]}, n_instances=1 if quick else 5),
+        jb.Generator("sphere", seeds.sphere_calibrated, {"dim": [5], "num_arms": [50]},
+                     n_instances=2 if quick else 10, fixed=dict(hardness=HARDNESS)),
+    ]
+
+
+def _reps(ctx, gen) -> int:
+    if gen.name == "soare":
+        return ctx.n_reps(10, 4)
+    return ctx.reps or 2
+
+
+def run(ctx):
+    import pandas as pd
+
+    import jaxbandits as jb
+    from jaxbandits.sweeps import summary
+
+    quick = ctx.quick
+    algs = algorithms()
+    if quick:
+        algs = {k: v for k, v in algs.items() if k in QUICK_ALGS}
+    gens = generators(quick)
+    cap = QUICK_CAP if quick else CAP
+    ctx.config.update(delta=DELTA, cap=cap, soare=SOARE, hardness=HARDNESS, algorithms=list(algs),
+                      generators={g.name: dict(grid=g.grid, n_instances=g.n_instances) for g in gens},
+                      reps={g.name: _reps(ctx, g) for g in gens})
+    frames, timing = [], []
+    for name, make in algs.items():
+        for g in gens:
+            reps = _reps(ctx, g)
+            t0 = time.perf_counter()
+            try:
+                df = jb.sweep({name: make}, g, deltas=[DELTA], n_reps=reps, key=ctx.key, max_steps=cap,
+                              out=ctx.out / "sweep", progress=False)
+            except (ValueError, TypeError) as e:  # an algorithm that refuses a family (validate)
+                ctx.log(f"[{NAME}] {name} on {g.name}: not run ({e})")
+                continue
+            dt = time.perf_counter() - t0
+            timing.append(dict(algorithm=name, generator=g.name, seconds=dt, replications=len(df),
+                               reps_per_s=len(df) / dt if dt > 0 else float("nan")))
+            ctx.log(f"[{NAME}] {name} on {g.name}: {len(df)} runs in {dt:.1f} s")
+            frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    df["point"] = [f"d={r.d}, K={r.K}" for r in df.itertuples()]
+    ctx.write_rows(df, "rows")
+    by = ["generator", "point", "algorithm"]
+    s = summary(df, by)
+    s["ratio_se"] = s["se"] / s["lower_bound"]
+    t = pd.DataFrame(timing).groupby(["algorithm", "generator"], as_index=False).sum(numeric_only=True)
+    t["reps_per_s"] = t["replications"] / t["seconds"]
+    s = s.merge(t[["algorithm", "generator", "reps_per_s"]], on=["algorithm", "generator"], how="left")
+    s["published"] = [PUBLISHED.get((r.generator, r.point, r.algorithm), "") for r in s.itertuples()]
+    s.to_csv(ctx.out / "summary.csv", index=False)
+    cols = by + ["runs", "frac_capped", "mean", "se", "lower_bound", "ratio", "ratio_se", "ratio_at_least",
+                 "error_rate", "error_lo", "error_hi", "reps_per_s", "published"]
+    ctx.table(s[cols].to_dict("records"), "summary",
+              title=f"E[tau] / lower bound (delta = {DELTA}); reps_per_s per (algorithm, family), compile included")
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fams = list(dict.fromkeys(s["generator"]))
+    fig, axes = plt.subplots(1, len(fams), figsize=(5 * len(fams), 0.35 * len(algs) + 2.5), squeeze=False)
+    for ax, fam in zip(axes[0], fams):
+        sub = s[s["generator"] == fam]
+        pts = list(dict.fromkeys(sub["point"]))
+        names = list(dict.fromkeys(sub["algorithm"]))
+        h = 0.8 / max(len(pts), 1)
+        for k, p in enumerate(pts):
+            q = sub[sub["point"] == p].set_index("algorithm").reindex(names)
+            val = q["ratio"].fillna(q["ratio_at_least"]).to_numpy(float)
+            ax.barh(np.arange(len(names)) + k * h, val, height=h, xerr=2 * q["ratio_se"].to_numpy(float), label=p)
+        ax.set_yticks(np.arange(len(names)) + 0.4 - h / 2, names, fontsize="small")
+        ax.set_xscale("log")
+        ax.set_xlabel("E[tau] / lower bound (bars: 2 SE)")
+        ax.set_title(fam)
+        ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    ctx.savefig(fig, "ratio")
