@@ -27,7 +27,9 @@ toward any number.
 Written on the sweep API (:func:`jaxbandits.sweep`): per-replication rows in ``sweep/rows.csv``
 (resumable), T* per instance in ``sweep/instances.csv``, ``summary.md`` / ``summary.csv``, the
 figure ``ratio.png``.  Each algorithm is swept on its own to time it (wall seconds, including
-compilation; ``reps_per_s`` = replications / seconds).  Defaults (2 CPU cores): 10 replications per
+compilation; ``reps_per_s`` = replications / seconds).  Paired sweep (``paired=True``): every
+algorithm runs on the same replication keys, so "LT&S + elim (stopping)" sees exactly LT&S's
+observations and stops no later, run by run.  Defaults (2 CPU cores): 10 replications per
 Soare point, 5 many-arms instances x 2 replications, 10 sphere instances x 2 replications, step cap
 2e6 (capped runs stay in the table: ``ratio`` is then NaN and ``ratio_at_least`` is the valid
 figure).  ``--quick``: d = 2 only, 1 many-arms instance, 2 sphere instances, 4 algorithms, 4
@@ -137,7 +139,7 @@ def run(ctx):
             t0 = time.perf_counter()
             try:
                 df = jb.sweep({name: make}, g, deltas=[DELTA], n_reps=reps, key=ctx.key, max_steps=cap,
-                              out=ctx.out / "sweep", progress=False)
+                              out=ctx.out / "sweep", progress=False, paired=True)
             except (ValueError, TypeError) as e:  # an algorithm that refuses a family (validate)
                 ctx.log(f"[{NAME}] {name} on {g.name}: not run ({e})")
                 continue

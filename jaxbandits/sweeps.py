@@ -106,6 +106,7 @@ def sweep(
     out: str | Path | None = None,
     progress: bool = True,
     lower_bound: bool = True,
+    paired: bool = False,
     **simulate_kw,
 ):
     """Run every algorithm on every grid point of every generator at every delta.
@@ -122,6 +123,10 @@ def sweep(
       out: folder for ``rows.csv`` / ``instances.csv`` (append as it goes, resume on rerun).
       progress: a progress bar over configurations (tqdm).
       lower_bound: compute T*(theta) per instance (best-arm identification; top-m rows get NaN).
+      paired: derive the replication keys from (grid point, delta) only, not from the algorithm's
+        name: every algorithm then runs on the same keys (common random numbers), so differences
+        between algorithms are paired (e.g. a wrapper that only adds a stopping rule, such as
+        ``Eliminate(base)``, sees exactly the base's observations).
       simulate_kw: passed to :func:`jaxbandits.engine.simulate` (lanes, chunk_size, devices, ...).
 
     Returns:
@@ -170,7 +175,8 @@ def sweep(
             drawn[point] = (insts, tstar)
         insts, tstar = drawn[point]
         alg = _configure(algorithms[name], delta)
-        label = json.dumps(dict(algorithm=name, point=point, delta=delta), sort_keys=True, default=str)
+        label = json.dumps(dict(algorithm=name, point=point, delta=delta, **({"paired": True} if paired else {})),
+                           sort_keys=True, default=str)  # paired runs are other replications: resumed apart
         have = done.get(label, {})
         J = g.n_instances
         todo = np.asarray([j * n_reps + i for j in range(J) for i in range(n_reps) if (j, i) not in have], np.int64)
@@ -193,7 +199,8 @@ def sweep(
                     new = not rows_path.exists()
                     pd.DataFrame(chunk).to_csv(rows_path, mode="a", header=new, index=False)
 
-            simulate(alg, insts, jax.random.fold_in(base, _hash(label)), n_reps, cap, tasks=todo,
+            key_label = json.dumps(dict(point=point, delta=delta), sort_keys=True, default=str) if paired else label
+            simulate(alg, insts, jax.random.fold_in(base, _hash(key_label)), n_reps, cap, tasks=todo,
                      on_chunk=on_chunk, record_pulls=False, **simulate_kw)
             recs.extend(fresh)
         df = pd.DataFrame(recs).drop(columns="label")
