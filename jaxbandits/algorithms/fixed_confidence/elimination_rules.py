@@ -59,9 +59,16 @@ lambda_min(A_t) >= c, delta = ``base.delta``, sigma = :func:`common.noise_scale`
 ``sigma`` -- where sigma enters (the GLR statistic Z carries no sigma: unit-variance likelihood,
 seed 000 Lemma 7).  theta_hat = A_t^{-1} b_t (no regulariser, seed 000 Sec 3.2).
 
-Departures from the released Julia code (github.com/AndreaTirinzoni/bandit-elimination, read, not
-copied): it regularises A_t with I and uses a heuristic threshold log((1 + log t) / delta); here the
-base's threshold is used so that the guarantees above hold as stated.
+Sources.  Section numbers are those of arXiv 2205.10936 (Sec 3: elimination stopping rules and
+elimination-compatible GLR tests; Sec 4: elimination in the sampling rule).  The project's stored
+corpus held the paper's abstract only, so each rule was checked against the authors' released
+Julia code (github.com/AndreaTirinzoni/bandit-elimination, read, not copied): ``CompElim`` /
+``StatElim`` in ``elimination_rules.jl`` (the two tests above), ``Elim_Stopping`` in
+``stopping_rules.jl`` (stop when at most one arm is active), ``runit.jl`` (eliminate, then test the
+stopping rule, then sample), and the ``ElimSR`` sampling rules, always run with ``Elim_Stopping``
+in ``experiments/linear_bai_elim.jl``.  Departures from that code: it regularises A_t with I and
+uses a heuristic threshold log((1 + log t) / delta); here theta_hat is unregularised and the base's
+threshold is used, so that the guarantees above hold as stated.
 """
 from __future__ import annotations
 
