@@ -185,7 +185,10 @@ def cases() -> list[Case]:
         Case("LT&S", H, lambda d: LazyTrackAndStop(delta=d, averaging=True), max_steps=per_pull),
         Case("LT&S (no averaging)", H, lambda d: LazyTrackAndStop(delta=d, averaging=False), max_steps=per_pull),
         Case("UniformGLR", H, lambda d: UniformGLR(delta=d), max_steps=per_pull),
-        # elimination wrappers (Tirinzoni & Degenne 2022): the base's threshold, so exactly equivariant
+        # elimination wrappers (Tirinzoni & Degenne 2022): the base's threshold, so exactly equivariant.
+        # Measured (20 runs per row, delta = 0.05): 0 errors and scaling p >= 0.35 at every sigma for
+        # the three rows (LT&S + elim at stopping / at sampling: 24.5-26.4 x LB; uniform: 20.6-23.1);
+        # both mutations at sigma = 3 FAIL the scaling check (p <= 3e-26)
         Case("LT&S + elimination at stopping", H, lambda d: Eliminate(LazyTrackAndStop(delta=d)), max_steps=per_pull),
         Case("LT&S + elimination at sampling", H, lambda d: Eliminate(LazyTrackAndStop(delta=d), at_sampling=True),
              max_steps=per_pull),
