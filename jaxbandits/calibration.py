@@ -21,7 +21,8 @@ small at sigma = 3 (and 2x too large at sigma = 1/2): its stopping time moves by
 Exactness of the scaling law (per algorithm, :class:`Case` ``equivariant``):
 
 * exact: LT&S and the uniform GLR (beta = (1 + u) sigma^2 log(det(A / c + I)^{1/2} / delta_t),
-  c = max ||a||^2 from the arms only), XY-static / XY-oracle / Oracle (widths sigma ||y||_{A^-1};
+  c = max ||a||^2 from the arms only), FWS (f_j and r_t in KL units, fixed ridge 1, threshold
+  sigma^2 beta) and Top Two (scale-free leader / challenger / designs, threshold sigma^2 beta), XY-static / XY-oracle / Oracle (widths sigma ||y||_{A^-1};
   round sizes ceil(gamma^t)), XY-adaptive (ridge prior A = I, widths times sigma), the GIFA family
   *with a fixed regulariser lambda*: the default lambda = sigma / 20 (seed 003 Sec 5) changes the
   estimator with sigma and is not equivariant, so the GIFA rows pass ``reg = 1/40`` (= sigma_0 / 20,
@@ -175,7 +176,8 @@ def _released(alg):
 
 def cases() -> list[Case]:
     """Every fixed-confidence and Top-m algorithm of the library, on its calibration instance."""
-    from jaxbandits.algorithms import (ALBA, RAGE, Eliminate, LazyTrackAndStop, Oracle, UniformGLR, XYAdaptive,
+    from jaxbandits.algorithms import (ALBA, FWS, RAGE, Eliminate, LazyTrackAndStop, LinGame, Oracle, TopTwo,
+                                       UniformGLR, XYAdaptive,
                                        XYOracle, XYStatic)
     from jaxbandits.algorithms.top_m import gifa
 
@@ -204,6 +206,10 @@ def cases() -> list[Case]:
         Case("ALBA", H, lambda d: ALBA(delta=d), equivariant="none", max_steps=20_000,
              note="e_s = 2^-s and c_0 = max(4 L^2, 3 sigma^2), L = ||theta||, in reward units: not "
                   "equivariant, the scaling check does not apply (error and lower-bound checks do)"),
+        Case("FWS", H, lambda d: FWS(delta=d), max_steps=per_pull,
+             note="Wang et al. 2021 with their experiments' threshold log((1 + log t) / delta)"),
+        Case("Top Two", H, lambda d: TopTwo(delta=d), max_steps=per_pull,
+             note="EB leader, TC challenger, c-optimal pair-design tracking, threshold log((1 + log t) / delta)"),
         Case("LinGapE (greedy)", H, lambda d: gifa.LinGapE(d), max_steps=per_pull,
              note="Xu et al.: lambda = 1, determinant threshold"),
         Case("m-LinGapE (greedy)", H, lambda d: gifa.MLinGapE(1, d, selection="greedy", reg=REG), max_steps=per_pull),
@@ -214,6 +220,9 @@ def cases() -> list[Case]:
         Case("LinGIFA (greedy) [released code]", H,
              lambda d: _released(gifa.LinGIFA(1, d, selection="greedy", reg=REG)),
              reference=(H, "LinGIFA (greedy)"), max_steps=per_pull),
+        Case("LinGame", H, lambda d: LinGame(delta=d), max_steps=per_pull,
+             note="Degenne et al. 2020, the experiments' configuration: AdaHedge, C-tracking, heuristic "
+                  "threshold log((log t + 1)/delta), ridge 1 (fixed: exact scaling)"),
     ]
     topm = [
         ("m-LinGapE (greedy)", lambda d: gifa.MLinGapE(2, d, selection="greedy", reg=REG)),
@@ -223,6 +232,8 @@ def cases() -> list[Case]:
     ]
     for name, mk in topm:
         out.append(Case(name, C, mk, max_steps=per_pull))
+    out.append(Case("LinGame (top-2)", C, lambda d: LinGame(m=2, delta=d), max_steps=per_pull,
+                    note="Top-m answers and alternatives of seed 003 Sec 2 (i in S, j not in S)"))
     for name, mk in topm:
         out.append(Case(f"{name} [released code]", C, (lambda mk: lambda d: _released(mk(d)))(mk),
                         reference=(C, name), max_steps=per_pull))

@@ -107,7 +107,8 @@ class Algorithm:
         The first part keys the engine's compiled program; the values are passed to it as traced
         arguments and put back with ``dataclasses.replace`` inside the trace.
         """
-        values = {f: getattr(self, f) for f in self.dynamic_fields}
+        # a None value (e.g. ``sigma=None``: the instance's noise) is a structural choice: static
+        values = {f: getattr(self, f) for f in self.dynamic_fields if getattr(self, f) is not None}
         if not values:
             return self, values
         return dataclasses.replace(self, **dict.fromkeys(values)), values

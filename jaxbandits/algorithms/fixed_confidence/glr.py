@@ -1,0 +1,53 @@
+"""GLR pieces shared by FWS and Top Two: the pairwise transportation costs and the stopping
+thresholds their papers' experiments use.
+
+Transportation cost (GLR of answer i against the piece j of its alternative, Gaussian linear
+model, unit variance): W_{i,j} = (theta^T (z_i - z_j) + eps)_+^2 / (2 ||z_i - z_j||^2_{V^-1})
+(Jourdan & Degenne, ICML 2022, Sec 2, the epsilon-alternative {lambda : lambda^T (z_j - z_i) > eps};
+eps = 0 is seed 000 Lemma 7).  The noise scale enters on the threshold's side: stop when
+min_j W_{i,j} > sigma^2 beta(t, delta) (the sigma^2-variance GLR is W / sigma^2).
+
+Thresholds (``threshold=``):
+
+* ``"heuristic"``: beta(t, delta) = log((1 + log t) / delta), the threshold of the experiments of
+  Wang et al. 2021 (released code, ``GK16``: "recommended in Sec 6 of Garivier & Kaufmann 2016")
+  and of Jourdan et al. 2022 (Top Two revisited, Sec 6; epsilon-BAI for linear bandits, Sec 6).
+  Not proven delta-correct (it has no dimension term); the calibration suite measures its error.
+* ``"lts"``: seed 000 Prop 2 / eq. (9) with u = 1, c = max_a ||a||^2 and the union over rounds
+  delta_t = 6 delta / (pi^2 t^2) (Sec 5), proven delta-correct for the least-squares GLR.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.algorithms import common
+
+THRESHOLDS = ("heuristic", "lts")
+
+
+def check_threshold(kind: str) -> None:
+    if kind not in THRESHOLDS:
+        raise ValueError(f"threshold must be one of {THRESHOLDS}, got {kind!r}")
+
+
+def stopping_threshold(kind: str, gram: jax.Array, t: jax.Array, delta, sigma, c) -> jax.Array:
+    """sigma^2 beta(t, delta) for the unit-variance statistic (module docstring).  ``gram``: A_t
+    (only "lts" reads it); ``c``: max_a ||a||^2 (only "lts")."""
+    t = jnp.maximum(jnp.asarray(t, gram.dtype), 1.0)
+    if kind == "heuristic":
+        return sigma**2 * jnp.log((1.0 + jnp.log(t)) / delta)
+    return common.glr_threshold(gram, common.anytime_delta(delta, t), sigma, c, 1.0)
+
+
+def transport_costs(theta: jax.Array, Ainv: jax.Array, Z: jax.Array, i: jax.Array, epsilon=0.0):
+    """W_{i,j} for every item j [M] (module docstring); +inf where z_j = z_i (j = i included).
+
+    Returns (W [M], gaps theta^T (z_i - z_j) [M], ||z_i - z_j||^2_{V^-1} [M])."""
+    D = Z[i][None, :] - Z
+    gaps = D @ theta
+    norms = jnp.sum((D @ Ainv) * D, axis=-1)
+    num = jnp.maximum(gaps + epsilon, 0.0)
+    same = jnp.all(D == 0, axis=-1)
+    W = jnp.where(same, jnp.inf, num * num / (2.0 * jnp.maximum(norms, 1e-300)))
+    return W, gaps, norms
