@@ -57,7 +57,11 @@ Without it: seed 000 Prop 2 / eq. (9) with Remark 1's choices, beta = (1 + u) si
 log(det(A_t / c + I)^{1/2} / delta), u = ``base.u`` (else 1), c = max_a ||a||^2, ready =
 lambda_min(A_t) >= c, delta = ``base.delta``, sigma = :func:`common.noise_scale` of the base's
 ``sigma`` -- where sigma enters (the GLR statistic Z carries no sigma: unit-variance likelihood,
-seed 000 Lemma 7).  theta_hat = A_t^{-1} b_t (no regulariser, seed 000 Sec 3.2).
+seed 000 Lemma 7).  theta_hat = (A_t + reg I)^{-1} b_t with the base's ``reg`` (0 when it has
+none: seed 000 Sec 3.2).  FWS and TopTwo implement ``stopping_threshold`` (their heuristic or
+"lts" threshold); LinGame does not yet (its "theoretical" threshold needs S), so the wrapper's
+fallback (Prop 2, conservative next to LinGame's heuristic log((1 + log t) / delta)) rarely
+eliminates anything before LinGame's own rule stops.
 
 Cost.  Shapes are fixed under ``jit``, so a mask does not shrink the work: the wrapper adds one
 Cholesky solve and the O(M d^2) row Z_{ihat,.} per step (the statistical rule O(M^2 d)), and
@@ -194,7 +198,8 @@ class Eliminate(Algorithm):
 
     def evidence(self, stats: common.LinearStats, items: jax.Array):
         """(evidence [M] against each answer, empirical best item): Z_{ihat,j} or max_i Z_{i,j}."""
-        theta, L = common.least_squares(stats)
+        # the base's ridge regulariser if it has one (FWS, TopTwo, LinGame), so that the tests use its estimate
+        theta, L = common.least_squares(stats, getattr(self.base, "reg", 0.0))
         row, best = common.glr_row(theta, L, items)
         if self.rule == "statistical":
             return pairwise_evidence(theta, L, items), best
