@@ -113,6 +113,7 @@ def sweep(
     progress: bool = True,
     lower_bound: bool = True,
     buckets: Buckets | None = Buckets(),
+    paired: bool = False,
     **simulate_kw,
 ):
     """Run every algorithm on every grid point of every generator at every delta.
@@ -131,6 +132,10 @@ def sweep(
       lower_bound: compute T*(theta) per instance (best-arm identification; top-m rows get NaN).
       buckets: shape-bucket policy (default powers of two from 8); None runs every configuration
         at its own (K, M), one program per shape.
+      paired: derive the replication keys from (grid point, delta) only, not from the algorithm's
+        name: every algorithm then runs on the same keys (common random numbers), so differences
+        between algorithms are paired (e.g. a wrapper that only adds a stopping rule, such as
+        ``Eliminate(base)``, sees exactly the base's observations).
       simulate_kw: passed to :func:`jaxbandits.engine.simulate` (lanes, chunk_size, devices, ...).
 
     Returns:
@@ -179,7 +184,8 @@ def sweep(
             drawn[point] = (insts, tstar)
         insts, tstar = drawn[point]
         alg = _configure(algorithms[name], delta)
-        label = json.dumps(dict(algorithm=name, point=point, delta=delta), sort_keys=True, default=str)
+        label = json.dumps(dict(algorithm=name, point=point, delta=delta, **({"paired": True} if paired else {})),
+                           sort_keys=True, default=str)  # paired runs are other replications: resumed apart
         have = done.get(label, {})
         J = g.n_instances
         todo = np.asarray([j * n_reps + i for j in range(J) for i in range(n_reps) if (j, i) not in have], np.int64)
@@ -202,7 +208,8 @@ def sweep(
                     new = not rows_path.exists()
                     pd.DataFrame(chunk).to_csv(rows_path, mode="a", header=new, index=False)
 
-            simulate(alg, insts, jax.random.fold_in(base, _hash(label)), n_reps, cap, tasks=todo,
+            key_label = json.dumps(dict(point=point, delta=delta), sort_keys=True, default=str) if paired else label
+            simulate(alg, insts, jax.random.fold_in(base, _hash(key_label)), n_reps, cap, tasks=todo,
                      on_chunk=on_chunk, record_pulls=False, buckets=buckets, **simulate_kw)
             recs.extend(fresh)
         df = pd.DataFrame(recs).drop(columns="label")

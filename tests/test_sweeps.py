@@ -51,3 +51,19 @@ def test_sweep_table_resume_and_lower_bounds(tmp_path):
     (tmp_path / "rows.csv").write_text("\n".join(rows[:-4]) + "\n")
     df3 = _run(tmp_path)
     np.testing.assert_array_equal(df[cols].to_numpy(), df3[cols].to_numpy())
+
+
+def test_paired_sweep_gives_every_algorithm_the_same_keys():
+    """``paired=True``: the two names of one configuration run on the same keys (identical runs),
+    and a wrapper that only adds a stopping rule (elimination at stopping) never stops later."""
+    from jaxbandits.algorithms import Eliminate
+
+    gen = jb.Generator("sphere", seeds.unit_sphere, {"dim": [2]}, n_instances=2,
+                       fixed=dict(num_arms=4, alpha=0.0, noise=0.5))
+    algs = {"a": lambda d: UniformGLR(delta=d, u=0.5), "b": lambda d: UniformGLR(delta=d, u=0.5),
+            "elim": lambda d: Eliminate(UniformGLR(delta=d, u=0.5))}
+    df = jb.sweep(algs, gen, deltas=[0.2], n_reps=3, key=jax.random.key(2), max_steps=3000, progress=False,
+                  paired=True, lower_bound=False)
+    a, b, e = (df[df["algorithm"] == n].sort_values(["instance", "rep"])["samples"].to_numpy() for n in algs)
+    np.testing.assert_array_equal(a, b)
+    assert np.all(e <= a)

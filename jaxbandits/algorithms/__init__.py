@@ -4,7 +4,8 @@ Fixed confidence (seeds 000, 001): :class:`LazyTrackAndStop`, :class:`Oracle`, :
 :class:`XYStatic`, :class:`XYOracle`, :class:`XYAdaptive`, :class:`ALBA`, :class:`SphereBAI`
 (continuous arms), :class:`UniformGLR` (reference), LinGapE (``gifa.LinGapE``), :class:`FWS`
 (Frank-Wolfe Sampling), :class:`TopTwo` (Top Two with GLR stopping, epsilon-best-answer),
-:class:`LinGame` (Degenne et al. 2020; also Top-m).
+:class:`LinGame` (Degenne et al. 2020; also Top-m); the wrapper :class:`Eliminate` (elimination at
+stopping / at sampling, Tirinzoni & Degenne 2022).
 Top-m (seed 003): the :class:`GIFA` framework and its assemblies ``LUCB``, ``UGapE``,
 ``LinGapE``, ``MLinGapE``, ``LinGIFA``; complexity constants in :mod:`.complexity`.
 Fixed budget (seed 002): :class:`GSE`, :class:`ODLinBAI`, :class:`BayesGap`, :class:`Peace`,
@@ -17,6 +18,7 @@ from jaxbandits.algorithms.top_m.gifa import GIFA, LUCB, LinGapE, LinGIFA, MLinG
 from jaxbandits.algorithms.fixed_budget.gse import GSE  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.fws import FWS  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.od_linbai import ODLinBAI  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.elimination_rules import Eliminate  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.lingame import LinGame  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.oracle import Oracle  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.peace import Peace  # noqa: F401

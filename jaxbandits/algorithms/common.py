@@ -175,15 +175,15 @@ def round_robin_arm(instance: Instance, t: jax.Array) -> jax.Array:
     return argmax_fast(jnp.cumsum(mask) == i + 1)
 
 
-def glr_statistic(theta_hat: jax.Array, L: jax.Array, items: jax.Array, item_mask: jax.Array | None = None):
-    """Chernoff/GLR statistic Z(t) = max_a min_{b != a} Z_{a,b}(t) and the empirical best item.
+def glr_row(theta_hat: jax.Array, L: jax.Array, items: jax.Array, item_mask: jax.Array | None = None):
+    """The row Z_{ihat,b}(t), b = 1..M, of the GLR statistics against the empirical best item ihat.
 
     Z_{a,b}(t) = sgn(theta^T (a - b)) (theta^T (a - b))^2 / (2 ||a - b||^2_{A_t^{-1}}) (seed 000
-    Lemma 7, epsilon = 0).  The max over a is attained at the empirical best item (Z_{a,b} >= 0
-    iff a is an empirical argmax), so only that row is computed: O(M d^2).  ``item_mask``: the
-    real items of a padded instance (padded ones are never the best nor a b).
+    Lemma 7, epsilon = 0): the GLR of the half-space {lambda : lambda^T (b - a) >= 0} (the piece of
+    the alternative where b beats a).  Items identical to ihat (ihat itself) get +inf, and so do the
+    padded items of a padded instance (``item_mask``: never the best nor a b).
 
-    Returns: (Z(t), index of the empirical best item).
+    Returns: (row [M], index of the empirical best item).
     """
     values = items @ theta_hat
     best = jnp.argmax(values if item_mask is None else jnp.where(item_mask, values, -jnp.inf))
@@ -194,7 +194,19 @@ def glr_statistic(theta_hat: jax.Array, L: jax.Array, items: jax.Array, item_mas
     same = jnp.all(diffs == 0, axis=-1)
     if item_mask is not None:
         same = same | ~item_mask
-    return jnp.min(jnp.where(same, jnp.inf, z)), best
+    return jnp.where(same, jnp.inf, z), best
+
+
+def glr_statistic(theta_hat: jax.Array, L: jax.Array, items: jax.Array, item_mask: jax.Array | None = None):
+    """Chernoff/GLR statistic Z(t) = max_a min_{b != a} Z_{a,b}(t) and the empirical best item.
+
+    The max over a is attained at the empirical best item (Z_{a,b} >= 0 iff a is an empirical
+    argmax), so only that row (:func:`glr_row`) is computed: O(M d^2).
+
+    Returns: (Z(t), index of the empirical best item).
+    """
+    row, best = glr_row(theta_hat, L, items, item_mask)
+    return jnp.min(row), best
 
 
 def log_det_ratio(gram: jax.Array, scale: float | jax.Array) -> jax.Array:

@@ -225,6 +225,14 @@ class FWS(Algorithm):
         z = jnp.where(forced, jnp.full((K,), 1.0 / K, dt), z)
         return z, forced, jnp.sum(rows) > 1
 
+    def stopping_threshold(self, state, instance: Instance):
+        """(sigma^2 beta(t, delta), ready) of this algorithm's GLR stopping rule, for the elimination
+        wrapper (:class:`jaxbandits.algorithms.Eliminate`, Tirinzoni & Degenne 2022)."""
+        sigma = common.noise_scale(self.sigma, instance)
+        c = jnp.max(jnp.sum(instance.arms * instance.arms, axis=-1))
+        beta = glr.stopping_threshold(self.threshold, state.stats.gram, state.t, self.delta, sigma, c)
+        return beta, state.t >= instance.num_arms
+
     def step_masked(self, key, state: FWSState, instance: Instance, active: jax.Array) -> FWSState:
         X, Z = instance.arms, instance.items
         K, d = X.shape

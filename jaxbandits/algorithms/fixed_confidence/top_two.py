@@ -205,6 +205,14 @@ class TopTwo(Algorithm):
         chal = common.argmax_fast(-W)
         return lead, chal
 
+    def stopping_threshold(self, state, instance: Instance):
+        """(sigma^2 beta(t, delta), ready) of this algorithm's GLR stopping rule, for the elimination
+        wrapper (:class:`jaxbandits.algorithms.Eliminate`, Tirinzoni & Degenne 2022)."""
+        sigma = common.noise_scale(self.sigma, instance)
+        c = jnp.max(jnp.sum(instance.arms * instance.arms, axis=-1))
+        beta = glr.stopping_threshold(self.threshold, state.stats.gram, state.t, self.delta, sigma, c)
+        return beta, state.t >= self._n_init(instance)
+
     def step_masked(self, key, state: TopTwoState, instance: Instance, active: jax.Array) -> TopTwoState:
         X, Z = instance.arms, instance.items
         K, d = X.shape

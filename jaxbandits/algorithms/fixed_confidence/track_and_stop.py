@@ -123,6 +123,9 @@ def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters:
     """w = argmax_w psi(theta, w) (seed 000 eq. (1)-(2); seed 001 eq. (1)): the oracle allocation of
     the plug-in parameter.
 
+    ``item_mask`` ([M] bool, None = all): the min over z != z* in psi ranges over the masked items
+    only (elimination at sampling, Tirinzoni & Degenne Sec 4; z* must be masked in).
+
     ``method="smooth"``: the project's certified smoothed Frank-Wolfe
     (:func:`jaxbandits.design.oracle_allocation`, stops at relative duality gap ``tol``).
     ``method="paper"``: the Frank-Wolfe of the released code (step 2 / (k + 2), relative change
@@ -166,7 +169,8 @@ def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mas
     dtype = X.dtype
     K, d = X.shape
     mask = jnp.ones((K,), bool) if arm_mask is None else arm_mask
-    Y, ym = _oracle_directions(Z, theta, jnp.ones((Z.shape[0],), bool) if item_mask is None else item_mask)
+    item_mask = jnp.ones((Z.shape[0],), bool) if item_mask is None else item_mask
+    Y, ym = _oracle_directions(Z, theta, item_mask)
     ia, ib = jnp.triu_indices(d)
     Yq = Y[:, ia] * Y[:, ib] * jnp.where(ia == ib, 1.0, 2.0).astype(dtype)
     eye = jnp.eye(d, dtype=dtype)
@@ -460,6 +464,40 @@ class LazyTrackAndStop(Algorithm):
             stopped=jnp.zeros((), bool), n_forced=i32(0), n_updates=i32(0), w_shift=jnp.zeros((), X.dtype))
 
     def step(self, key, state: LTSState, instance: Instance) -> LTSState:
+        return self.step_masked(key, state, instance, jnp.ones((instance.num_items,), bool))
+
+    # -- elimination protocol (Tirinzoni & Degenne 2022; jaxbandits.algorithms.Eliminate) --------
+    def linear_stats(self, state: LTSState) -> common.LinearStats:
+        """Counts, A_t and b_t of the observations (``sums`` is not kept by LT&S: zeros)."""
+        return state.stats
+
+    def stopping_threshold(self, state: LTSState, instance: Instance):
+        """(beta, ready) of the stopping rule (8): beta(delta_t, t) of Prop 2 / eq. (9) with the
+        Sec 5 choices (the released code's with ``a0_prior`` / ``anytime=False``), and
+        ready = lambda_min(A_t) >= c (and t >= d with the prior)."""
+        d = instance.arms.shape[1]
+        gram = state.stats.gram + state.prior if self.a0_prior else state.stats.gram
+        return self._threshold(gram, state.t, state.c0, instance), self._ready(state.lmin, state.t, state.c0, d)
+
+    def _threshold(self, gram, t, c0, instance):
+        d = instance.arms.shape[1]
+        dl = (common.anytime_delta(self.delta, t.astype(gram.dtype)) if self.anytime
+              else jnp.asarray(self.delta, gram.dtype))
+        # sigma enters here only: beta(delta, t) = (1 + u) sigma^2 log(...) of Prop 2 / eq. (9)
+        sigma = common.noise_scale(self.sigma, instance)
+        return glr_threshold_small(gram, dl, sigma, c0 * math.sqrt(d), self.u)
+
+    def _ready(self, lmin, t, c0, d):
+        ready = lmin >= c0 * math.sqrt(d) * (1.0 - 1e-9)
+        if self.a0_prior:  # the code's ``t >= d`` (lambda_min >= c holds from the start)
+            ready = ready & (t >= d)
+        return ready
+
+    def step_masked(self, key, state: LTSState, instance: Instance, active: jax.Array) -> LTSState:
+        """One round in which the lazy allocation update w(t) = argmax_w psi(mu_hat_t, w) takes the
+        min over the items z != z* with ``active[z]`` only (elimination at sampling, Tirinzoni &
+        Degenne Sec 4; the empirical best z* is always kept).  Forced exploration, tracking and the
+        stopping rule are unchanged."""
         X, Z = instance.arms, instance.items
         K, d = X.shape
         dtype = X.dtype
@@ -490,7 +528,6 @@ class LazyTrackAndStop(Algorithm):
         stats = common.LinearStats(state.stats.counts.at[arm].add(1.0), state.stats.sums,
                                    state.stats.gram + jnp.outer(x, x), state.stats.b + reward * x)
         t1 = t + 1
-        t1f = t1.astype(dtype)
         Ainv = inverse_gram(stats.gram)
         if self.a0_prior:
             # released code: A_t = prior + sum_s a_s a_s^T in mu_hat, forced exploration and the
@@ -502,16 +539,14 @@ class LazyTrackAndStop(Algorithm):
             theta = Ainv @ stats.b
         z, best = glr_statistic_inv(theta, Ainv, Z, instance.item_mask)  # Lemma 7: no sigma (unit-variance likelihood)
         lmin = lambda_min_small(gram)
-        c = state.c0 * math.sqrt(d)
-        dl = common.anytime_delta(self.delta, t1f) if self.anytime else jnp.asarray(self.delta, dtype)
-        # sigma enters here only: beta(delta, t) = (1 + u) sigma^2 log(...) of Prop 2 / eq. (9)
-        sigma = common.noise_scale(self.sigma, instance)
-        beta = glr_threshold_small(gram, dl, sigma, c, self.u)
-        stop = (lmin >= c * (1.0 - 1e-9)) & (z > beta)
-        if self.a0_prior:  # the code's ``t >= d`` (lambda_min >= c holds from the start)
-            stop = stop & (t1 >= d)
+        beta = self._threshold(gram, t1, state.c0, instance)
+        stop = self._ready(lmin, t1, state.c0, d) & (z > beta)
 
         upd = (t1 == state.next_update) & ~stop
+
+        item_mask = active | (jnp.arange(Z.shape[0]) == best)  # elimination at sampling (step_masked)
+        if instance.item_mask is not None:  # padded items of a shape bucket
+            item_mask = item_mask & instance.item_mask
 
         def update(X, Z, theta, w, base, tb, t1, shift, nu, masks):  # no closed-over tracers (custom_vmap)
             new = self._solve(X, Z, theta, w, *masks)
@@ -525,7 +560,7 @@ class LazyTrackAndStop(Algorithm):
 
         w, cum_base, t_base, w_shift = solve_where(
             upd, update, (X, Z, theta, state.w, state.cum_base, state.t_base, t1, state.w_shift, state.n_updates,
-                          (instance.arm_mask, instance.item_mask)),
+                          (instance.arm_mask, item_mask)),
             (state.w, state.cum_base, state.t_base, state.w_shift), self.solve_capacity)
         nxt = jnp.where(t1 == state.next_update, self._next(t1), state.next_update)
         return LTSState(

@@ -55,15 +55,34 @@ class UniformGLR(Algorithm):
                             jnp.zeros((), jnp.int32), jnp.zeros((), bool))
 
     def step(self, key, state: UniformState, instance: Instance) -> UniformState:
+        return self.step_masked(key, state, instance, jnp.ones((instance.num_items,), bool))
+
+    # -- elimination protocol (Tirinzoni & Degenne 2022; jaxbandits.algorithms.Eliminate) --------
+    def step_masked(self, key, state: UniformState, instance: Instance, active: jax.Array) -> UniformState:
+        """One round-robin pull.  The sampling rule computes no closest alternative, so ``active``
+        changes nothing: elimination at sampling is the identity for this algorithm."""
+        del active
         arm = common.round_robin_arm(instance, state.t)
         reward = pull(key, instance, arm)
         stats = common.add_pull(state.stats, instance, arm, reward)
         theta, L = common.least_squares(stats)
         z, best = common.glr_statistic(theta, L, instance.items, instance.item_mask)
+        beta, ready = self._threshold(stats, instance)
+        return UniformState(stats, state.t + 1, best.astype(jnp.int32), (z > beta) & ready)
+
+    def linear_stats(self, state: UniformState) -> common.LinearStats:
+        return state.stats
+
+    def stopping_threshold(self, state: UniformState, instance: Instance):
+        """(beta(delta, t), lambda_min(A_t) >= c) of the stopping rule (8) (Prop 2 / eq. (9),
+        Remark 1)."""
+        return self._threshold(state.stats, instance)
+
+    def _threshold(self, stats: common.LinearStats, instance: Instance):
         c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
+        # sigma enters the threshold only: beta = (1 + u) sigma^2 log(...) (Prop 2 / eq. (9))
         beta = common.glr_threshold(stats.gram, self.delta, common.noise_scale(self.sigma, instance), c, self.u)
-        stop = (z > beta) & (common.lambda_min(stats.gram) >= c)
-        return UniformState(stats, state.t + 1, best.astype(jnp.int32), stop)
+        return beta, common.lambda_min(stats.gram) >= c
 
     def done(self, state: UniformState) -> jax.Array:
         return state.stopped

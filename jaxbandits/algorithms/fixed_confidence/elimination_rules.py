@@ -1,0 +1,244 @@
+"""Elimination at stopping and at sampling: Tirinzoni & Degenne, "On elimination strategies for
+bandit fixed-confidence identification", NeurIPS 2022 (arXiv 2205.10936), as one wrapper,
+:class:`Eliminate`, around any fixed-confidence best-arm algorithm that implements the elimination
+protocol (``/work/wt/PROTOCOL.md``; ``docs/design.md``):
+
+* ``linear_stats(state) -> LinearStats``: counts, A_t = sum_s x_s x_s^T, b_t = sum_s x_s r_s;
+* ``step_masked(key, state, instance, active)``: one step of the sampling rule whose closest-
+  alternative computations (the min over the pieces {lambda : lambda^T (z_j - z_ihat) > 0},
+  j != ihat, of the alternative) range over the items j with ``active[j]`` only;
+  ``step(k, s, i) == step_masked(k, s, i, all True)``;
+* optional ``stopping_threshold(state, instance) -> (beta, ready)``: the threshold its own GLR
+  stopping rule uses and whether its other stopping preconditions hold (see below when absent).
+
+Best-arm identification in (transductive) linear bandits: the answers are the items z_1..z_M, and
+the set of parameters where z_j is the answer is Theta_j = {lambda : lambda^T (z_j - z_i) >= 0 for
+all i}.  The GLR stopping rule (seed 000 eq. (8), Lemma 7) stops when
+min_{j != ihat} Z_{ihat,j}(t) > beta(t, delta), Z_{a,b} the GLR of the half-space
+{lambda : lambda^T (b - a) >= 0} (:func:`common.glr_row`).
+
+**Elimination at stopping** (Sec 3).  Answer j is eliminated for good once the GLR evidence
+against Theta_j exceeds the same threshold beta(t, delta) as the base's stopping rule, and the
+algorithm stops when at most one answer is active.  Two elimination-compatible tests (Sec 3.1:
+each lower-bounds inf_{lambda in Theta_j} ||theta_hat - lambda||^2_{A_t} / 2 through an outer
+approximation of Theta_j by half-spaces):
+
+* ``rule="computational"`` (the paper's CompElim): eliminate j when Z_{ihat,j}(t) > beta, ihat the
+  empirical best item (Theta_j is inside the half-space where j beats ihat).  O(M d^2) per step,
+  the cost of the GLR statistic itself.
+* ``rule="statistical"`` (StatElim): eliminate j when max_i Z_{i,j}(t) > beta (Theta_j is inside
+  every half-space where j beats some i).  Eliminates a superset of the computational rule; O(M^2 d)
+  per step.
+
+Correctness: on the event {for all t, ||theta_hat_t - theta||^2_{A_t} / 2 <= beta(t, delta)} that the
+threshold is built for (seed 000 Prop 2, with the base's union over t), theta lies in Theta_{i*} and
+in every half-space used above for j = i*, so the true best item is never eliminated and the answer
+is correct: the wrapped algorithm is delta-correct whenever the base's GLR stopping rule is.
+
+Never later than the base (Sec 3, "sample complexity never worse"): with the base's threshold
+(``stopping_threshold``) and on the same keys, the sampling is unchanged by elimination at stopping,
+and when the base's rule fires (Z_{ihat,j} > beta for every j != ihat) every j != ihat is eliminated
+at that very step.  By construction the wrapper also stops whenever the base does
+(``done = base.done | elimination stop``), and then returns the base's answer (the two coincide:
+at that step the active set is {ihat} or empty).  When the active set becomes empty (only possible
+off the good event) the empirical best item is returned.
+
+**Elimination at sampling** (Sec 4, ``at_sampling=True``): the sampling rule's closest-alternative
+computation only ranges over the active answers' pieces, through ``step_masked``.  For LT&S
+(seed 000) that is the min over z != z* in the plug-in allocation psi(mu_hat, w) of its lazy updates;
+for a round-robin rule (:class:`UniformGLR`) it changes nothing.  The paper pairs it with
+elimination at stopping (its experiments' "(E)" sampling rules always run with the elimination
+stopping rule), as here: ``at_sampling=True`` keeps ``at_stopping`` as given (default True).  The
+active set is never reset (the released code's ``reset_active`` option, reset at powers of 2, is
+off in its experiments).
+
+The threshold.  With ``stopping_threshold`` the wrapper uses the base's own beta and preconditions.
+Without it: seed 000 Prop 2 / eq. (9) with Remark 1's choices, beta = (1 + u) sigma^2
+log(det(A_t / c + I)^{1/2} / delta), u = ``base.u`` (else 1), c = max_a ||a||^2, ready =
+lambda_min(A_t) >= c, delta = ``base.delta``, sigma = :func:`common.noise_scale` of the base's
+``sigma`` -- where sigma enters (the GLR statistic Z carries no sigma: unit-variance likelihood,
+seed 000 Lemma 7).  theta_hat = (A_t + reg I)^{-1} b_t with the base's ``reg`` (0 when it has
+none: seed 000 Sec 3.2).  FWS and TopTwo implement ``stopping_threshold`` (their heuristic or
+"lts" threshold); LinGame does not yet (its "theoretical" threshold needs S), so the wrapper's
+fallback (Prop 2, conservative next to LinGame's heuristic log((1 + log t) / delta)) rarely
+eliminates anything before LinGame's own rule stops.
+
+Cost.  Shapes are fixed under ``jit``, so a mask does not shrink the work: the wrapper adds one
+Cholesky solve and the O(M d^2) row Z_{ihat,.} per step (the statistical rule O(M^2 d)), and
+elimination at sampling saves no computation here, unlike the released code's loops over active
+arms.  Measured on seed 000's K = 1000 many-arms instance (delta = 0.05, 30 runs, compile excluded,
+2 shared CPU cores): LT&S 2.60 replications/s, with elimination at stopping 2.02, at sampling 1.96;
+all three stopped at identical times (1421.9 +- 39.6 pulls, paired keys, no errors): the allocation
+only involves a few directions there, so neither elimination changed the sampling or the stop.
+
+Sources.  Section numbers are those of arXiv 2205.10936 (Sec 3: elimination stopping rules and
+elimination-compatible GLR tests; Sec 4: elimination in the sampling rule).  The project's stored
+corpus held the paper's abstract only, so each rule was checked against the authors' released
+Julia code (github.com/AndreaTirinzoni/bandit-elimination, read, not copied): ``CompElim`` /
+``StatElim`` in ``elimination_rules.jl`` (the two tests above), ``Elim_Stopping`` in
+``stopping_rules.jl`` (stop when at most one arm is active), ``runit.jl`` (eliminate, then test the
+stopping rule, then sample), and the ``ElimSR`` sampling rules, always run with ``Elim_Stopping``
+in ``experiments/linear_bai_elim.jl``.  Departures from that code: it regularises A_t with I and
+uses a heuristic threshold log((1 + log t) / delta); here theta_hat is unregularised and the base's
+threshold is used, so that the guarantees above hold as stated.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.algorithms import common
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.instances.base import Instance
+
+RULES = ("computational", "statistical")
+
+
+class EliminationState(NamedTuple):
+    base: Any               # the wrapped algorithm's state
+    active: jax.Array       # [M] bool: answers not eliminated
+    elim_time: jax.Array    # [M] int32: pulls t at which each answer was eliminated (0: active)
+    stopped: jax.Array      # the elimination stopping rule fired
+    answer: jax.Array       # its answer (the last active item, or the empirical best if none is left)
+
+
+def pairwise_evidence(theta_hat: jax.Array, L: jax.Array, items: jax.Array) -> jax.Array:
+    """max_i Z_{i,j}(t) for every item j (the statistical elimination test of Tirinzoni & Degenne
+    Sec 3.1; Z_{i,j} of seed 000 Lemma 7), from the Cholesky factor L of A_t.  O(M^2 d + M d^2)."""
+    values = items @ theta_hat
+    Q = items @ common.inverse_from_cholesky(L) @ items.T
+    q = jnp.diag(Q)
+    norms = q[:, None] + q[None, :] - 2.0 * Q          # ||z_i - z_j||^2_{A^-1}
+    gaps = values[:, None] - values[None, :]           # theta^T (z_i - z_j)
+    z = gaps * jnp.abs(gaps) / (2.0 * jnp.maximum(norms, 1e-300))
+    same = jnp.all(items[:, None, :] == items[None, :, :], axis=-1)
+    return jnp.max(jnp.where(same, -jnp.inf, z), axis=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Eliminate(Algorithm):
+    """``base`` with elimination at stopping and/or at sampling (Tirinzoni & Degenne 2022, Sec 3-4;
+    module docstring).
+
+    ``Eliminate(base)`` is elimination at stopping; ``Eliminate(base, at_sampling=True)`` adds
+    elimination at sampling (the paper's "(E)" algorithms).  ``Eliminate(base, at_stopping=False)``
+    leaves the base as it is (a control).
+
+    Attributes:
+      base: a fixed-confidence best-arm algorithm implementing the protocol.
+      at_stopping: stop when at most one answer is active (Sec 3).
+      at_sampling: restrict the sampling rule to the active answers' pieces (Sec 4).
+      rule: "computational" (Z_{ihat,j} > beta) or "statistical" (max_i Z_{i,j} > beta).
+      sigma: if set, replaces the base's ``sigma`` (so the wrapper and its base always agree).
+    """
+
+    base: Algorithm
+    at_stopping: bool = True
+    at_sampling: bool = False
+    rule: str = "computational"
+    sigma: float | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.base, Algorithm):
+            raise TypeError(f"base must be an Algorithm, got {type(self.base).__name__}")
+        if self.rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES}, got {self.rule!r}")
+        if self.sigma is not None:
+            if "sigma" not in {f.name for f in dataclasses.fields(self.base)}:
+                raise TypeError(f"{type(self.base).__name__} has no sigma option")
+            object.__setattr__(self, "base", dataclasses.replace(self.base, sigma=self.sigma))
+
+    # -- delegation ----------------------------------------------------------------------------
+    @property
+    def top_m(self) -> int:
+        return self.base.top_m
+
+    @property
+    def slack(self) -> float:
+        return self.base.slack
+
+    @property
+    def correct_by_construction(self) -> bool:
+        return self.base.correct_by_construction
+
+    @property
+    def delta(self):
+        return self.base.delta
+
+    def prepare(self, instances: Instance) -> Instance:
+        return self.base.prepare(instances)
+
+    def validate(self, instance: Instance) -> None:
+        self.base.validate(instance)
+        if self.base.fixed_budget:
+            raise ValueError("elimination wraps fixed-confidence algorithms, not fixed-budget ones")
+        if self.base.top_m != 1 or self.base.slack != 0.0:
+            raise ValueError("the elimination wrapper covers exact best-arm identification (m = 1, epsilon = 0)")
+        missing = [m for m in ("linear_stats",) + (("step_masked",) if self.at_sampling else ())
+                   if not callable(getattr(self.base, m, None))]
+        if missing:
+            raise TypeError(f"{type(self.base).__name__} does not implement the elimination protocol "
+                            f"(missing {', '.join(missing)})")
+
+    # -- pieces --------------------------------------------------------------------------------
+    def threshold(self, base_state, instance: Instance, stats: common.LinearStats):
+        """(beta, ready): the base's ``stopping_threshold`` or the Prop 2 / Remark 1 fallback."""
+        own = getattr(self.base, "stopping_threshold", None)
+        if callable(own):
+            beta, ready = own(base_state, instance)
+            return beta, jnp.asarray(ready, bool)
+        c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
+        # sigma enters the threshold only (seed 000 Prop 2 / eq. (9)); Z carries none (Lemma 7)
+        sigma = common.noise_scale(getattr(self.base, "sigma", None), instance)
+        beta = common.glr_threshold(stats.gram, self.base.delta, sigma, c, getattr(self.base, "u", 1.0))
+        return beta, common.lambda_min(stats.gram) >= c
+
+    def evidence(self, stats: common.LinearStats, items: jax.Array):
+        """(evidence [M] against each answer, empirical best item): Z_{ihat,j} or max_i Z_{i,j}."""
+        # the base's ridge regulariser if it has one (FWS, TopTwo, LinGame), so that the tests use its estimate
+        theta, L = common.least_squares(stats, getattr(self.base, "reg", 0.0))
+        row, best = common.glr_row(theta, L, items)
+        if self.rule == "statistical":
+            return pairwise_evidence(theta, L, items), best
+        # glr_row puts +inf on ihat (and items equal to it), for the min of the stopping rule; no
+        # evidence against them here
+        return jnp.where(jnp.isposinf(row), -jnp.inf, row), best
+
+    # -- contract ------------------------------------------------------------------------------
+    def init(self, key, instance: Instance) -> EliminationState:
+        M = instance.num_items
+        return EliminationState(self.base.init(key, instance), jnp.ones((M,), bool), jnp.zeros((M,), jnp.int32),
+                                jnp.zeros((), bool), jnp.zeros((), jnp.int32))
+
+    def step(self, key, state: EliminationState, instance: Instance) -> EliminationState:
+        if self.at_sampling:
+            bs = self.base.step_masked(key, state.base, instance, state.active)
+        else:
+            bs = self.base.step(key, state.base, instance)
+        if not (self.at_stopping or self.at_sampling):
+            return state._replace(base=bs)
+        stats = self.base.linear_stats(bs)
+        beta, ready = self.threshold(bs, instance, stats)
+        ev, best = self.evidence(stats, instance.items)
+        out = state.active & ready & (ev > beta)
+        active = state.active & ~out
+        t = jnp.sum(stats.counts).astype(jnp.int32)
+        elim_time = jnp.where(out, t, state.elim_time)
+        n_active = jnp.sum(active)
+        M = instance.num_items
+        last = jnp.min(jnp.where(active, jnp.arange(M), M))
+        answer = jnp.where(n_active == 1, last, best).astype(jnp.int32)
+        stopped = (n_active <= 1) if self.at_stopping else jnp.zeros((), bool)
+        return EliminationState(bs, active, elim_time, stopped, answer)
+
+    def done(self, state: EliminationState) -> jax.Array:
+        return self.base.done(state.base) | state.stopped
+
+    def outcome(self, state: EliminationState, instance: Instance) -> Outcome:
+        oc = self.base.outcome(state.base, instance)
+        own = state.stopped & ~self.base.done(state.base)
+        answer = jnp.where(own, answer_mask(state.answer, instance.num_items), oc.answer)
+        return Outcome(answer, oc.samples, oc.pulls)
