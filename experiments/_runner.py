@@ -127,7 +127,7 @@ class Context:
         self._started = time.time() if started is None else float(started)
         self.resumed = 0
         self.layouts: dict[str, dict] = {}  # label -> the engine's Layout (device-aware choices)
-        self._simulated = 0  # configurations this process has compiled and run
+        self._peak_mappings = 0  # most memory mappings seen (XLA:CPU: ~750 per compiled program)
 
     # -- helpers for experiments ------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -186,9 +186,6 @@ class Context:
             f.flush()
 
         key = self.label_key(label)
-        if todo:
-            self._check_mappings()
-            self._simulated += 1
         try:
             if todo:
                 res = simulate(algorithm, instances, key, n_reps, max_steps, tasks=np.asarray(todo),
@@ -197,6 +194,7 @@ class Context:
                 res = None
         finally:
             f.close()
+            self.peak_mappings()
         if res is not None and res.layout is not None:
             import dataclasses
 
@@ -223,16 +221,15 @@ class Context:
                 self.resumed += 1
         return res
 
-    def _check_mappings(self) -> None:
-        """Raise :class:`MappingsExhausted` when this process nears the kernel's limit on memory
-        mappings (and has finished at least one configuration, so a restart makes progress)."""
+    def peak_mappings(self) -> int | None:
+        """Most memory mappings this process has held at the end of a configuration (read from
+        ``/proc/self/maps``; XLA:CPU keeps ~750 per compiled program and never returns most of
+        them, so the count only grows), or None off Linux."""
         use = mapping_usage()
-        if use is None or self._simulated == 0 or not self.restartable:
-            return
-        n, limit = use
-        if n > MAPPINGS_FRACTION * limit:
-            raise MappingsExhausted(f"{n} memory mappings of the {limit} a process may have "
-                                    "(vm.max_map_count): XLA:CPU keeps ~750 per compiled program")
+        if use is None:
+            return None
+        self._peak_mappings = max(self._peak_mappings, use[0])
+        return self._peak_mappings
 
     def table(self, rows: list[dict], name: str = "summary", title: str | None = None) -> str:
         """Print and save (``<name>.md``) a Markdown table of summary rows."""
@@ -264,9 +261,23 @@ class Context:
             x64=bool(jax.config.jax_enable_x64), wall_time=time.time() - self._started,
             replications_read_back=self.resumed, layouts=self.layouts,
             engine_programs_compiled=_programs_compiled(),
+            engine_compile_seconds=_compile_seconds(), compile_cache=_cache_counts(),
+            peak_memory_mappings=self.peak_mappings(),
             command=" ".join(sys.argv),
         )
         (self.out / "metadata.json").write_text(json.dumps(meta, indent=2, default=str))
+
+
+def _compile_seconds() -> float:
+    from jaxbandits.engine import compile_seconds
+
+    return compile_seconds()
+
+
+def _cache_counts() -> dict:
+    from jaxbandits import compilation_cache
+
+    return compilation_cache.counts()
 
 
 def _programs_compiled() -> int:
@@ -278,20 +289,6 @@ def _programs_compiled() -> int:
 
 
 MAX_RESTARTS = 5  # after a stall
-MAX_MAPPING_RESTARTS = 100  # after MappingsExhausted (each follows >= 1 finished configuration)
-MAPPINGS_FRACTION = 0.6
-
-
-class MappingsExhausted(RuntimeError):
-    """The process is close to ``vm.max_map_count`` memory mappings.
-
-    XLA:CPU maps the code, read-only data and data of every compiled kernel separately (~750
-    mappings for one engine program here) and does not give them back when the executable is
-    dropped, even after ``jax.clear_caches()`` (measured: ~590 of the 750 stay).  A long
-    experiment compiling ~90 programs then dies at the default limit of 65530 with "LLVM ERROR:
-    Unable to allocate section memory" (seed001_fig1 did, at panel (a) d = 35).  The runner
-    checks before each configuration and restarts the command in a fresh process instead.
-    """
 
 
 def mapping_usage() -> tuple[int, int] | None:
@@ -310,17 +307,16 @@ def mapping_usage() -> tuple[int, int] | None:
 
 
 def _restart(err: Exception, argv: list[str] | None, started: float | None = None) -> None:
-    """Start the same command again in a fresh process, because this one cannot go on:
-
-    * :class:`~jaxbandits.watchdog.StalledComputation`: the XLA:CPU runtime wedged
-      (:mod:`jaxbandits.watchdog`) and stays wedged in this process (at most ``MAX_RESTARTS``);
-    * :class:`MappingsExhausted`: the process nears its memory-mapping limit (at most
-      ``MAX_MAPPING_RESTARTS``).
+    """Start the same command again in a fresh process after a
+    :class:`~jaxbandits.watchdog.StalledComputation`: the XLA:CPU runtime wedged
+    (:mod:`jaxbandits.watchdog`) and stays wedged in this process (at most ``MAX_RESTARTS``).
 
     Everything finished is in results.csv and is read back, so only the chunk in flight is
-    recomputed (and identically: replications depend only on their keys)."""
-    var, most = (("JAXBANDITS_MAPPING_RESTARTS", MAX_MAPPING_RESTARTS) if isinstance(err, MappingsExhausted)
-                 else ("JAXBANDITS_RESTARTS", MAX_RESTARTS))
+    recomputed (and identically: replications depend only on their keys).  (There is no restart
+    before the memory-mapping limit any more: with hyperparameters traced, an experiment compiles
+    a handful of programs and its peak mapping count, recorded in metadata.json, stays far below
+    ``vm.max_map_count``.)"""
+    var, most = "JAXBANDITS_RESTARTS", MAX_RESTARTS
     n = int(os.environ.get(var, "0"))
     if n >= most:
         raise err
@@ -335,8 +331,7 @@ def _restart(err: Exception, argv: list[str] | None, started: float | None = Non
 
 def main(argv: list[str] | None = None, restart: bool = False) -> int:
     """Run an experiment.  ``restart=True`` (the command line, ``python -m experiments``) lets a
-    process that stalls or nears its memory-mapping limit replace itself with a fresh one that
-    resumes from disk; called as a function (tests, notebooks) the process is never replaced and
+    process that stalls replace itself with a fresh one that resumes from disk; called as a function (tests, notebooks) the process is never replaced and
     those errors propagate."""
     parser = argparse.ArgumentParser(prog="python -m experiments",
                                      description="Reproduce the seed papers' tables and figures.")
@@ -379,7 +374,7 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
 
     try:
         mod.run(ctx)
-    except (StalledComputation, MappingsExhausted) as e:
+    except StalledComputation as e:
         if not restart:
             raise
         _restart(e, argv, ctx._started)

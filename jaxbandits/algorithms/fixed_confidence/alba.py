@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple, Optional
+from typing import ClassVar, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -89,6 +89,7 @@ class ALBA(Algorithm):
       design_tol, design_iters: G-optimal solver settings.
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "growth", "norm_bound", "design_cutoff", "design_tol")
     delta: float = 0.05
     sigma: Optional[float] = None
     growth: float = 1.1

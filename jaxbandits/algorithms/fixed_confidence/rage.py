@@ -32,7 +32,7 @@ factor 2 inside both logarithms, log(2 |Z|^2 / delta_t); ``log_factor=2.0`` repr
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -114,6 +114,7 @@ class RAGE(Algorithm):
         instance in :meth:`prepare` instead of once per replication.  Speed only.
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "rounding_eps", "log_factor", "design_cutoff", "design_tol")
     delta: float = 0.05
     sigma: float | None = None
     rounding_eps: float = 0.1

@@ -15,7 +15,7 @@ Transductive instances (Z != X) are allowed: the GLR statistic is computed over 
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -43,6 +43,7 @@ class UniformGLR(Algorithm):
       sigma: sub-Gaussian noise scale (default: taken from the instance).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "u", "sigma")
     delta: float = 0.05
     u: float = 1.0
     sigma: float | None = None

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -196,6 +196,7 @@ class XYStatic(Algorithm):
         direction set it is run on ("certified" only).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "gamma", "design_cutoff", "design_tol")
     delta: float = 0.05
     sigma: float | None = None
     gamma: float = 1.35
@@ -377,6 +378,7 @@ class XYAdaptive(Algorithm):
         except through the step count).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "alpha")
     delta: float = 0.05
     sigma: float | None = None
     alpha: float = 0.1
