@@ -157,14 +157,14 @@ def _select(mask, new, old):
 
 
 def _default_lanes(instances: Instance) -> int:
-    """CPU lanes: ``CPU_LANES``, fewer where one lane-batch of per-arm arrays (K x d floats) would
+    """CPU lanes: ``CPU_LANES``, down to 16 where one lane-batch of per-arm arrays (K x d floats) would
     outgrow a few MiB, well inside the L3 cache (docs/design.md, scale: batches whose per-step
     arrays outgrow the L3 got slower per step).  Depends on the shapes only, never on the number of
     replications: a run's program must not change with ``n_reps`` or a resumed task list."""
     K, d = instances.arms.shape[-2:]
     M = instances.items.shape[-2]
     per_lane = 8 * (K * d + M * d + K + M + d * d) * 4
-    return _pow2_floor(int(np.clip(2**22 // max(per_lane, 1), 1, CPU_LANES)))
+    return _pow2_floor(int(np.clip(2**22 // max(per_lane, 1), 16, CPU_LANES)))
 
 
 def _pow2_floor(n: int) -> int:
@@ -175,10 +175,12 @@ def _pow2_floor(n: int) -> int:
 
 #: lanes per CPU device.  Fixed (not scaled with the task count), so that n_reps, a resumed task
 #: list or the number of chunks never changes the compiled program; lanes past the last task are
-#: masked.  Measured on m-LinGapE, classic instance, 1000 reps: 64 lanes 0.94 lane efficiency /
-#: 309 reps/s against 512 lanes 0.59 / 246 reps/s (the idle tail at the end of a chunk grows
-#: with the lanes).
-CPU_LANES = 64
+#: masked, and still stepped.  Measured on 2 shared cores (XY-static, uniform GLR and RAGE on
+#: small instances): a 12-replication run costs 0.1-0.7 s at 8 to 64 lanes against 9-23 s of
+#: compilation, so masked lanes are cheap next to a recompile; 200 replications of the uniform
+#: GLR ran at lane efficiency 0.89 / 0.77 / 0.61 with 16 / 32 / 64 lanes (the idle tail at the end
+#: of a chunk grows with the lanes; m-LinGapE, 1000 reps: 64 lanes 0.94 against 512 lanes 0.59).
+CPU_LANES = 32
 #: replications per chunk and device, in lanes (output buffers hold a chunk)
 CHUNK_LANES = 16
 #: lanes never exceed this on an accelerator (a step's launch cost is amortised long before; a

@@ -48,10 +48,13 @@ def test_delta_epsilon_sigma_sweep_compiles_once():
     inst = _sphere()
     key = jax.random.key(0)
     n0 = engine.programs_compiled()
-    for delta, eps, sigma in [(0.1, 0.3, 0.8), (0.01, 0.2, 1.3), (0.05, 0.4, 0.6)]:
+    stops = {}
+    for delta, eps, sigma in [(0.1, 0.3, 0.8), (0.05, 0.35, 0.7), (0.2, 0.4, 0.6), (0.1, 0.3, 0.6)]:
         r = engine.simulate(SphereBAI(epsilon=eps, delta=delta, sigma=sigma), inst, key, 8, 3000)
         assert r.stopped.all()
+        stops[delta, eps, sigma] = int(r.samples.max())
     assert engine.programs_compiled() - n0 <= 1  # 0 when an earlier test compiled this program
+    assert len(set(stops.values())) == len(stops)  # every traced value reached the kernel
     n1 = engine.programs_compiled()
     engine.simulate(SphereBAI(epsilon=0.25, delta=0.2, sigma=0.9), inst, key, 8, 3000)
     assert engine.programs_compiled() == n1
