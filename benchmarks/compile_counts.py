@@ -65,7 +65,7 @@ def sweep_child() -> None:
     from jaxbandits.algorithms.top_m.gifa import LinGapE
     from jaxbandits.instances import seeds
 
-    compilation_cache.enable()
+    compilation_cache.enable(min_compile_seconds=0.0)  # every program persisted: warm = no XLA compile
     algs = [UniformGLR, LinGapE, XYStatic]
     deltas = [0.2, 0.1, 0.05, 0.01]
     Ks = (4, 8, 16)

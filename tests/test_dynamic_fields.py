@@ -2,6 +2,7 @@
 tolerance, a change of n_reps, a resumed task list and more chunks all reuse one compiled program,
 and a traced field gives exactly the results of the same value baked into the program."""
 import dataclasses
+import functools
 
 import jax
 import numpy as np
@@ -12,7 +13,7 @@ from jaxbandits import engine
 from jaxbandits.algorithms import LinUCB, SphereBAI, UniformGLR, XYStatic
 from jaxbandits.algorithms.fixed_budget.regret import lingape_budgeted
 from jaxbandits.algorithms.fixed_confidence.sphere import sphere_instance
-from jaxbandits.algorithms.top_m.gifa import LinGapE, MLinGapE
+from jaxbandits.algorithms.top_m.gifa import MLinGapE
 from jaxbandits.instances import seeds
 
 
@@ -24,6 +25,10 @@ def static_twin(alg):
     kw = {f.name: getattr(alg, f.name) for f in dataclasses.fields(alg)}
     kw = {k: static_twin(v) if isinstance(v, engine.Algorithm) else v for k, v in kw.items()}
     return twin(**kw)
+
+
+def _soare():
+    return seeds.soare_benchmark(2, omega=0.3)
 
 
 def _sphere():
@@ -61,17 +66,24 @@ def test_delta_epsilon_sigma_sweep_compiles_once():
 
 
 def test_n_reps_resume_and_chunks_never_recompile():
-    inst = seeds.soare_benchmark(2, omega=0.3)
-    alg = UniformGLR(delta=0.1)
+    inst = _soare()
+    alg = UniformGLR(delta=0.2, u=0.7, sigma=0.9)  # the program of the next test's first case
     key = jax.random.key(1)
-    full = engine.simulate(alg, inst, key, 16, 3000)
+    kw = dict(chunk_size=32)  # a fixed chunk: 101 replications make four chunks
+    full = engine.simulate(alg, inst, key, 16, 3000, **kw)
     n = engine.programs_compiled()
-    more = engine.simulate(alg, inst, key, 17, 3000)
+    more = engine.simulate(alg, inst, key, 17, 3000, **kw)
     assert engine.programs_compiled() == n  # n_reps 16 -> 17
-    resumed = engine.simulate(alg, inst, key, 40, 3000, tasks=np.arange(30, 40))
+    resumed = engine.simulate(alg, inst, key, 40, 3000, tasks=np.arange(30, 40), **kw)
     assert engine.programs_compiled() == n  # a resumed task list
-    many = engine.simulate(alg, inst, key, 3 * full.chunk_size + 5, 3000, record_pulls=True)
+    many = engine.simulate(alg, inst, key, 3 * full.chunk_size + 5, 3000, **kw)
     assert engine.programs_compiled() == n  # four chunks instead of one
+    default = engine.simulate(alg, inst, key, 16, 3000)
+    n = engine.programs_compiled()
+    engine.simulate(alg, inst, key, 17, 3000)
+    engine.simulate(alg, inst, key, 40, 3000, tasks=np.arange(30, 40))
+    assert engine.programs_compiled() == n  # the default layout does not follow the task count
+    np.testing.assert_array_equal(default.samples, full.samples)
     assert full.lanes == more.lanes == resumed.lanes == many.lanes
     # replication i is the same whatever n_reps, chunk or task list it ran in
     np.testing.assert_array_equal(more.samples[0, :16], full.samples[0])
@@ -81,10 +93,11 @@ def test_n_reps_resume_and_chunks_never_recompile():
 
 
 @pytest.mark.parametrize("alg, make, max_steps", [
-    (UniformGLR(delta=0.1, u=0.5, sigma=0.8), lambda: seeds.soare_benchmark(2, omega=0.3), 3000),
+    (UniformGLR(delta=0.1, u=0.5, sigma=0.8), _soare, 3000),
     (SphereBAI(epsilon=0.3, delta=0.1, sigma=0.8), _sphere, 3000),
     (MLinGapE(2, delta=0.1, epsilon=0.02, sigma=0.8, reg=0.3), lambda: seeds.topm_classic(omega=1.0), 20000),
-    (XYStatic(delta=0.1, sigma=0.8, gamma=1.2, design_tol=1e-3), lambda: seeds.soare_benchmark(2, omega=0.3), 80),
+    # prepare() solves the design through map_instances, jitted on the static part
+    (XYStatic(delta=0.1, sigma=0.8, gamma=1.2, design_tol=1e-3, design_method="paper"), _soare, 80),
     (LinUCB(budget=60, reg=2.0, delta=0.1, theta_norm=1.5), lambda: seeds.static_basis(0.5, d=6), 60),
     (lingape_budgeted(80, 0.1), lambda: seeds.static_basis(0.5, d=6), 80),
 ], ids=["uniform", "sphere", "m-lingape", "xy-static", "linucb", "capped-lingape"])
@@ -103,7 +116,8 @@ def test_traced_fields_reproduce_baked_in_values(alg, make, max_steps):
 def test_sweep_algorithms_deltas_K_compiles_once_per_algorithm_and_K():
     """Issue 14, "done means": 3 algorithms x 4 deltas x 3 values of K compile at most 3 x 3
     programs, and running the sweep again compiles none."""
-    algs = [UniformGLR, LinGapE, XYStatic]
+    algs = [UniformGLR, functools.partial(LinUCB, budget=30),
+            functools.partial(XYStatic, design_method="paper")]  # the cheapest kernels to compile
     deltas = [0.2, 0.1, 0.05, 0.01]
     insts = {K: seeds.unit_sphere(jax.random.key(K), K, 2) for K in (3, 4, 5)}
 
@@ -111,7 +125,7 @@ def test_sweep_algorithms_deltas_K_compiles_once_per_algorithm_and_K():
         for make in algs:
             for K, inst in insts.items():
                 for delta in deltas:
-                    engine.simulate(make(delta=delta), inst, jax.random.key(0), 4, 300)
+                    engine.simulate(make(delta=delta), inst, jax.random.key(0), 4, 30)
 
     n0 = engine.programs_compiled()
     sweep()
