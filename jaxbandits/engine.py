@@ -24,10 +24,13 @@ every (j, i) and returns per-replication results.  How (DESIGN.md, "two hard pro
   ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` before importing jax to use all
   cores (`python -m experiments NAME --devices 2` does this).
 
-Everything is compiled once per (algorithm, shapes, lanes, chunk size): all chunks share one
-executable, and ``compile_time`` is reported apart from the run's wall time.  ``max_steps`` and the
-algorithm's declared ``dynamic_fields`` (e.g. a fixed-budget algorithm's budget B) are traced
-arguments of that executable, not part of its key, so a sweep over them compiles once.
+Everything is compiled once per (static algorithm configuration, shapes, lanes, chunk size): all
+chunks share one executable, and ``compile_time`` is reported apart from the run's wall time.
+``max_steps``, ``n_reps`` and the algorithm's ``dynamic_fields`` (delta, epsilon, sigma, budgets,
+tolerances, ...; docs/design.md section 5) are traced arguments of that executable, not part of its
+key, and the default lanes and chunk size depend on the backend, shapes and memory but never on the
+number of tasks, so a sweep over those fields, another ``n_reps``, a resumed task list or a longer
+run all reuse one program.
 """
 from __future__ import annotations
 
@@ -476,12 +479,13 @@ def simulate(
       max_steps: cap on ``step`` calls per replication; runs reaching it are reported with
         ``stopped = False`` and never counted as stops.
       lanes: replications stepped together per device (default: :func:`choose_lanes`, from the
-        backend and memory: cache-sized on a CPU, as many as memory holds on an accelerator, where
-        a program too large for the free memory is recompiled with half the lanes).  Results never
-        depend on it.
+        backend, shapes and memory, never from the number of tasks: ``CPU_LANES`` on a CPU, as many
+        as memory holds on an accelerator, where a program too large for the free memory is
+        recompiled with half the lanes; lanes without a task are masked).  Results never depend
+        on it.
       chunk_size: replications per compiled call over all devices (bounds memory; default
-        16 lanes' worth per device, with output buffers within a tenth of free memory).  Results
-        never depend on it.
+        ``CHUNK_LANES`` lanes' worth per device, with output buffers within a tenth of free
+        memory).  Results never depend on it.
       record_pulls: keep per-arm pull counts [.., K].
       refill_min: refill finished lanes once at least this many lanes are free (default
         ``max(1, lanes // 16)``: each refill is one batched ``init`` over all lanes, so waiting for
