@@ -9,6 +9,7 @@ An experiment is a module ``experiments/<name>.py`` with ``NAME``, ``DESCRIPTION
 * ``metadata.json``: library, JAX and Python versions, devices, seed, arguments, the
   experiment's configuration (``ctx.config``) and wall time, enough to regenerate the results;
 * ``<table>.md``: the summary tables (also printed);
+* ``<rows>.csv``: per-instance rows of experiments without replications (``ctx.write_rows``);
 * ``<plot>.png``: the plots.
 
 Rerunning with the same arguments resumes: replications already in ``results.csv`` (matched by
@@ -237,6 +238,16 @@ class Context:
         (self.out / f"{name}.md").write_text(text)
         self.log(text)
         return text
+
+    def write_rows(self, rows, name: str) -> Path:
+        """Save per-replication (or, without replications, per-instance) rows as ``<name>.csv``
+        beside the summary: a list of dicts or a DataFrame, one column per field."""
+        import pandas as pd
+
+        path = self.out / f"{name}.csv"
+        (rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))).to_csv(path, index=False)
+        self.log(f"[{self.name}] wrote {path}")
+        return path
 
     def savefig(self, fig, name: str = "plot") -> Path:
         path = self.out / f"{name}.png"

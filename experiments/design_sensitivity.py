@@ -61,6 +61,9 @@ def run(ctx):
                          next_pred_rel_err=(float(abs(pred[i] - T[i + 1]) / T[i + 1]) if i + 1 < n_w else float("nan")),
                          next_logpred_rel_err=(float(abs(pred_log[i] - T[i + 1]) / T[i + 1]) if i + 1 < n_w else float("nan")),
                          LB_sigma1=float(T[i] * kl)))
+    ctx.write_rows(rows, "rows")
+    ctx.write_rows([dict(sigma=float(sg), omega=float(w), T_star=float(T[j]), lower_bound=float(sg**2 * T[j] * kl))
+                    for sg in sigmas for j, w in enumerate(omegas)], "sigma_omega_rows")
     ctx.table(rows, "summary", f"Soare instance d = {d}, theta = 2 e1: T*(omega), gradient vs finite difference")
     worst = max(r["grad_rel_err"] for r in rows)
     ctx.log(f"max relative gradient error vs finite differences: {worst:.2e}")

@@ -2,61 +2,39 @@
 
 Host-side helpers (NumPy in, Python floats out) used by the engine's summaries, the tests'
 statistical checks and the experiments.  The regularised incomplete beta function comes from
-``jax.scipy.special.betainc`` (float64), so nothing beyond the project's dependencies is needed.
+``scipy.stats`` (beta quantiles, binomial tail), declared in ``pyproject.toml``.
 """
 from __future__ import annotations
 
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-
-
-@jax.jit
-def _betainc(a, b, x):
-    return jax.scipy.special.betainc(a, b, x)
-
-
-def _binom_sf(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p)."""
-    if k <= 0:
-        return 1.0
-    if k > n:
-        return 0.0
-    return float(_betainc(jnp.float64(k), jnp.float64(n - k + 1), jnp.float64(p)))
-
-
-def _bisect(f, lo: float = 0.0, hi: float = 1.0, iters: int = 64) -> float:
-    """Root of an increasing function f on [lo, hi] by bisection."""
-    for _ in range(iters):
-        mid = 0.5 * (lo + hi)
-        if f(mid) < 0:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+import scipy.stats as _st
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) two-sided confidence interval for a binomial proportion k / n."""
+    """Exact (Clopper-Pearson) two-sided confidence interval for a binomial proportion k / n
+    (beta quantiles from ``scipy.stats``)."""
     k, n = int(k), int(n)
     if n <= 0:
         return (0.0, 1.0)
     alpha = 1.0 - level
-    lo = 0.0 if k == 0 else _bisect(lambda p: _binom_sf(k, n, p) - alpha / 2)
-    # upper end: P(X <= k; p) = alpha / 2  <=>  P(X >= k + 1; p) = 1 - alpha / 2
-    hi = 1.0 if k == n else _bisect(lambda p: _binom_sf(k + 1, n, p) - (1 - alpha / 2))
+    lo = 0.0 if k == 0 else float(_st.beta.ppf(alpha / 2, k, n - k + 1))
+    hi = 1.0 if k == n else float(_st.beta.ppf(1 - alpha / 2, k + 1, n - k))
     return (lo, hi)
 
 
 def binomial_test_upper(k: int, n: int, p0: float) -> float:
-    """One-sided p-value of H0: "rate <= p0" against "rate > p0", having seen k events in n trials.
+    """One-sided p-value of H0: "rate <= p0" against "rate > p0", having seen k events in n trials:
+    P(Binomial(n, p0) >= k) (``scipy.stats.binom``).
 
     Used for delta-correctness: reject (the algorithm errs more often than delta) when the p-value
     is below the test level.
     """
-    return _binom_sf(int(k), int(n), float(p0))
+    k, n = int(k), int(n)
+    if k <= 0:
+        return 1.0
+    return float(_st.binom.sf(k - 1, n, float(p0)))
 
 
 def kl_bernoulli(p: float, q: float) -> float:
