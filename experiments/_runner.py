@@ -128,6 +128,7 @@ class Context:
         self._started = time.time() if started is None else float(started)
         self.resumed = 0
         self.layouts: dict[str, dict] = {}  # label -> the engine's Layout (device-aware choices)
+        self._simulated = 0  # configurations this process has compiled and run
         self._peak_mappings = 0  # most memory mappings seen (XLA:CPU: ~750 per compiled program)
 
     # -- helpers for experiments ------------------------------------------------------------
@@ -187,6 +188,9 @@ class Context:
             f.flush()
 
         key = self.label_key(label)
+        if todo:
+            self._check_mappings()
+            self._simulated += 1
         try:
             if todo:
                 res = simulate(algorithm, instances, key, n_reps, max_steps, tasks=np.asarray(todo),
@@ -221,6 +225,17 @@ class Context:
                 res.pulls = None
                 self.resumed += 1
         return res
+
+    def _check_mappings(self) -> None:
+        """Raise :class:`MappingsExhausted` when this process nears the kernel's limit on memory
+        mappings (and has finished at least one configuration, so a restart makes progress)."""
+        use = mapping_usage()
+        if use is None or self._simulated == 0 or not self.restartable:
+            return
+        n, limit = use
+        if n > MAPPINGS_FRACTION * limit:
+            raise MappingsExhausted(f"{n} memory mappings of the {limit} a process may have "
+                                    "(vm.max_map_count): XLA:CPU keeps ~750 per compiled program")
 
     def peak_mappings(self) -> int | None:
         """Most memory mappings this process has held at the end of a configuration (read from
@@ -300,6 +315,20 @@ def _programs_compiled() -> int:
 
 
 MAX_RESTARTS = 5  # after a stall
+MAX_MAPPING_RESTARTS = 100  # after MappingsExhausted (each follows >= 1 finished configuration)
+MAPPINGS_FRACTION = 0.6
+
+
+class MappingsExhausted(RuntimeError):
+    """The process is close to ``vm.max_map_count`` memory mappings.
+
+    XLA:CPU maps the code, read-only data and data of every compiled kernel separately (~750
+    mappings for one engine program here) and does not give them back when the executable is
+    dropped, even after ``jax.clear_caches()`` (measured: ~590 of the 750 stay).  A long
+    experiment compiling ~90 programs then dies at the default limit of 65530 with "LLVM ERROR:
+    Unable to allocate section memory" (seed001_fig1 did, at panel (a) d = 35).  The runner
+    checks before each configuration and restarts the command in a fresh process instead.
+    """
 
 
 def mapping_usage() -> tuple[int, int] | None:
@@ -318,16 +347,17 @@ def mapping_usage() -> tuple[int, int] | None:
 
 
 def _restart(err: Exception, argv: list[str] | None, started: float | None = None) -> None:
-    """Start the same command again in a fresh process after a
-    :class:`~jaxbandits.watchdog.StalledComputation`: the XLA:CPU runtime wedged
-    (:mod:`jaxbandits.watchdog`) and stays wedged in this process (at most ``MAX_RESTARTS``).
+    """Start the same command again in a fresh process, because this one cannot go on:
+
+    * :class:`~jaxbandits.watchdog.StalledComputation`: the XLA:CPU runtime wedged
+      (:mod:`jaxbandits.watchdog`) and stays wedged in this process (at most ``MAX_RESTARTS``);
+    * :class:`MappingsExhausted`: the process nears its memory-mapping limit (at most
+      ``MAX_MAPPING_RESTARTS``).
 
     Everything finished is in results.csv and is read back, so only the chunk in flight is
-    recomputed (and identically: replications depend only on their keys).  (There is no restart
-    before the memory-mapping limit any more: with hyperparameters traced, an experiment compiles
-    a handful of programs and its peak mapping count, recorded in metadata.json, stays far below
-    ``vm.max_map_count``.)"""
-    var, most = "JAXBANDITS_RESTARTS", MAX_RESTARTS
+    recomputed (and identically: replications depend only on their keys)."""
+    var, most = (("JAXBANDITS_MAPPING_RESTARTS", MAX_MAPPING_RESTARTS) if isinstance(err, MappingsExhausted)
+                 else ("JAXBANDITS_RESTARTS", MAX_RESTARTS))
     n = int(os.environ.get(var, "0"))
     if n >= most:
         raise err
@@ -342,7 +372,8 @@ def _restart(err: Exception, argv: list[str] | None, started: float | None = Non
 
 def main(argv: list[str] | None = None, restart: bool = False) -> int:
     """Run an experiment.  ``restart=True`` (the command line, ``python -m experiments``) lets a
-    process that stalls replace itself with a fresh one that resumes from disk; called as a function (tests, notebooks) the process is never replaced and
+    process that stalls or nears its memory-mapping limit replace itself with a fresh one that
+    resumes from disk; called as a function (tests, notebooks) the process is never replaced and
     those errors propagate."""
     parser = argparse.ArgumentParser(prog="python -m experiments",
                                      description="Reproduce the seed papers' tables and figures.")
@@ -385,7 +416,7 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
 
     try:
         mod.run(ctx)
-    except StalledComputation as e:
+    except (StalledComputation, MappingsExhausted) as e:
         if not restart:
             raise
         _restart(e, argv, ctx._started)

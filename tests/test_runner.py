@@ -79,28 +79,49 @@ def test_runner_restarts_a_wedged_run_in_a_fresh_process(monkeypatch):
         _runner._restart(StalledComputation("wedged"), ["x"])
 
 
-def test_runner_records_peak_mappings_and_restarts_only_after_a_stall(tmp_path, monkeypatch):
-    # With hyperparameters traced an experiment compiles a handful of programs, so there is no
-    # restart before vm.max_map_count any more: the runner records the peak mapping count instead
+def test_runner_restarts_before_the_process_runs_out_of_memory_mappings(tmp_path, monkeypatch):
+    # XLA:CPU keeps ~750 memory mappings per compiled program; near vm.max_map_count the next
+    # compile would abort the process, so the context raises first (after >= 1 finished
+    # configuration) and a fresh process resumes from results.csv
     if _runner.mapping_usage() is None:
         pytest.skip("no /proc/self/maps")
-    monkeypatch.setenv("JAXBANDITS_MAX_MAP_COUNT", "1")  # far past the "limit": nothing raises
+    monkeypatch.setenv("JAXBANDITS_MAX_MAP_COUNT", "1")
+    # a context that may not replace its process (a test, a notebook: main() called as a
+    # function) never raises: the caller's process is never exec'd away
+    quiet_ctx = _runner.Context("t", None, 3, tmp_path / "in-process", quick=True, quiet=True)
+    quiet_ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
+    quiet_ctx.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
     ctx = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True, restartable=True)
+    first = ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
+    with pytest.raises(_runner.MappingsExhausted):
+        ctx.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
+    # the fresh process: the finished configuration is read back without compiling, then it runs on
+    ctx2 = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True)
+    again = ctx2.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
+    assert ctx2.resumed == 8
+    np.testing.assert_array_equal(first.samples, again.samples)
+    ctx2.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
+
+    calls = []
+    monkeypatch.setattr(_runner.os, "execv", lambda exe, args: calls.append(args))
+    monkeypatch.setenv("JAXBANDITS_MAPPING_RESTARTS", "0")
+    monkeypatch.setenv("JAXBANDITS_RESTARTS", "0")
+    monkeypatch.setenv("JAXBANDITS_RUN_STARTED", "0")  # restored (removed) after the test
+    _runner._restart(_runner.MappingsExhausted("near the limit"), ["seed001_fig1"], started=123.0)
+    assert calls[0][1:] == ["-m", "experiments", "seed001_fig1"]
+    assert _runner.os.environ["JAXBANDITS_MAPPING_RESTARTS"] == "1"
+    assert _runner.os.environ["JAXBANDITS_RESTARTS"] == "0"  # stalls have their own budget
+    assert _runner.os.environ["JAXBANDITS_RUN_STARTED"] == "123.0"
+
+
+def test_runner_records_programs_compile_seconds_and_peak_mappings(tmp_path):
+    if _runner.mapping_usage() is None:
+        pytest.skip("no /proc/self/maps")
+    ctx = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True)
     ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
     ctx.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
     ctx.write_metadata({}, "done")
     meta = json.loads((tmp_path / "metadata.json").read_text())
     assert meta["peak_memory_mappings"] >= _runner.mapping_usage()[0] - 1000 > 0
     assert meta["engine_programs_compiled"] >= 1 and meta["engine_compile_seconds"] >= 0.0
-    assert not hasattr(_runner, "MappingsExhausted")
-
-    from jaxbandits.watchdog import StalledComputation
-
-    calls = []
-    monkeypatch.setattr(_runner.os, "execv", lambda exe, args: calls.append(args))
-    monkeypatch.setenv("JAXBANDITS_RESTARTS", "0")
-    monkeypatch.setenv("JAXBANDITS_RUN_STARTED", "0")  # restored (removed) after the test
-    _runner._restart(StalledComputation("wedged"), ["seed001_fig1"], started=123.0)
-    assert calls[0][1:] == ["-m", "experiments", "seed001_fig1"]
-    assert _runner.os.environ["JAXBANDITS_RESTARTS"] == "1"
-    assert _runner.os.environ["JAXBANDITS_RUN_STARTED"] == "123.0"
+    assert set(meta["compile_cache"]) == {"requests", "hits"}
