@@ -129,6 +129,7 @@ class Context:
         self.resumed = 0
         self.layouts: dict[str, dict] = {}  # label -> the engine's Layout (device-aware choices)
         self._simulated = 0  # configurations this process has compiled and run
+        self._peak_mappings = 0  # most memory mappings seen (XLA:CPU: ~750 per compiled program)
 
     # -- helpers for experiments ------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -198,6 +199,7 @@ class Context:
                 res = None
         finally:
             f.close()
+            self.peak_mappings()
         if res is not None and res.layout is not None:
             import dataclasses
 
@@ -234,6 +236,16 @@ class Context:
         if n > MAPPINGS_FRACTION * limit:
             raise MappingsExhausted(f"{n} memory mappings of the {limit} a process may have "
                                     "(vm.max_map_count): XLA:CPU keeps ~750 per compiled program")
+
+    def peak_mappings(self) -> int | None:
+        """Most memory mappings this process has held at the end of a configuration (read from
+        ``/proc/self/maps``; XLA:CPU keeps ~750 per compiled program and never returns most of
+        them, so the count only grows), or None off Linux."""
+        use = mapping_usage()
+        if use is None:
+            return None
+        self._peak_mappings = max(self._peak_mappings, use[0])
+        return self._peak_mappings
 
     def table(self, rows: list[dict], name: str = "summary", title: str | None = None) -> str:
         """Print and save (``<name>.md``) a Markdown table of summary rows."""
@@ -275,9 +287,23 @@ class Context:
             x64=bool(jax.config.jax_enable_x64), wall_time=time.time() - self._started,
             replications_read_back=self.resumed, layouts=self.layouts,
             engine_programs_compiled=_programs_compiled(),
+            engine_compile_seconds=_compile_seconds(), compile_cache=_cache_counts(),
+            peak_memory_mappings=self.peak_mappings(),
             command=" ".join(sys.argv),
         )
         (self.out / "metadata.json").write_text(json.dumps(meta, indent=2, default=str))
+
+
+def _compile_seconds() -> float:
+    from jaxbandits.engine import compile_seconds
+
+    return compile_seconds()
+
+
+def _cache_counts() -> dict:
+    from jaxbandits import compilation_cache
+
+    return compilation_cache.counts()
 
 
 def _programs_compiled() -> int:

@@ -31,6 +31,24 @@ def disabled_by_env() -> bool:
     return os.environ.get(ENV, "").lower() in ("0", "off", "false", "no")
 
 
+_COUNTS = {"requests": 0, "hits": 0}
+_LISTENING = [False]
+
+
+def _count(event: str, **_) -> None:
+    if event == "/jax/compilation_cache/compile_requests_use_cache":
+        _COUNTS["requests"] += 1
+    elif event == "/jax/compilation_cache/cache_hits":
+        _COUNTS["hits"] += 1
+
+
+def counts() -> dict:
+    """{"requests": programs looked up in the persistent cache, "hits": found there} in this
+    process since :func:`enable` (JAX's ``jax.monitoring`` events); requests - hits were
+    compiled by XLA."""
+    return dict(_COUNTS)
+
+
 def enable(path: str | os.PathLike | None = None, min_compile_seconds: float = 0.2) -> Path:
     """Store every compiled program that took at least ``min_compile_seconds`` under ``path``
     (default :func:`default_dir`) and load it from there in later processes.  Returns the folder."""
@@ -39,6 +57,9 @@ def enable(path: str | os.PathLike | None = None, min_compile_seconds: float = 0
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_seconds))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    if not _LISTENING[0]:
+        jax.monitoring.register_event_listener(_count)
+        _LISTENING[0] = True
     return folder
 
 

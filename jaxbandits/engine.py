@@ -30,10 +30,13 @@ every (j, i) and returns per-replication results.  How (DESIGN.md, "two hard pro
   share a bucket share one program; results are read back at the real K and M (a pull of a
   padded arm or a padded item returned raises: it would be a kernel bug).
 
-Everything is compiled once per (algorithm, shapes, lanes, chunk size): all chunks share one
-executable, and ``compile_time`` is reported apart from the run's wall time.  ``max_steps`` and the
-algorithm's declared ``dynamic_fields`` (e.g. a fixed-budget algorithm's budget B) are traced
-arguments of that executable, not part of its key, so a sweep over them compiles once.
+Everything is compiled once per (static algorithm configuration, shapes, lanes, chunk size): all
+chunks share one executable, and ``compile_time`` is reported apart from the run's wall time.
+``max_steps``, ``n_reps`` and the algorithm's ``dynamic_fields`` (delta, epsilon, sigma, budgets,
+tolerances, ...; docs/design.md section 5) are traced arguments of that executable, not part of its
+key, and the default lanes and chunk size depend on the backend, shapes and memory but never on the
+number of tasks, so a sweep over those fields, another ``n_reps``, a resumed task list or a longer
+run all reuse one program.
 """
 from __future__ import annotations
 
@@ -170,23 +173,36 @@ def _select(mask, new, old):
     return jax.tree.map(sel, new, old)
 
 
-def _default_lanes(instances: Instance, per_device_tasks: int) -> int:
-    """CPU lanes: keep one lane-batch of per-arm arrays (K x d floats) around a few MiB, well
-    inside the L3 cache (docs/design.md, scale: batches whose per-step arrays outgrow the L3 got
-    slower per step)."""
+def _default_lanes(instances: Instance) -> int:
+    """CPU lanes: ``CPU_LANES``, down to 16 where one lane-batch of per-arm arrays (K x d floats) would
+    outgrow a few MiB, well inside the L3 cache (docs/design.md, scale: batches whose per-step
+    arrays outgrow the L3 got slower per step).  Depends on the shapes only, never on the number of
+    replications: a run's program must not change with ``n_reps`` or a resumed task list."""
     K, d = instances.arms.shape[-2:]
     M = instances.items.shape[-2]
     per_lane = 8 * (K * d + M * d + K + M + d * d) * 4
-    lanes = int(np.clip(2**22 // max(per_lane, 1), 16, 512))
-    # At least ~16 replications per lane, so the idle tail at the end of a run (lanes waiting for
-    # the slowest replication) stays a small fraction: measured on m-LinGapE, classic instance,
-    # 1000 reps: 64 lanes 0.94 efficiency / 309 reps/s against 512 lanes 0.59 / 246 reps/s.
-    lanes = min(lanes, max(32, per_device_tasks // 16))
-    return max(1, min(lanes, per_device_tasks))
+    return _pow2_floor(int(np.clip(2**22 // max(per_lane, 1), 16, CPU_LANES)))
 
 
-#: lanes never exceed this on an accelerator (a step's launch cost is amortised long before)
-MAX_ACCELERATOR_LANES = 1 << 16
+def _pow2_floor(n: int) -> int:
+    """Largest power of two <= n (n >= 1): memory-derived sizes land on a few values, so a small
+    change in free memory between two runs does not change the program."""
+    return 1 << (max(1, int(n)).bit_length() - 1)
+
+
+#: lanes per CPU device.  Fixed (not scaled with the task count), so that n_reps, a resumed task
+#: list or the number of chunks never changes the compiled program; lanes past the last task are
+#: masked, and still stepped.  Measured on 2 shared cores (XY-static, uniform GLR and RAGE on
+#: small instances): a 12-replication run costs 0.1-0.7 s at 8 to 64 lanes against 9-23 s of
+#: compilation, so masked lanes are cheap next to a recompile; 200 replications of the uniform
+#: GLR ran at lane efficiency 0.89 / 0.77 / 0.61 with 16 / 32 / 64 lanes (the idle tail at the end
+#: of a chunk grows with the lanes; m-LinGapE, 1000 reps: 64 lanes 0.94 against 512 lanes 0.59).
+CPU_LANES = 32
+#: replications per chunk and device, in lanes (output buffers hold a chunk)
+CHUNK_LANES = 16
+#: lanes never exceed this on an accelerator (a step's launch cost is amortised long before; a
+#: fixed value rather than the task count, see ``CPU_LANES``)
+MAX_ACCELERATOR_LANES = 1 << 12
 #: fraction of a device's free memory a run may plan to use
 MEMORY_FRACTION = 0.5
 #: working-set multiple of a lane's carried bytes (the loop carry, its selected copy, the step's
@@ -257,23 +273,23 @@ class Layout:
     program_bytes: int | None = None
 
 
-def choose_lanes(platform: str, bytes_per_lane: int, free: int | None, instances: Instance,
-                 per_device_tasks: int) -> int:
-    """Default lanes per device.
+def choose_lanes(platform: str, bytes_per_lane: int, free: int | None, instances: Instance) -> int:
+    """Default lanes per device, from the backend, the shapes and memory only (never the number of
+    tasks, so ``n_reps``, resumed task lists and chunk counts reuse one program).
 
     CPU: sized for the L3 cache (:func:`_default_lanes`), and never more than memory allows.
     Accelerator: as many lanes as ``MEMORY_FRACTION`` of the free memory holds at
     ``WORKING_SET_FACTOR`` times the carried bytes per lane (a GPU step costs kernel launches
-    whatever its width, so it pays off only with many lanes), capped at the tasks available and at
-    ``MAX_ACCELERATOR_LANES``.
+    whatever its width, so it pays off only with many lanes), capped at ``MAX_ACCELERATOR_LANES``.
+    Rounded down to a power of two.
     """
     per_lane = max(1, WORKING_SET_FACTOR * bytes_per_lane)
     by_memory = MAX_ACCELERATOR_LANES if free is None else max(1, int(MEMORY_FRACTION * free) // per_lane)
     if platform == "cpu":
-        lanes = min(_default_lanes(instances, per_device_tasks), by_memory)
+        lanes = min(_default_lanes(instances), by_memory)
     else:
         lanes = min(by_memory, MAX_ACCELERATOR_LANES)
-    return max(1, min(lanes, per_device_tasks))
+    return _pow2_floor(lanes)
 
 
 def instance_at(instances: Instance, j: jax.Array) -> Instance:
@@ -290,18 +306,18 @@ def instance_at(instances: Instance, j: jax.Array) -> Instance:
     return jax.tree.map(lambda a: a[j], instances)
 
 
-def _make_chunk_runner(static_algorithm: Algorithm, n_reps: int, lanes: int,
+def _make_chunk_runner(static_algorithm: Algorithm, lanes: int,
                        chunk: int, record_pulls: bool, refill_min: int):
     """Per-device loop over one chunk of ``chunk`` task ids with ``lanes`` refilled lanes.
 
     Finished lanes wait (idle) until ``refill_min`` lanes are free, then all are written out and
     refilled in one batched ``init``: algorithms whose ``init`` is expensive (a design solve) do
     not pay a full-width ``init`` every iteration.  The returned ``run`` takes the algorithm's
-    dynamic field values and ``max_steps`` as traced arguments.
+    dynamic field values, ``max_steps`` and ``n_reps`` as traced arguments.
     """
     L, C = lanes, chunk
 
-    def lane_for(algorithm, slot, task_ids, instances, key):
+    def lane_for(algorithm, n_reps, slot, task_ids, instances, key):
         valid = slot < C
         tid = task_ids[jnp.minimum(slot, C - 1)]
         valid = valid & (tid >= 0)
@@ -311,9 +327,9 @@ def _make_chunk_runner(static_algorithm: Algorithm, n_reps: int, lanes: int,
         state = algorithm.init(k_init, instance_at(instances, j))
         return _Lane(slot, valid, jnp.zeros((), bool), jnp.zeros((), jnp.int32), k_run, state, j.astype(jnp.int32))
 
-    def run(task_ids, instances, key, dynamic, max_steps):
-        algorithm = dataclasses.replace(static_algorithm, **dynamic) if dynamic else static_algorithm
-        lane_init = jax.vmap(functools.partial(lane_for, algorithm), in_axes=(0, None, None, None))
+    def run(task_ids, instances, key, dynamic, max_steps, n_reps):
+        algorithm = static_algorithm.with_dynamic(dynamic)
+        lane_init = jax.vmap(functools.partial(lane_for, algorithm, n_reps), in_axes=(0, None, None, None))
         lanes0 = lane_init(jnp.arange(L), task_ids, instances, key)
         M = instances.items.shape[-2]
         K = instances.arms.shape[-2]
@@ -392,12 +408,21 @@ def _validate_run(algorithm, instances, n_reps, max_steps):
 
 _RUNNERS: dict = {}
 _COMPILES = [0]
+_COMPILE_SECONDS = [0.0]
 
 
 def programs_compiled() -> int:
     """Number of engine programs compiled so far in this process (a cache miss of
-    :func:`simulate`): tests and experiments count recompilations with it instead of timing them."""
+    :func:`simulate`): tests and experiments count recompilations with it instead of timing them.
+    A program loaded from the persistent compilation cache (:mod:`jaxbandits.compilation_cache`)
+    counts too: it is traced and lowered again, only XLA's compilation is skipped."""
     return _COMPILES[0]
+
+
+def compile_seconds() -> float:
+    """Seconds this process spent tracing, lowering and compiling (or loading from the persistent
+    cache) engine programs."""
+    return _COMPILE_SECONDS[0]
 
 
 def program_bytes(compiled) -> int | None:
@@ -413,27 +438,28 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
                      record_pulls, devices, refill_min, solve=batching.SolvePolicy()):
     """Compile (once per configuration and shapes) the multi-device chunk runner.
 
-    The key leaves out ``max_steps`` and the values of the algorithm's dynamic fields (their
-    shapes and dtypes are in it): those are arguments of the executable.
+    The key leaves out ``max_steps``, ``n_reps`` and the values of the algorithm's dynamic fields
+    (their shapes and dtypes are in it): those are arguments of the executable.
     """
     D = len(devices)
-    sig = (static_algorithm, n_reps, lanes, chunk_per_dev, record_pulls, tuple(devices), refill_min, solve,
+    sig = (static_algorithm, lanes, chunk_per_dev, record_pulls, tuple(devices), refill_min, solve,
            jax.tree.map(lambda a: (a.shape, a.dtype), instances), instances.model,
-           tuple((k, v.shape, v.dtype) for k, v in sorted(dynamic.items())))
+           jax.tree.structure(dynamic), tuple((v.shape, v.dtype) for v in jax.tree.leaves(dynamic)))
     if sig in _RUNNERS:
         return _RUNNERS[sig], 0.0
-    run = _make_chunk_runner(static_algorithm, n_reps, lanes, chunk_per_dev, record_pulls, refill_min)
+    run = _make_chunk_runner(static_algorithm, lanes, chunk_per_dev, record_pulls, refill_min)
     if D > 1:
         mesh = Mesh(np.asarray(devices), ("d",))
-        run = jax.shard_map(run, mesh=mesh, in_specs=(P("d"), P(), P(), P(), P()), out_specs=(P("d"), P("d")),
+        run = jax.shard_map(run, mesh=mesh, in_specs=(P("d"), P(), P(), P(), P(), P()), out_specs=(P("d"), P("d")),
                             check_vma=False)
     fn = jax.jit(run)
     t0 = time.perf_counter()
     tasks_proto = jnp.zeros((D * chunk_per_dev,), jnp.int32)
     with batching.policy(solve):  # solve_where reads it while the kernels are traced
-        compiled = fn.lower(tasks_proto, instances, key, dynamic, max_steps).compile()
+        compiled = fn.lower(tasks_proto, instances, key, dynamic, max_steps, n_reps).compile()
     _COMPILES[0] += 1
     ct = time.perf_counter() - t0
+    _COMPILE_SECONDS[0] += ct
     if len(_RUNNERS) > 64:
         _RUNNERS.clear()
     _RUNNERS[sig] = compiled
@@ -488,12 +514,13 @@ def simulate(
       max_steps: cap on ``step`` calls per replication; runs reaching it are reported with
         ``stopped = False`` and never counted as stops.
       lanes: replications stepped together per device (default: :func:`choose_lanes`, from the
-        backend and memory: cache-sized on a CPU, as many as memory holds on an accelerator, where
-        a program too large for the free memory is recompiled with half the lanes).  Results never
-        depend on it.
+        backend, shapes and memory, never from the number of tasks: ``CPU_LANES`` on a CPU, as many
+        as memory holds on an accelerator, where a program too large for the free memory is
+        recompiled with half the lanes; lanes without a task are masked).  Results never depend
+        on it.
       chunk_size: replications per compiled call over all devices (bounds memory; default
-        16 lanes' worth per device, with output buffers within a tenth of free memory).  Results
-        never depend on it.
+        ``CHUNK_LANES`` lanes' worth per device, with output buffers within a tenth of free
+        memory).  Results never depend on it.
       record_pulls: keep per-arm pull counts [.., K].
       refill_min: refill finished lanes once at least this many lanes are free (default
         ``max(1, lanes // 16)``: each refill is one batched ``init`` over all lanes, so waiting for
@@ -541,17 +568,18 @@ def simulate(
         raise ValueError("task ids out of range")
     all_tasks = distributed.process_share(all_tasks)  # this process's share (all of them on one host)
     D = len(devices)
-    per_dev = max(1, math.ceil(max(all_tasks.size, 1) / D))
     platform = getattr(devices[0], "platform", "cpu")
     free = free_memory(devices[0])
     bpl = lane_bytes(algorithm, inst)
-    L = int(lanes) if lanes else choose_lanes(platform, bpl, free, inst, per_dev)
-    L = max(1, min(L, per_dev))
+    # The layout depends on the backend, the shapes and memory, never on the number of tasks:
+    # lanes and chunks past the last task are masked (task id -1), so n_reps, a resumed task list
+    # and the number of chunks all reuse one program.
+    L = int(lanes) if lanes else choose_lanes(platform, bpl, free, inst)
     # per-task output buffers ([C, M] answers, [C, K] pulls) stay within a tenth of free memory
     out_bytes = inst.num_items + (8 * inst.num_arms if record_pulls else 0) + 32
-    max_chunk = per_dev if free is None else max(1, int(0.1 * free) // out_bytes)
+    max_chunk = CHUNK_LANES * L if free is None else _pow2_floor(max(1, int(0.1 * free) // out_bytes))
     if chunk_size is None:
-        chunk_per_dev = max(1, min(per_dev, 16 * L, max_chunk))
+        chunk_per_dev = max(1, min(CHUNK_LANES * L, max_chunk))
     else:
         chunk_per_dev = max(1, math.ceil(int(chunk_size) / D))
     L = min(L, chunk_per_dev)
@@ -569,14 +597,14 @@ def simulate(
 
     key = jnp.asarray(key)
     static_algorithm, dynamic = algorithm.split_dynamic()
-    dynamic = {k: jnp.asarray(v) for k, v in dynamic.items()}
+    n_reps_arr = jnp.asarray(int(n_reps), jnp.int32)
     # steps are int32; a larger cap is never reached
     max_steps_arr = jnp.asarray(min(int(max_steps), 2**31 - 1), jnp.int32)
     compile_time = 0.0
     while True:
         rmin = max(1, min(L, int(refill_min) if refill_min is not None else L // 16))
         solve = batching.solve_for(platform, L)
-        compiled, ct = _compiled_runner(static_algorithm, dynamic, inst, key, int(n_reps), max_steps_arr, L,
+        compiled, ct = _compiled_runner(static_algorithm, dynamic, inst, key, n_reps_arr, max_steps_arr, L,
                                         chunk_per_dev, record_pulls, devices, rmin, solve)
         compile_time += ct
         need = program_bytes(compiled)
@@ -599,7 +627,7 @@ def simulate(
         padded = np.full((D, chunk_per_dev), -1, np.int32)
         for dev, part in enumerate(np.array_split(ids, D)):
             padded[dev, :part.size] = part
-        out, iters = run_guarded(compiled, jnp.asarray(padded.reshape(-1)), inst, key, dynamic, max_steps_arr,
+        out, iters = run_guarded(compiled, jnp.asarray(padded.reshape(-1)), inst, key, dynamic, max_steps_arr, n_reps_arr,
                                  stall_timeout=stall_timeout, what=f"chunk at task {c0}",
                                  fetch=lambda o: jax.tree.map(np.array, o))
         flat = padded.reshape(-1)

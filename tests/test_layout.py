@@ -37,15 +37,15 @@ def test_lanes_from_memory_on_an_accelerator():
     inst = as_batch(seeds.topm_classic())
     bpl = engine.lane_bytes(MLinGapE(m=2), inst)
     assert bpl > 0
-    # a big GPU: tens of thousands of lanes (capped by the tasks and MAX_ACCELERATOR_LANES)
-    assert engine.choose_lanes("gpu", bpl, 60 * 2**30, inst, 10**6) == engine.MAX_ACCELERATOR_LANES
-    assert engine.choose_lanes("gpu", bpl, 60 * 2**30, inst, 5000) == 5000
-    # little memory: lanes shrink with it, never below 1
-    few = engine.choose_lanes("gpu", bpl, 64 * bpl * engine.WORKING_SET_FACTOR, inst, 10**6)
+    # a big GPU: MAX_ACCELERATOR_LANES, whatever the number of tasks (no recompile per n_reps)
+    assert engine.choose_lanes("gpu", bpl, 60 * 2**30, inst) == engine.MAX_ACCELERATOR_LANES
+    # little memory: lanes shrink with it (to a power of two), never below 1
+    few = engine.choose_lanes("gpu", bpl, 64 * bpl * engine.WORKING_SET_FACTOR, inst)
     assert few == 32
-    assert engine.choose_lanes("gpu", bpl, 10, inst, 10**6) == 1
-    # CPU: cache-sized as before (at most 512)
-    assert 1 <= engine.choose_lanes("cpu", bpl, 2**34, inst, 10**6) <= 512
+    assert engine.choose_lanes("gpu", bpl, 70 * bpl * engine.WORKING_SET_FACTOR, inst) == 32
+    assert engine.choose_lanes("gpu", bpl, 10, inst) == 1
+    # CPU: cache-sized, at most CPU_LANES
+    assert 16 <= engine.choose_lanes("cpu", bpl, 2**34, inst) <= engine.CPU_LANES
 
 
 def test_lane_bytes_count_state_not_instances():

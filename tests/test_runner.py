@@ -112,3 +112,16 @@ def test_runner_restarts_before_the_process_runs_out_of_memory_mappings(tmp_path
     assert _runner.os.environ["JAXBANDITS_MAPPING_RESTARTS"] == "1"
     assert _runner.os.environ["JAXBANDITS_RESTARTS"] == "0"  # stalls have their own budget
     assert _runner.os.environ["JAXBANDITS_RUN_STARTED"] == "123.0"
+
+
+def test_runner_records_programs_compile_seconds_and_peak_mappings(tmp_path):
+    if _runner.mapping_usage() is None:
+        pytest.skip("no /proc/self/maps")
+    ctx = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True)
+    ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
+    ctx.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
+    ctx.write_metadata({}, "done")
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    assert meta["peak_memory_mappings"] >= _runner.mapping_usage()[0] - 1000 > 0
+    assert meta["engine_programs_compiled"] >= 1 and meta["engine_compile_seconds"] >= 0.0
+    assert set(meta["compile_cache"]) == {"requests", "hits"}

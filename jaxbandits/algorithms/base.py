@@ -61,6 +61,13 @@ def is_correct(answer: jax.Array, instance: Instance, m: int = 1, epsilon: float
     return ok_items & (jnp.sum(answer) == m)
 
 
+def concrete(value) -> bool:
+    """Whether a field holds a host value that construction-time checks may read: not None (the
+    static part of :meth:`Algorithm.split_dynamic`) and not a tracer (the engine's program puts
+    traced dynamic fields back with ``dataclasses.replace``, which reruns ``__post_init__``)."""
+    return value is not None and not isinstance(value, jax.core.Tracer)
+
+
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     """Base class of algorithm configurations (subclass as a frozen dataclass).
@@ -75,11 +82,14 @@ class Algorithm:
         the real counts.  The engine pads instances to shape buckets only for these
         (``simulate(..., buckets=...)``, :func:`jaxbandits.sweep`); tested in
         ``tests/test_buckets.py``.
-      dynamic_fields: numeric hyperparameters (e.g. ``("budget",)``) that the engine passes to the
-        compiled program as traced scalars instead of baking them in, so that one executable
-        serves every value (a budget sweep compiles once).  The kernels must then use these
-        fields through ``jnp`` operations only (never ``int(...)``, never to size an array or a
-        loop); static bounds derived from them must not exist or must come from other fields.
+      dynamic_fields: numeric hyperparameters that the engine passes to the compiled program as
+        traced scalars instead of baking them in, so that one executable serves every value (a
+        sweep over delta, epsilon, sigma, a budget or a tolerance compiles once).  Every numeric
+        field that only enters arithmetic belongs here; fields that size arrays or loops or choose
+        code paths stay static.  The kernels use these fields through ``jnp`` operations only
+        (never ``float(...)``, ``int(...)``, ``math.log`` or a Python ``if`` on them, never to
+        size an array or a loop); ``validate`` runs on the host with the concrete values and may
+        read them.  A None value stays static (see :meth:`split_dynamic`).
     """
 
     needs_span: ClassVar[bool] = True
@@ -111,16 +121,38 @@ class Algorithm:
         return instances
 
     def split_dynamic(self) -> tuple["Algorithm", dict]:
-        """(this configuration with every dynamic field set to None, {field: value}).
+        """(this configuration with every dynamic field set to None, {field: value as an array}).
 
         The first part keys the engine's compiled program; the values are passed to it as traced
-        arguments and put back with ``dataclasses.replace`` inside the trace.
+        arguments and put back with :meth:`with_dynamic` inside the trace.  A field whose value
+        is None stays in the static part (None is a structural choice, e.g. ``sigma=None``: the
+        instance's noise), so its program differs from that of any numeric value.  A field
+        annotated ``float`` is passed as a float array even when given as an int, so ``u=1``
+        and ``u=1.0`` share a program.  A field holding an algorithm (``BudgetCapped.inner``) is
+        split the same way, its values nested in a dict.
         """
-        # a None value (e.g. ``sigma=None``: the instance's noise) is a structural choice: static
-        values = {f: getattr(self, f) for f in self.dynamic_fields if getattr(self, f) is not None}
+        floats = {f.name for f in dataclasses.fields(self) if "float" in str(f.type)}
+        static, values = {}, {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, Algorithm):  # a wrapped algorithm (BudgetCapped): its own fields
+                inner_static, inner_values = v.split_dynamic()
+                if inner_values:
+                    static[f.name], values[f.name] = inner_static, inner_values
+            elif f.name in self.dynamic_fields and v is not None:
+                v = jnp.asarray(v)
+                if f.name in floats and not jnp.issubdtype(v.dtype, jnp.floating):
+                    v = v.astype(jnp.result_type(float))
+                static[f.name], values[f.name] = None, v
+        return (dataclasses.replace(self, **static) if static else self), values
+
+    def with_dynamic(self, values: dict) -> "Algorithm":
+        """This (static) configuration with the dynamic field ``values`` put back (traced values
+        inside the engine's program, or inside :func:`jax.jit` for a ``prepare`` helper)."""
         if not values:
-            return self, values
-        return dataclasses.replace(self, **dict.fromkeys(values)), values
+            return self
+        put = {k: getattr(self, k).with_dynamic(v) if isinstance(v, dict) else v for k, v in values.items()}
+        return dataclasses.replace(self, **put)
 
     @property
     def top_m(self) -> int:
@@ -134,9 +166,11 @@ class Algorithm:
         return False
 
     @property
-    def slack(self) -> float:
-        """Tolerated suboptimality epsilon of the answer (0: exact identification)."""
-        return float(getattr(self, "epsilon", 0.0))
+    def slack(self) -> float | jax.Array:
+        """Tolerated suboptimality epsilon of the answer (0: exact identification); a traced
+        scalar inside the engine's program when ``epsilon`` is a dynamic field."""
+        eps = getattr(self, "epsilon", 0.0)
+        return 0.0 if eps is None else eps
 
     def validate(self, instance: Instance) -> None:
         """Host-side input checks, run before compiling; raise ``ValueError`` on bad input."""

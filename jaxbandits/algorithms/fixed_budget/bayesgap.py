@@ -123,6 +123,7 @@ class BayesGap(Algorithm):
     Hoffman et al.'s.
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "length_scale", "prior_std", "noise_var", "eps", "beta", "sigma")
     budget: int
     kernel: str = "linear"
     length_scale: float = 1.0
@@ -136,7 +137,6 @@ class BayesGap(Algorithm):
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
 
     def __post_init__(self):
         if self.kernel not in KERNELS:

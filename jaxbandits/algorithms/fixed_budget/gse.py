@@ -262,6 +262,7 @@ class GSE(Algorithm):
     alone); the stage budgets n_t are computed in the program (:func:`stage_budget`).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "design_tol", "irls_reg")
     budget: int
     eta: float = 2.0
     design: str = "fwg"
@@ -276,7 +277,6 @@ class GSE(Algorithm):
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)
 
     def __post_init__(self):
         if self.design not in DESIGNS:

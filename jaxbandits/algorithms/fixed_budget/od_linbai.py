@@ -83,13 +83,13 @@ class ODLinBAI(Algorithm):
         the error of rounding the design to m pulls, see :class:`jaxbandits.algorithms.fixed_budget.gse.GSE`).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "design_tol")
     budget: int
     design_iters: int = 1000
     design_tol: float = 1e-2
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)

@@ -113,6 +113,7 @@ class Peace(Algorithm):
       b: the offset b of the Gaussian-width ratio (1 in the authors' release).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "b")
     budget: int
     eta: float = 2.0
     md_iters: int = 100
@@ -121,7 +122,6 @@ class Peace(Algorithm):
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)

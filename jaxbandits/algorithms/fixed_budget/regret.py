@@ -17,7 +17,6 @@ One ``step`` is one pull; the runs spend exactly B pulls.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, ClassVar, NamedTuple
 
 import jax
@@ -87,13 +86,13 @@ class LinUCB(_MostPulledBaseline):
         misspecified, as GSE-Lin is on purpose in seed 002 Sec 8.4.
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "reg", "alpha", "delta", "theta_norm", "sigma")
     budget: int
     reg: float = 1.0
     alpha: float | None = None
     delta: float = 0.05
     theta_norm: float = 1.0
     sigma: float | None = None
-
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -117,8 +116,8 @@ class LinUCB(_MostPulledBaseline):
         sigma = noise_scale(self.sigma, instance)
         # Abbasi-Yadkori et al. 2011 Thm 2: R sqrt(2 log(det(V_t)^1/2 det(lambda I)^-1/2 / delta))
         # + lambda^1/2 S, R = sigma the sub-Gaussian scale of the noise
-        return (sigma * jnp.sqrt(d * jnp.log1p(t * L2 / (self.reg * d)) + 2.0 * math.log(1.0 / self.delta))
-                + math.sqrt(self.reg) * self.theta_norm)
+        return (sigma * jnp.sqrt(d * jnp.log1p(t * L2 / (self.reg * d)) + 2.0 * jnp.log(1.0 / self.delta))
+                + jnp.sqrt(self.reg) * self.theta_norm)
 
     def step(self, key, state: UCBState, instance: Instance) -> UCBState:
         X = instance.arms
@@ -153,6 +152,7 @@ class UCBGLM(_MostPulledBaseline):
     (Bernoulli rewards with a linear mean are accepted, the logistic link then misspecified).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "alpha", "kappa", "delta", "reg", "sigma")
     budget: int
     tau: int | None = None
     alpha: float | None = None
@@ -166,7 +166,6 @@ class UCBGLM(_MostPulledBaseline):
     def __post_init__(self):
         if self.width not in ("norm", "squared"):
             raise ValueError(f"width must be 'norm' or 'squared', got {self.width!r}")
-
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -196,7 +195,7 @@ class UCBGLM(_MostPulledBaseline):
             return jnp.asarray(self.alpha, X.dtype)
         # Li, Lu & Zhou 2017 Thm 1: alpha = (sigma / kappa) sqrt(d/2 log(1 + 2t/d) + log(1/delta))
         sigma = noise_scale(self.sigma, instance)
-        return (sigma / self.kappa) * jnp.sqrt(0.5 * d * jnp.log1p(2.0 * t / d) + math.log(1.0 / self.delta))
+        return (sigma / self.kappa) * jnp.sqrt(0.5 * d * jnp.log1p(2.0 * t / d) + jnp.log(1.0 / self.delta))
 
     def step(self, key, state: UCBState, instance: Instance) -> UCBState:
         X = instance.arms

@@ -89,6 +89,7 @@ class ALBA(Algorithm):
       design_tol, design_iters: G-optimal solver settings.
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "growth", "norm_bound", "design_cutoff", "design_tol")
     delta: float = 0.05
     sigma: Optional[float] = None
     growth: float = 1.1

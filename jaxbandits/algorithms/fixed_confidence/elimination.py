@@ -44,14 +44,16 @@ def instance_cache(instance: Instance):
 
 def map_instances(obj, method: str, instances: Instance):
     """``obj.method(instance)`` for every instance of a batch, one after the other (``lax.map``,
-    jitted once per equal ``obj``): design solves under ``vmap`` would run every instance to the
-    slowest one's iteration count."""
-    return _mapped(obj, method, instances)
+    jitted once per equal static configuration: ``obj``'s dynamic fields are traced arguments, as
+    in the engine, so a delta sweep solves its designs with one program): design solves under
+    ``vmap`` would run every instance to the slowest one's iteration count."""
+    static, dynamic = obj.split_dynamic()
+    return _mapped(static, method, dynamic, instances)
 
 
 @partial(jax.jit, static_argnums=(0, 1))
-def _mapped(obj, method, instances):
-    return jax.lax.map(getattr(obj, method), instances)
+def _mapped(static, method, dynamic, instances):
+    return jax.lax.map(getattr(static.with_dynamic(dynamic), method), instances)
 
 
 def item_buckets(M: int, smallest: int = 16, factor: int = 4) -> tuple[int, ...]:

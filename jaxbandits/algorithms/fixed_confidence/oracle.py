@@ -31,6 +31,7 @@ this class extends it with the two options above.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -58,6 +59,7 @@ class Oracle(XYOracle):
         category (exact; see :meth:`round_counts`).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "gamma", "design_cutoff", "design_tol")
     index_stride: int = 1
     check: str = "empirical"
     max_support: int = 128

@@ -114,6 +114,7 @@ class RAGE(Algorithm):
         instance in :meth:`prepare` instead of once per replication.  Speed only.
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "rounding_eps", "log_factor", "design_cutoff", "design_tol")
     delta: float = 0.05
     sigma: float | None = None
     rounding_eps: float = 0.1

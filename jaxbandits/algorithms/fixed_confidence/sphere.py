@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -93,6 +93,7 @@ class SphereBAI(Algorithm):
       sigma: noise scale (default: the instance's).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "sigma")
     epsilon: float = 0.1
     delta: float = 0.05
     sigma: float | None = None

@@ -99,7 +99,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete
 from jaxbandits.batching import solve_where  # noqa: F401  (re-exported: its old home)
 from jaxbandits.design import oracle_allocation
 from jaxbandits.design.core import design_matrix, initial_design
@@ -372,6 +372,7 @@ class LazyTrackAndStop(Algorithm):
         Gaussian noise, 1/2 for Bernoulli rewards); enters the threshold of Prop 2 / eq. (9) only.
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "u", "sigma", "factor", "tol")
     delta: float = 0.05
     averaging: bool = True
     schedule: str = "exponential"
@@ -411,7 +412,7 @@ class LazyTrackAndStop(Algorithm):
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.schedule == "exponential" and not self.factor > 1.0:
+        if self.schedule == "exponential" and concrete(self.factor) and not self.factor > 1.0:
             raise ValueError(f"the exponential schedule needs factor > 1, got {self.factor}")
         if self.schedule == "periodic" and int(self.period) < 1:
             raise ValueError(f"period must be >= 1, got {self.period}")

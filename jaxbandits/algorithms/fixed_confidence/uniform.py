@@ -43,6 +43,7 @@ class UniformGLR(Algorithm):
       sigma: sub-Gaussian noise scale (default: taken from the instance).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "u", "sigma")
     delta: float = 0.05
     u: float = 1.0
     sigma: float | None = None

@@ -198,6 +198,7 @@ class XYStatic(Algorithm):
         direction set it is run on ("certified" only).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "gamma", "design_cutoff", "design_tol")
     delta: float = 0.05
     sigma: float | None = None
     gamma: float = 1.35
@@ -394,6 +395,7 @@ class XYAdaptive(Algorithm):
         except through the step count).
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "alpha")
     delta: float = 0.05
     sigma: float | None = None
     alpha: float = 0.1

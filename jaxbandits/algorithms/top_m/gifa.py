@@ -81,7 +81,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome
+from jaxbandits.algorithms.base import Algorithm, Outcome, concrete
 from jaxbandits.algorithms.common import argmax_fast, noise_scale
 from jaxbandits.algorithms.top_m.complexity import min_l1_representation
 from jaxbandits.environment import pull, pull_counts
@@ -212,6 +212,7 @@ class GIFA(Algorithm):
       name: label.
     """
 
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "epsilon", "reg", "S", "sigma")
     m: int = 1
     delta: float = 0.05
     epsilon: float = 0.0
@@ -237,7 +238,7 @@ class GIFA(Algorithm):
                                ("threshold_tail", THRESHOLD_TAILS)):
             if getattr(self, field) not in allowed:
                 raise ValueError(f"{field} must be one of {allowed}, got {getattr(self, field)!r}")
-        if self.epsilon < 0:
+        if concrete(self.epsilon) and self.epsilon < 0:
             raise ValueError("epsilon must be >= 0")
         if self.index == "classical":
             if self.selection in ("greedy", "optimized"):
@@ -306,9 +307,9 @@ class GIFA(Algorithm):
             tail = lam * S / sigma  # released code (betas.FrequentistBeta): + lambda S / sigma
         if self.threshold == "theoretical":
             L2 = jnp.max(jnp.sum(inst.arms**2, axis=-1))
-            return jnp.sqrt(2.0 * math.log(1.0 / delta) + N * jnp.log(1.0 + (state.t + 1.0) * L2 / (lam**2 * N))) + tail
+            return jnp.sqrt(2.0 * jnp.log(1.0 / delta) + N * jnp.log(1.0 + (state.t + 1.0) * L2 / (lam**2 * N))) + tail
         # determinant (Abbasi-Yadkori et al. 2011, Thm 2, divided by sigma; Xu et al. 2018)
-        return jnp.sqrt(2.0 * math.log(1.0 / delta) + state.logdet) + tail
+        return jnp.sqrt(2.0 * jnp.log(1.0 / delta) + state.logdet) + tail
 
     def gap_indices(self, state: GIFAState, inst: Instance) -> jax.Array:
         """B[i, j] = mu_i(t) - mu_j(t) + C_{t,delta} W_t(i, j) [K, K] (seed 003 Sec 2)."""
