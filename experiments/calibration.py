@@ -72,12 +72,18 @@ def _show(rows):
 
 
 def run(ctx):
+    import os
+
     from jaxbandits import calibration as cal
 
     reps = ctx.n_reps(500, 40)
     all_cases = cal.cases()
     if ctx.quick:
         all_cases = [c for c in all_cases if c.label in QUICK_CASES]
+    # JAXBANDITS_CALIBRATION_CASES="LinGame,FWS": only the cases whose label contains one of these
+    only = [x for x in os.environ.get("JAXBANDITS_CALIBRATION_CASES", "").split(",") if x]
+    if only:
+        all_cases = [c for c in all_cases if any(x in c.label for x in only)]
     ctx.config = dict(reps=reps, sigmas=cal.SIGMAS, deltas=cal.DELTAS, alpha=cal.ALPHA, band=cal.APPROX_BAND,
                       reg=cal.REG, cases=[c.label for c in all_cases])
     lbs = {(inst, d): cal.lower_bound(inst, d) for inst in cal.INSTANCES for d in cal.DELTAS}
