@@ -62,6 +62,19 @@ class _MostPulledBaseline(Algorithm):
     fixed_budget: ClassVar[bool] = True
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
 
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        if instance.num_items != instance.num_arms:
+            raise ValueError(f"{type(self).__name__} recommends an arm: items must be the arms (Z = X)")
+
+    def steps_needed(self, num_arms: int) -> int:
+        return int(self.budget)
+
+    def init(self, key, instance: Instance) -> UCBState:
+        K, d = instance.arms.shape
+        dt = instance.arms.dtype
+        return UCBState(jnp.zeros((), jnp.int32), jnp.zeros(K, dt), jnp.zeros(K, dt), jnp.zeros(d, dt))
+
     def done(self, state: UCBState) -> jax.Array:
         return state.t >= self.budget
 
@@ -93,19 +106,6 @@ class LinUCB(_MostPulledBaseline):
     delta: float = 0.05
     theta_norm: float = 1.0
     sigma: float | None = None
-
-    def validate(self, instance: Instance) -> None:
-        super().validate(instance)
-        if instance.num_items != instance.num_arms:
-            raise ValueError("LinUCB recommends an arm: items must be the arms (Z = X)")
-
-    def steps_needed(self, num_arms: int) -> int:
-        return int(self.budget)
-
-    def init(self, key, instance: Instance) -> UCBState:
-        K, d = instance.arms.shape
-        dt = instance.arms.dtype
-        return UCBState(jnp.zeros((), jnp.int32), jnp.zeros(K, dt), jnp.zeros(K, dt), jnp.zeros(d, dt))
 
     def radius(self, t, instance):
         X = instance.arms
@@ -176,16 +176,6 @@ class UCBGLM(_MostPulledBaseline):
         tau = instance.num_arms if self.tau is None else int(self.tau)
         if int(self.budget) < tau:
             raise ValueError(f"UCB-GLM needs B >= tau = {tau} initial pulls, got B = {self.budget}")
-        if instance.num_items != instance.num_arms:
-            raise ValueError("UCB-GLM recommends an arm: items must be the arms (Z = X)")
-
-    def steps_needed(self, num_arms: int) -> int:
-        return int(self.budget)
-
-    def init(self, key, instance: Instance) -> UCBState:
-        K, d = instance.arms.shape
-        dt = instance.arms.dtype
-        return UCBState(jnp.zeros((), jnp.int32), jnp.zeros(K, dt), jnp.zeros(K, dt), jnp.zeros(d, dt))
 
     def radius(self, t, instance):
         """The width multiplier alpha after t pulls (``alpha`` if given)."""
