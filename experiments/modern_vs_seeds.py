@@ -155,6 +155,8 @@ def _reps(ctx, gen) -> int:
 
 
 def run(ctx):
+    import os
+
     import pandas as pd
 
     import jaxbandits as jb
@@ -164,6 +166,10 @@ def run(ctx):
     algs = algorithms()
     if quick:
         algs = {k: v for k, v in algs.items() if k in QUICK_ALGS}
+    # JAXBANDITS_ALGORITHMS="LinGame,FWS,TopTwo,Oracle": only these algorithms (exact names)
+    only = [x for x in os.environ.get("JAXBANDITS_ALGORITHMS", "").split(",") if x]
+    if only:
+        algs = {k: v for k, v in algs.items() if k in only}
     gens = generators(quick)
     cap = QUICK_CAP if quick else CAP
     ctx.config.update(delta=DELTA, cap=cap, soare=SOARE, hardness=HARDNESS, algorithms=list(algs),
