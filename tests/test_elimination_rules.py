@@ -146,28 +146,23 @@ def _error_pvalue(alg, inst, n, delta):
     return errors, binomial_test_upper(errors, n, delta)
 
 
-@pytest.mark.parametrize("at_sampling", [False, True], ids=["at-stopping", "at-sampling"])
-def test_wrapped_uniform_is_delta_correct_and_the_check_has_power(at_sampling):
+@pytest.mark.parametrize("make, at_sampling, mutant_sigma", [
+    (lambda d: UniformGLR(delta=d), False, 1.0),
+    (lambda d: UniformGLR(delta=d), True, 1.0),
+    (lambda d: LazyTrackAndStop(delta=d), True, 0.5),
+], ids=["uniform-at-stopping", "uniform-at-sampling", "lts-at-sampling"])
+def test_wrapped_is_delta_correct_and_the_check_has_power(make, at_sampling, mutant_sigma):
     """H0 "error rate <= delta" (exact binomial, level 1e-3) at noise 3: passes with the
-    sigma-aware threshold, fails when sigma is ignored (threshold 9x too small)."""
+    sigma-aware threshold, fails with the mutant sigma.  Uniform GLR: sigma = 1 (sigma ignored,
+    threshold 9x too small).  LT&S's threshold (u = 1, delta_t = 6 delta / (pi^2 t^2)) is
+    conservative: with sigma = 1 (beta / 9) the wrapped LT&S erred 6/60 (not detectable by the error
+    rate; the calibration suite's scaling check catches it), so its mutant is sigma = 1/2 (beta / 36):
+    32/60 errors (p ~ 1e-13)."""
     delta, n = 0.1, 60
     inst = fan(3.0, scale=2.0)
-    errors, p = _error_pvalue(Eliminate(UniformGLR(delta=delta), at_sampling=at_sampling), inst, n, delta)
+    errors, p = _error_pvalue(Eliminate(make(delta), at_sampling=at_sampling), inst, n, delta)
     assert p > ALPHA, (errors, clopper_pearson(errors, n))
-    errors_m, p_m = _error_pvalue(Eliminate(UniformGLR(delta=delta), at_sampling=at_sampling, sigma=1.0), inst, n,
-                                  delta)
-    assert p_m < ALPHA, (errors_m, clopper_pearson(errors_m, n))
-
-
-def test_wrapped_lts_is_delta_correct_and_the_check_has_power():
-    """As above for LT&S with elimination at sampling and at stopping.  LT&S's threshold (u = 1,
-    delta_t = 6 delta / (pi^2 t^2)) is conservative: with sigma = 1 at noise 3 (beta / 9) the wrapped
-    LT&S erred 6/60 (not detectable), with sigma = 1/2 (beta / 36) 32/60 (p ~ 1e-13)."""
-    delta, n = 0.1, 60
-    inst = fan(3.0, scale=2.0)
-    errors, p = _error_pvalue(Eliminate(LazyTrackAndStop(delta=delta), at_sampling=True), inst, n, delta)
-    assert p > ALPHA, (errors, clopper_pearson(errors, n))
-    errors_m, p_m = _error_pvalue(Eliminate(LazyTrackAndStop(delta=delta), at_sampling=True, sigma=0.5), inst, n,
+    errors_m, p_m = _error_pvalue(Eliminate(make(delta), at_sampling=at_sampling, sigma=mutant_sigma), inst, n,
                                   delta)
     assert p_m < ALPHA, (errors_m, clopper_pearson(errors_m, n))
 
