@@ -51,7 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxbandits import batching, distributed
+from jaxbandits import batching, distributed, programs
 from jaxbandits import precision as precision_policy
 from jaxbandits.algorithms.base import Algorithm, is_correct
 from jaxbandits.instances.base import Buckets, Instance, as_batch, pad_to
@@ -447,6 +447,10 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
            jax.tree.structure(dynamic), tuple((v.shape, v.dtype) for v in jax.tree.leaves(dynamic)))
     if sig in _RUNNERS:
         return _RUNNERS[sig], 0.0
+    # near the kernel's limit on memory mappings, drop the compiled programs first (their
+    # mappings go back; jaxbandits.programs): a long job never dies at the limit nor restarts
+    if not programs.release_if_high() and len(_RUNNERS) >= 64:  # off Linux: a bound on the count
+        programs.release()
     run = _make_chunk_runner(static_algorithm, lanes, chunk_per_dev, record_pulls, refill_min)
     if D > 1:
         mesh = Mesh(np.asarray(devices), ("d",))
@@ -458,10 +462,9 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
     with batching.policy(solve):  # solve_where reads it while the kernels are traced
         compiled = fn.lower(tasks_proto, instances, key, dynamic, max_steps, n_reps).compile()
     _COMPILES[0] += 1
+    programs.mapping_usage()  # records the peak (right after a compile)
     ct = time.perf_counter() - t0
     _COMPILE_SECONDS[0] += ct
-    if len(_RUNNERS) > 64:
-        _RUNNERS.clear()
     _RUNNERS[sig] = compiled
     return compiled, ct
 
