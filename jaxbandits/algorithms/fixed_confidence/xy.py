@@ -153,12 +153,17 @@ def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> jax.Ar
             rest = jnp.cumsum(pc[::-1])[::-1]
             ratios = jnp.clip(pc / jnp.where(rest > 0, rest, 1.0), 0.0, 1.0)
 
-            def one(rem, rc):
-                r, c = rc
-                cnt = jax.random.binomial(jax.random.fold_in(key, c), rem, r, dtype=p.dtype)
-                return rem - cnt, cnt
+            # only the support's categories are drawn (a loop of support - 1 binomials, not B: past
+            # the support every count is 0), and the last one takes the remainder (its ratio is 1)
+            last = jnp.sum(idx < K) - 1
 
-            _, counts = jax.lax.scan(one, n, (ratios, jnp.arange(B)))
+            def one(c, carry):
+                rem, counts = carry
+                cnt = jax.random.binomial(jax.random.fold_in(key, c), rem, ratios[c], dtype=p.dtype)
+                return rem - cnt, counts.at[c].set(cnt)
+
+            rem, counts = jax.lax.fori_loop(0, jnp.maximum(last, 0), one, (n, jnp.zeros((B,), p.dtype)))
+            counts = counts.at[jnp.maximum(last, 0)].set(jnp.where(last >= 0, rem, 0.0))
             return jnp.zeros_like(p).at[idx].set(counts, mode="drop")
         return f
 
