@@ -66,8 +66,10 @@ def release() -> None:
     import jax
 
     from jaxbandits import engine
+    from jaxbandits.algorithms.fixed_confidence import elimination
 
     engine._RUNNERS.clear()
+    elimination.PREPARED.clear()
     jax.clear_caches()
     gc.collect()
     _RELEASES[0] += 1

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from functools import partial
 from typing import Any
 
@@ -42,13 +43,34 @@ def instance_cache(instance: Instance):
     return getattr(instance, "cache", None)
 
 
+#: compiled ``map_instances`` programs, by (static configuration, method, shapes); dropped with
+#: the engine's (:func:`jaxbandits.programs.release`)
+PREPARED: dict = {}
+#: seconds spent tracing, lowering and compiling them (the engine reports it as compile time)
+PREPARE_COMPILE_SECONDS = [0.0]
+
+
 def map_instances(obj, method: str, instances: Instance):
     """``obj.method(instance)`` for every instance of a batch, one after the other (``lax.map``,
-    jitted once per equal static configuration: ``obj``'s dynamic fields are traced arguments, as
+    compiled once per equal static configuration: ``obj``'s dynamic fields are traced arguments, as
     in the engine, so a delta sweep solves its designs with one program): design solves under
-    ``vmap`` would run every instance to the slowest one's iteration count."""
+    ``vmap`` would run every instance to the slowest one's iteration count.
+
+    The program is compiled ahead of time and its compile time added to
+    ``PREPARE_COMPILE_SECONDS``, so that :func:`jaxbandits.engine.simulate` counts it as
+    compilation, not as run time (called under a trace, it is simply traced inline)."""
     static, dynamic = obj.split_dynamic()
-    return _mapped(static, method, dynamic, instances)
+    if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves((dynamic, instances))):
+        return _mapped(static, method, dynamic, instances)
+    sig = (static, method, jax.tree.structure((dynamic, instances)),
+           tuple((a.shape, a.dtype) for a in jax.tree.leaves((dynamic, instances))))
+    fn = PREPARED.get(sig)
+    if fn is None:
+        t0 = time.perf_counter()
+        fn = _mapped.lower(static, method, dynamic, instances).compile()
+        PREPARE_COMPILE_SECONDS[0] += time.perf_counter() - t0
+        PREPARED[sig] = fn
+    return fn(dynamic, instances)
 
 
 @partial(jax.jit, static_argnums=(0, 1))
