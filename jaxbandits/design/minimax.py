@@ -362,45 +362,101 @@ def _smooth_fw(X, mask, lam0, perp, dirs: _Directions, tol, max_iters, s0=10.0):
     return lam, k, lb, mu_best
 
 
-def _paper_fw(X, mask, lam0, perp, dirs: _Directions, max_iters):
-    """Seed 001 App F: Frank-Wolfe with step 2/(k+2) on f, Danskin gradient of the max direction,
-    stop when ||lambda_{k+1} - lambda_k||_2 / ||lambda_k||_2 < 0.01 or after 5000 iterations, then
-    set lambda < 1e-5 to 0 and renormalise."""
+class PaperFW(NamedTuple):
+    """Iterate of App F's Frank-Wolfe (:func:`_paper_fw`): design, iterations run, last relative
+    change of the design (inf before the first iteration)."""
+
+    lam: jax.Array
+    k: jax.Array
+    rel: jax.Array
+
+
+def _paper_body(X, mask, perp, dirs: _Directions, state: PaperFW) -> PaperFW:
+    """One iteration of App F's Frank-Wolfe (step 2/(k+2), Danskin gradient of the max direction)."""
     dtype = X.dtype
+    lam, k, _ = state
+    Ainv = inverse_design(lam, X, perp)
+    if dirs.best is not None:
+        _, ymax = dirs.best(Ainv)
+        y = dirs.rows(ymax[None])[0]
+        v = X @ (Ainv @ y)
+        h = v * v  # minus the gradient: (x^T A^-1 y_max)^2
+    else:
+        g = dirs.norms(Ainv)
+        ymax = jnp.argmax(g)
+        mu = jax.nn.one_hot(ymax, g.shape[0], dtype=dtype)
+        B = dirs.bmat(mu)
+        W = X @ Ainv
+        h = jnp.sum((W @ B) * W, axis=-1)
+    j = masked_argmax(h, mask)
+    gam = 2.0 / (k.astype(dtype) + 3.0)  # the reference code counts iterations from 1
+    lam_new = (1.0 - gam) * lam
+    lam_new = lam_new.at[j].add(gam)
+    rel = jnp.linalg.norm(lam_new - lam) / jnp.linalg.norm(lam)
+    return PaperFW(lam_new, k + 1, rel)
 
-    def body(state):
-        lam, k, _ = state
-        Ainv = inverse_design(lam, X, perp)
-        if dirs.best is not None:
-            _, ymax = dirs.best(Ainv)
-            y = dirs.rows(ymax[None])[0]
-            v = X @ (Ainv @ y)
-            h = v * v  # minus the gradient: (x^T A^-1 y_max)^2
-        else:
-            g = dirs.norms(Ainv)
-            ymax = jnp.argmax(g)
-            mu = jax.nn.one_hot(ymax, g.shape[0], dtype=dtype)
-            B = dirs.bmat(mu)
-            W = X @ Ainv
-            h = jnp.sum((W @ B) * W, axis=-1)
-        j = masked_argmax(h, mask)
-        gam = 2.0 / (k.astype(dtype) + 3.0)  # the reference code counts iterations from 1
-        lam_new = (1.0 - gam) * lam
-        lam_new = lam_new.at[j].add(gam)
-        rel = jnp.linalg.norm(lam_new - lam) / jnp.linalg.norm(lam)
-        return lam_new, k + 1, rel
 
-    def cond(state):
-        lam, k, rel = state
-        return (k < max_iters) & (rel >= 0.01)
+def paper_fw_running(state: PaperFW, max_iters) -> jax.Array:
+    """App F's continuation rule: fewer than ``max_iters`` iterations and a relative change of
+    the design of at least 1 %."""
+    return (state.k < max_iters) & (state.rel >= 0.01)
 
-    lam, k, _ = jax.lax.while_loop(cond, body, (lam0, jnp.array(0, jnp.int32), jnp.asarray(jnp.inf, dtype)))
+
+def _paper_iterate(X, mask, perp, dirs, state: PaperFW, max_iters) -> PaperFW:
+    return jax.lax.while_loop(lambda st: paper_fw_running(st, max_iters),
+                              lambda st: _paper_body(X, mask, perp, dirs, st), state)
+
+
+def _paper_finish(X, perp, lam):
+    """App F's cutoff: lambda < 1e-5 set to 0 and renormalised."""
     thr = jnp.where(lam < 1e-5, 0.0, lam)
     thr = thr / jnp.sum(thr)
     # keep the thresholded design unless it lost invertibility (then the paper's pinv would give
     # a design that cannot estimate every direction; we keep the unthresholded one instead)
     ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(design_matrix(thr, X) + perp)))
-    return jnp.where(ok, thr, lam), k
+    return jnp.where(ok, thr, lam)
+
+
+def _paper_fw(X, mask, lam0, perp, dirs: _Directions, max_iters):
+    """Seed 001 App F: Frank-Wolfe with step 2/(k+2) on f, Danskin gradient of the max direction,
+    stop when ||lambda_{k+1} - lambda_k||_2 / ||lambda_k||_2 < 0.01 or after 5000 iterations, then
+    set lambda < 1e-5 to 0 and renormalise."""
+    start = PaperFW(lam0, jnp.array(0, jnp.int32), jnp.asarray(jnp.inf, X.dtype))
+    st = _paper_iterate(X, mask, perp, dirs, start, max_iters)
+    return _paper_finish(X, perp, st.lam), st.k
+
+
+def _xy_setup(X, Z, item_mask, arm_mask):
+    X, Z = as_float(X), as_float(Z)
+    mask = full_mask(arm_mask, X.shape[0])
+    perp, _ = null_projector(X, mask)
+    return X, mask, perp, _pairs(Z, full_mask(item_mask, Z.shape[0]))
+
+
+def xy_paper_start(X, Z, *, item_mask=None, arm_mask=None, init=None) -> PaperFW:
+    """App F's Frank-Wolfe for the XY design of :func:`xy_allocation` (``method="paper"``), in
+    pieces: the start (warm start ``init``, as :func:`xy_allocation`), :func:`xy_paper_iterate`
+    (any number of times: the iterates are those of one uninterrupted run) and
+    :func:`xy_paper_value`.  A caller can so run a few iterations batched over many problems
+    and continue only the ones still running (:func:`jaxbandits.algorithms.fixed_confidence.
+    elimination.compacted_xy_design`)."""
+    X, mask, _, _ = _xy_setup(X, Z, item_mask, arm_mask)
+    return PaperFW(initial_design(mask, init, X.dtype), jnp.array(0, jnp.int32), jnp.asarray(jnp.inf, X.dtype))
+
+
+def xy_paper_iterate(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None, max_iters=5_000) -> PaperFW:
+    """Continue App F's Frank-Wolfe from ``state`` while :func:`paper_fw_running`."""
+    X, mask, perp, dirs = _xy_setup(X, Z, item_mask, arm_mask)
+    return _paper_iterate(X, mask, perp, dirs, state, max_iters)
+
+
+def xy_paper_value(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None):
+    """(lambda, value) of a finished run: App F's cutoff applied, and max_y ||y||^2_{A(lambda)^-1}
+    (the ``allocation`` and ``value`` of :func:`xy_allocation`, bit for bit; no certificate: its
+    ``gap`` is not computed)."""
+    X, mask, perp, dirs = _xy_setup(X, Z, item_mask, arm_mask)
+    lam = _paper_finish(X, perp, state.lam)
+    return lam, jnp.max(dirs.norms(inverse_design(lam, X, perp)))
 
 
 def _solve(X, mask, init, perp, dirs, tol, max_iters, method):

@@ -109,6 +109,11 @@ def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=N
     out = (jnp.zeros_like(init), jnp.zeros((), dt))
     lo = 0
     for B in buckets:
+        if method == "paper" and B <= BATCHED_FW_MAX_ITEMS:
+            out = _paper_bucket(X, Z, active, init, B, (count > lo) & (count <= B), max_iters, arm_mask, out)
+            lo = B
+            continue
+
         def solve(X, Z, active, init, arm_mask, B=B):
             idx = jnp.nonzero(active, size=B, fill_value=0)[0]
             sol = design.xy_allocation(X, Z[idx], item_mask=jnp.arange(B) < jnp.sum(active), arm_mask=arm_mask,
@@ -120,6 +125,47 @@ def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=N
         out = solve_where((count > lo) & (count <= B), solve, (X, Z, active, init, arm_mask), out)
         lo = B
     return out
+
+
+#: App F Frank-Wolfe iterations run batched over every lane before the lanes still running
+#: continue alone (:func:`_paper_bucket`), and the largest item buffer where that pays
+BATCHED_FW_ITERS = 32
+BATCHED_FW_MAX_ITEMS = 64
+
+
+def _paper_bucket(X, Z, active, init, B, here, max_iters, arm_mask, out):
+    """(lambda, rho) of App F's Frank-Wolfe over the active items gathered into a buffer of B,
+    where ``here``, else ``out``: the XY design of :func:`compacted_xy_design` with
+    ``method="paper"``, whose iteration count depends on the data.
+
+    Solved in two parts, with the iterates of one uninterrupted run
+    (:func:`jaxbandits.design.minimax.xy_paper_iterate`): first at most ``BATCHED_FW_ITERS``
+    iterations in plain code, i.e. batched over every lane under ``vmap`` (a lane that stops
+    early, or has no solve here, is frozen: it costs the other lanes' iterations, not a serial
+    solve of its own); then :func:`jaxbandits.batching.solve_where` continues only the lanes whose
+    run has not stopped (on a CPU one after another, each to its own iteration count).  On the
+    seed 001 benchmark most rounds after the first have two active items and stop within ~12
+    iterations, so the serial part is rare; a small buffer keeps the lanes' batched iterations
+    cheap (``BATCHED_FW_MAX_ITEMS``).  Only the design and its value are computed (RAGE reads no
+    certificate; :func:`jaxbandits.design.minimax.xy_paper_value`).
+    """
+    from jaxbandits.batching import solve_where
+    from jaxbandits.design import minimax
+
+    idx = jnp.nonzero(active, size=B, fill_value=0)[0]
+    Zb = Z[idx]
+    im = jnp.arange(B) < jnp.sum(active)
+    st = minimax.xy_paper_start(X, Zb, item_mask=im, arm_mask=arm_mask, init=init)
+    st = st._replace(rel=jnp.where(here, st.rel, 0.0))     # no solve in this bucket: stopped
+    st = minimax.xy_paper_iterate(X, Zb, st, item_mask=im, arm_mask=arm_mask,
+                                  max_iters=jnp.minimum(max_iters, BATCHED_FW_ITERS))
+
+    def more(X, Zb, im, arm_mask, st):
+        return minimax.xy_paper_iterate(X, Zb, st, item_mask=im, arm_mask=arm_mask, max_iters=max_iters)
+
+    st = solve_where(here & minimax.paper_fw_running(st, max_iters), more, (X, Zb, im, arm_mask, st), st)
+    lam, rho = minimax.xy_paper_value(X, Zb, st, item_mask=im, arm_mask=arm_mask)
+    return jnp.where(here, lam.astype(X.dtype), out[0]), jnp.where(here, rho.astype(X.dtype), out[1])
 
 
 def threshold_design(lam: jax.Array, cutoff: float = 1e-5) -> jax.Array:
