@@ -133,3 +133,28 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None =
 
     out = run(jnp.asarray(pred, bool), *leaves, *old_leaves)
     return jax.tree.unflatten(old_def, out)
+
+
+def in_smallest_bucket(count: jax.Array, buckets: tuple[int, ...], make: Callable, *args):
+    """``make(B)(*args)`` for the smallest buffer size B of ``buckets`` (increasing, the last one
+    holding every possible ``count``) with ``count <= B``.
+
+    Under ``vmap`` (a ``custom_vmap`` rule) the buffer is the one holding every lane's count, so
+    the branch taken is a real one, not a select over every bucket.  ``make(B)`` must give the
+    same result for every B >= count (it is a buffer size, never a parameter of the result).
+    """
+    def index(c):
+        return jnp.sum(c > jnp.asarray(buckets[:-1]))
+
+    @custom_vmap
+    def run(count, *args):
+        return jax.lax.switch(index(count), [make(B) for B in buckets], *args)
+
+    @run.def_vmap
+    def _rule(axis_size, in_batched, count, *args):
+        args = [a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a))
+                for a, b in zip(args, in_batched[1:])]
+        out = jax.lax.switch(index(jnp.max(count)), [jax.vmap(make(B)) for B in buckets], *args)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return run(count, *args)
