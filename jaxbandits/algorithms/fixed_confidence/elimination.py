@@ -17,9 +17,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.custom_batching import custom_vmap
 
 from jaxbandits import design
+from jaxbandits.batching import in_smallest_bucket
 from jaxbandits.design.core import pair_table
 from jaxbandits.instances.base import Instance
 
@@ -237,10 +237,6 @@ def _beaten(Wr, Zr, valid_r, Wc, Zc, valid_c, theta_hat, log_term, block: int = 
     return jax.lax.fori_loop(0, nb, body, jnp.zeros((C,), bool))
 
 
-def _bucket_index(count, buckets):
-    return jnp.sum(count > jnp.asarray(buckets[:-1]))
-
-
 def eliminate(active: jax.Array, items: jax.Array, theta_hat: jax.Array, L: jax.Array,
               log_term: jax.Array, sigma: float | jax.Array = 1.0) -> jax.Array:
     """The elimination rule of seed 001 Algorithm 1: the new active mask [M].
@@ -278,19 +274,7 @@ def eliminate(active: jax.Array, items: jax.Array, theta_hat: jax.Array, L: jax.
             return surv.at[drop].set(False, mode="drop")
         return f
 
-    @custom_vmap
-    def second_pass(surv, active, W, Zt, theta_hat, log_term):
-        k = _bucket_index(jnp.sum(surv), buckets)
-        return jax.lax.switch(k, [branch(B) for B in buckets], surv, active, W, Zt, theta_hat, log_term)
-
-    @second_pass.def_vmap
-    def _rule(axis_size, in_batched, *args):
-        args = [a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a))
-                for a, b in zip(args, in_batched)]
-        k = _bucket_index(jnp.max(jnp.sum(args[0], axis=-1)), buckets)
-        return jax.lax.switch(k, [jax.vmap(branch(B)) for B in buckets], *args), True
-
-    return second_pass(surv, active, W, Zt, theta_hat, log_term)
+    return in_smallest_bucket(jnp.sum(surv), buckets, branch, surv, active, W, Zt, theta_hat, log_term)
 
 
 def eliminate_all_pairs(active, items, theta_hat, L, log_term, sigma=1.0):

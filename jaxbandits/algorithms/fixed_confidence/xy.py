@@ -63,10 +63,10 @@ from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.custom_batching import custom_vmap
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.batching import in_smallest_bucket
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
 from jaxbandits.algorithms.fixed_confidence.elimination import (eliminate, gram_from_counts, instance_cache, item_buckets,
                                                                 map_instances, single_answer, threshold_design,
@@ -167,19 +167,7 @@ def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> jax.Ar
             return jnp.zeros_like(p).at[idx].set(counts, mode="drop")
         return f
 
-    @custom_vmap
-    def draw(key, n, p):
-        k = jnp.sum(jnp.sum(p > 0) > jnp.asarray(buckets[:-1]))
-        return jax.lax.switch(k, [branch(B) for B in buckets], key, n, p)
-
-    @draw.def_vmap
-    def _rule(axis_size, in_batched, key, n, p):
-        key, n, p = [a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a))
-                     for a, b in zip((key, n, p), in_batched)]
-        k = jnp.sum(jnp.max(jnp.sum(p > 0, axis=-1)) > jnp.asarray(buckets[:-1]))
-        return jax.lax.switch(k, [jax.vmap(branch(B)) for B in buckets], key, n, p), True
-
-    return draw(key, jnp.asarray(n, p.dtype), p)
+    return in_smallest_bucket(jnp.sum(p > 0), buckets, branch, key, jnp.asarray(n, p.dtype), p)
 
 
 @dataclasses.dataclass(frozen=True)
