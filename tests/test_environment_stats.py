@@ -34,6 +34,24 @@ def test_pull_counts_moments():
             assert np.all(sums == np.round(sums)) and np.all(sums >= 0) and np.all(sums <= np.asarray(counts))
 
 
+def test_normal_where_is_the_full_draw_on_its_entries():
+    # pull_counts draws the noise only on the pulled arms (environment.normal_where), bit for bit
+    # the entries of jax.random.normal(key, (K,)), unbatched and under vmap (one buffer for
+    # lanes of very different support sizes), in float64 and float32.
+    from jaxbandits.environment import normal_where
+
+    K = 1000
+    keys = jax.random.split(jax.random.key(9), 12)
+    where = jax.random.uniform(jax.random.key(1), (12, K)) < jnp.linspace(0.001, 0.5, 12)[:, None]
+    for dt in (jnp.float64, jnp.float32):
+        full = jax.vmap(lambda k, w: jnp.where(w, jax.random.normal(k, (K,), dt), 0.0))(keys, where)
+        got = jax.jit(jax.vmap(lambda k, w: normal_where(k, w, dt)))(keys, where)
+        assert np.array_equal(np.asarray(got), np.asarray(full))
+        few = jax.jit(jax.vmap(lambda k, w: normal_where(k, w, dt)))(keys[:2], where[:2])   # small buffer
+        assert np.array_equal(np.asarray(few), np.asarray(full[:2]))
+        assert np.array_equal(np.asarray(normal_where(keys[0], where[0], dt)), np.asarray(full[0]))
+
+
 def test_pull_matches_counts_of_one():
     inst = _inst("gaussian")
     keys = jax.random.split(jax.random.key(1), 3000)

@@ -120,6 +120,40 @@ def test_fast_elimination_and_compacted_design_match_reference():
     np.testing.assert_allclose(np.asarray(lam_a), np.asarray(lam_b), rtol=1e-9, atol=1e-12)
 
 
+def test_batched_paper_design_matches_per_lane_solves(monkeypatch):
+    # Under vmap, compacted_xy_design runs App F's Frank-Wolfe batched over the lanes for
+    # BATCHED_FW_ITERS iterations and continues the lanes still running through solve_where
+    # (one at a time on a CPU, batched on an accelerator): every lane gets the design and value of
+    # its own uninterrupted solve, whether it stops within the batched part or long after, and
+    # a lane with no active item keeps the placeholder.
+    from jaxbandits.algorithms.fixed_confidence import elimination
+    from jaxbandits.batching import SolvePolicy, policy
+
+    rng = np.random.default_rng(1)
+    M, d, K = 40, 3, 8
+    Z = jnp.asarray(rng.normal(size=(M, d)))
+    X = jnp.asarray(rng.normal(size=(K, d)))
+    acts = np.zeros((5, M), bool)
+    for lane, n in enumerate([2, 3, 12, 30, 0]):
+        acts[lane, rng.choice(M, n, replace=False)] = True
+    acts = jnp.asarray(acts)
+    inits = jnp.asarray(rng.dirichlet(np.ones(K), size=5))
+    # the batched part's length, set between the lanes' iteration counts (57, 59 | 127, 317)
+    monkeypatch.setattr(elimination, "BATCHED_FW_ITERS", 100)
+    kw = dict(tol=1e-3, max_iters=5000, method="paper")
+    iters = [int(design.xy_allocation(X, Z, item_mask=a, init=i, method="paper").iterations)
+             for a, i in zip(acts[:4], inits[:4])]
+    assert min(iters) <= elimination.BATCHED_FW_ITERS < max(iters)   # both parts are exercised
+    for pol in (SolvePolicy(batched=False, capacity=1), SolvePolicy(batched=True, capacity=None)):
+        with policy(pol):
+            lam, rho = jax.jit(jax.vmap(lambda a, i: elimination.compacted_xy_design(X, Z, a, i, **kw)))(acts, inits)
+        for lane in range(4):
+            ref = design.xy_allocation(X, Z, item_mask=acts[lane], init=inits[lane], method="paper")
+            np.testing.assert_allclose(np.asarray(lam[lane]), np.asarray(ref.allocation), rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(float(rho[lane]), float(ref.value), rtol=1e-9)
+        assert np.all(np.asarray(lam[4]) == 0) and float(rho[4]) == 0.0
+
+
 # ------------------------------------------------------------------------------------------------
 # noise scale sigma (issue 12): N_t x sigma^2, elimination width x sigma
 # ------------------------------------------------------------------------------------------------
