@@ -201,11 +201,18 @@ def test_topm_operators_match_numpy_with_ties(K, m):
 
 
 # -- numerics, compilation, validation -------------------------------------------------------------
-def test_incremental_quadratic_forms_match_direct_solve():
+@pytest.mark.parametrize("mode", ["column", "full"])
+def test_incremental_quadratic_forms_match_direct_solve(mode):
+    """Sherman-Morrison drift after 20,000 pulls: column mode (V_t^-1 and g = diag X V^-1 X^T,
+    m-LinGapE) and full mode (G = X V^-1 X^T, paired LinGIFA) against a direct solve."""
     key = jax.random.key(2)
     X = jax.random.normal(key, (8, 4))
     inst = make_instance(X, jnp.zeros(4), 1.0)  # all means equal: never stops
-    alg = gifa.MLinGapE(1, 0.05, selection="greedy", reg=0.1)
+    if mode == "column":
+        alg = gifa.MLinGapE(1, 0.05, selection="greedy", reg=0.1)
+    else:
+        alg = gifa.LinGIFA(1, 0.05, selection="greedy", reg=0.1, initialization=True)
+    assert alg._full_matrix() == (mode == "full")
 
     def body(t, st):
         return alg.step(jax.random.fold_in(key, t), st, inst)
@@ -215,7 +222,14 @@ def test_incremental_quadratic_forms_match_direct_solve():
     V = 0.1 * np.eye(4) + (np.asarray(X).T * np.asarray(st.counts)) @ np.asarray(X)
     G = np.asarray(X) @ np.linalg.solve(V, np.asarray(X).T)
     mu = np.asarray(X) @ np.linalg.solve(V, np.asarray(X).T @ np.asarray(st.sums))
-    np.testing.assert_allclose(np.asarray(st.G), G, rtol=0, atol=1e-11 * np.abs(G).max())
+    if mode == "column":
+        assert st.G.shape == (1, 1) and st.Vinv.shape == (4, 4)
+        ours = np.asarray(X) @ np.asarray(st.Vinv) @ np.asarray(X).T
+        np.testing.assert_allclose(np.asarray(st.g), np.diagonal(G), rtol=0, atol=1e-11 * np.abs(G).max())
+    else:
+        assert st.G.shape == (8, 8) and st.Vinv.shape == (1, 1)
+        ours = np.asarray(st.G)
+    np.testing.assert_allclose(ours, G, rtol=0, atol=1e-11 * np.abs(G).max())
     np.testing.assert_allclose(np.asarray(st.mu), mu, rtol=0, atol=1e-10)
     np.testing.assert_allclose(float(st.logdet), np.linalg.slogdet(V)[1] - 4 * np.log(0.1), rtol=1e-10)
 
