@@ -205,7 +205,7 @@ def top_indices(v: jax.Array, m: int) -> jax.Array:
 
 
 #: up to this d, the column mode's products with X and V^-1 are unrolled over d (see :func:`_mv`)
-UNROLL_D_MAX = 16
+UNROLL_D_MAX = 5
 
 
 def _mv(A: jax.Array, x: jax.Array) -> jax.Array:
@@ -213,9 +213,10 @@ def _mv(A: jax.Array, x: jax.Array) -> jax.Array:
 
     For d <= ``UNROLL_D_MAX``: sum_l A[:, l] x[l], unrolled, so that XLA fuses the products with
     the elementwise ops around them; under vmap on CPU a dot is a separate batched kernel, and a
-    reduction over a short minor axis does not vectorise.  Measured per lane-step, 32 lanes, 2
-    cores: Soare d = 5 (K = 6) 0.48 us with dots; many arms K = 1000, d = 2: 21 us with dots, 53
-    us with broadcast-and-reduce.
+    reduction over a short minor axis does not vectorise.  Measured per lane-step of LinGapE, 32
+    lanes, 2 shared cores: many arms K = 1000, d = 2: 14-19 us unrolled, 21 us with dots, 53 us
+    with broadcast-and-reduce; Soare d = 5 (K = 6): 0.39 us unrolled, 0.48-0.51 us with dots;
+    K = d = 8: 0.81 us unrolled, 0.44 us with dots; K = d = 16: 2.8 us unrolled, 0.83 us with dots.
     """
     d = A.shape[-1]
     if d > UNROLL_D_MAX:
