@@ -127,7 +127,7 @@ class GIFAState(NamedTuple):
       J: [K] bool, the estimated m best arms J(t).  b, c: b_t and c_t.
       stat: the stopping statistic of the current data.  done: the stopping rule fired (stat <=
         epsilon, or the released code's pre-pull check).
-      w_pair: [2] pair (b, c) whose w* is cached in ``w`` ([K]; optimized rule only).
+      w_pair: [2] pair (b, c) whose w* is cached in ``w`` ([K] with the optimized rule, else [1] zeros).
     """
 
     counts: jax.Array
@@ -587,7 +587,7 @@ class GIFA(Algorithm):
         st = GIFAState(counts=counts, sums=sums, Vinv=Vinv, g=g, G=G, mu=mu, logdet=logdet, t=jnp.sum(counts),
                        J=jnp.zeros(K, bool), b=jnp.int32(0), c=jnp.int32(0), stat=jnp.asarray(jnp.inf, dt),
                        done=jnp.asarray(False), w_pair=jnp.full((2,), -1, jnp.int32),
-                       w=jnp.zeros(K, dt))
+                       w=jnp.zeros(K if self.selection == "optimized" else 1, dt))
         return self._decide(st, inst)
 
     def step(self, key: jax.Array, state: GIFAState, inst: Instance) -> GIFAState:
