@@ -29,8 +29,9 @@ What runs where (the full grid is a GPU job; on 2 CPU cores it is cut where stat
   of the hull, so no direction can be pruned); measured: 2 replications at K = 100, d = 5 did not
   finish in 10 minutes.  ``JAXBANDITS_SPHERE_XY_ADAPTIVE_MAX_K`` raises the limit.
 
-``JAXBANDITS_ALGORITHMS`` (comma-separated names) runs a subset.  Step cap 2e6 (capped runs stay
-in the table and are counted: ``ratio_at_least`` is then the valid figure).  ``--quick``: d in
+``JAXBANDITS_ALGORITHMS`` (comma-separated names) runs a subset.  Step cap 2e6 per-pull steps,
+``PHASE_CAPS`` phases for the phase-based algorithms (capped runs stay in the table and are
+counted: ``ratio_at_least`` is then the valid figure).  ``--quick``: d in
 {2, 5}, K = 10, 4 instances, three algorithms, delta = 0.05.
 """
 from __future__ import annotations
@@ -40,6 +41,13 @@ DESCRIPTION = "Sweep: every fixed-confidence algorithm on random sphere instance
 
 HARDNESS = 100.0
 CAP = 2_000_000
+# phase-based algorithms take one step per phase, and the phase lengths grow geometrically
+# (XY-static: ceil(1.35^t) pulls in round t): a run that reaches these caps will never stop
+PHASE_CAPS = {"RAGE": 60, "XYStatic": 400, "XYOracle": 1200, "ALBA": 2000, "Oracle": 400}
+
+
+def step_cap(alg, instances) -> int:
+    return PHASE_CAPS.get(type(alg).__name__, CAP)
 
 
 def algorithms(quick: bool) -> dict:
@@ -91,8 +99,8 @@ def run(ctx):
         return name != "XY-adaptive" or params["num_arms"] <= xy_max_k
 
     ctx.config.update(K=ks, d=dims, instances=n_inst, instances_K1000=n_large, deltas=deltas, reps=reps,
-                      reps_K1000=1, hardness=HARDNESS, cap=CAP, algorithms=list(algs), xy_adaptive_max_K=xy_max_k)
-    df = pd.concat([jb.sweep(algs, gen, deltas=deltas, n_reps=r, key=ctx.key, max_steps=CAP, out=ctx.out / "sweep",
+                      reps_K1000=1, hardness=HARDNESS, cap=CAP, phase_caps=PHASE_CAPS, algorithms=list(algs), xy_adaptive_max_K=xy_max_k)
+    df = pd.concat([jb.sweep(algs, gen, deltas=deltas, n_reps=r, key=ctx.key, max_steps=step_cap, out=ctx.out / "sweep",
                              progress=not ctx.quiet, where=where) for gen, r in runs], ignore_index=True)
     ctx.write_rows(df, "rows")
     by = ["algorithm", "dim", "num_arms", "delta"]
