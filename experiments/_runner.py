@@ -100,12 +100,9 @@ class Context:
     CSV_FIELDS = ["label", "seed", "instance", "rep", "samples", "steps", "correct", "stopped", "answer"]
 
     def __init__(self, name: str, reps: int | None, seed: int, out: Path, quick: bool, quiet: bool = False,
-                 started: float | None = None, restartable: bool = False):
+                 started: float | None = None):
         import jax
 
-        #: the process may be replaced by a fresh one (only the command-line entry point: a
-        #: caller in the same process, a test or a notebook, must never be exec'd away)
-        self.restartable = restartable
 
         self.name = name
         self.reps = reps
@@ -128,8 +125,6 @@ class Context:
         self._started = time.time() if started is None else float(started)
         self.resumed = 0
         self.layouts: dict[str, dict] = {}  # label -> the engine's Layout (device-aware choices)
-        self._simulated = 0  # configurations this process has compiled and run
-        self._peak_mappings = 0  # most memory mappings seen (XLA:CPU: ~750 per compiled program)
 
     # -- helpers for experiments ------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -188,9 +183,6 @@ class Context:
             f.flush()
 
         key = self.label_key(label)
-        if todo:
-            self._check_mappings()
-            self._simulated += 1
         try:
             if todo:
                 res = simulate(algorithm, instances, key, n_reps, max_steps, tasks=np.asarray(todo),
@@ -199,7 +191,6 @@ class Context:
                 res = None
         finally:
             f.close()
-            self.peak_mappings()
         if res is not None and res.layout is not None:
             import dataclasses
 
@@ -225,27 +216,6 @@ class Context:
                 res.pulls = None
                 self.resumed += 1
         return res
-
-    def _check_mappings(self) -> None:
-        """Raise :class:`MappingsExhausted` when this process nears the kernel's limit on memory
-        mappings (and has finished at least one configuration, so a restart makes progress)."""
-        use = mapping_usage()
-        if use is None or self._simulated == 0 or not self.restartable:
-            return
-        n, limit = use
-        if n > MAPPINGS_FRACTION * limit:
-            raise MappingsExhausted(f"{n} memory mappings of the {limit} a process may have "
-                                    "(vm.max_map_count): XLA:CPU keeps ~750 per compiled program")
-
-    def peak_mappings(self) -> int | None:
-        """Most memory mappings this process has held at the end of a configuration (read from
-        ``/proc/self/maps``; XLA:CPU keeps ~750 per compiled program and never returns most of
-        them, so the count only grows), or None off Linux."""
-        use = mapping_usage()
-        if use is None:
-            return None
-        self._peak_mappings = max(self._peak_mappings, use[0])
-        return self._peak_mappings
 
     def table(self, rows: list[dict], name: str = "summary", title: str | None = None) -> str:
         """Print and save (``<name>.md``) a Markdown table of summary rows."""
@@ -288,10 +258,22 @@ class Context:
             replications_read_back=self.resumed, layouts=self.layouts,
             engine_programs_compiled=_programs_compiled(),
             engine_compile_seconds=_compile_seconds(), compile_cache=_cache_counts(),
-            peak_memory_mappings=self.peak_mappings(),
+            peak_memory_mappings=_peak_mappings(), programs_released=_releases(),
             command=" ".join(sys.argv),
         )
         (self.out / "metadata.json").write_text(json.dumps(meta, indent=2, default=str))
+
+
+def _peak_mappings() -> int | None:
+    from jaxbandits import programs
+
+    return programs.peak_mappings()
+
+
+def _releases() -> int:
+    from jaxbandits import programs
+
+    return programs.releases()
 
 
 def _compile_seconds() -> float:
@@ -315,55 +297,23 @@ def _programs_compiled() -> int:
 
 
 MAX_RESTARTS = 5  # after a stall
-MAX_MAPPING_RESTARTS = 100  # after MappingsExhausted (each follows >= 1 finished configuration)
-MAPPINGS_FRACTION = 0.6
-
-
-class MappingsExhausted(RuntimeError):
-    """The process is close to ``vm.max_map_count`` memory mappings.
-
-    XLA:CPU maps the code, read-only data and data of every compiled kernel separately (~750
-    mappings for one engine program here) and does not give them back when the executable is
-    dropped, even after ``jax.clear_caches()`` (measured: ~590 of the 750 stay).  A long
-    experiment compiling ~90 programs then dies at the default limit of 65530 with "LLVM ERROR:
-    Unable to allocate section memory" (seed001_fig1 did, at panel (a) d = 35).  The runner
-    checks before each configuration and restarts the command in a fresh process instead.
-    """
-
-
-def mapping_usage() -> tuple[int, int] | None:
-    """(memory mappings of this process, the per-process limit), or None off Linux.
-    ``JAXBANDITS_MAX_MAP_COUNT`` overrides the limit (tests)."""
-    try:
-        with open("/proc/self/maps") as f:
-            n = sum(1 for _ in f)
-        limit = os.environ.get("JAXBANDITS_MAX_MAP_COUNT")
-        if limit is None:
-            with open("/proc/sys/vm/max_map_count") as f:
-                limit = f.read()
-        return n, int(limit)
-    except (OSError, ValueError):
-        return None
 
 
 def _restart(err: Exception, argv: list[str] | None, started: float | None = None) -> None:
-    """Start the same command again in a fresh process, because this one cannot go on:
-
-    * :class:`~jaxbandits.watchdog.StalledComputation`: the XLA:CPU runtime wedged
-      (:mod:`jaxbandits.watchdog`) and stays wedged in this process (at most ``MAX_RESTARTS``);
-    * :class:`MappingsExhausted`: the process nears its memory-mapping limit (at most
-      ``MAX_MAPPING_RESTARTS``).
+    """Start the same command again in a fresh process after a
+    :class:`~jaxbandits.watchdog.StalledComputation`: the XLA:CPU runtime wedged
+    (:mod:`jaxbandits.watchdog`) and stays wedged in this process (at most ``MAX_RESTARTS``).
 
     Everything finished is in results.csv and is read back, so only the chunk in flight is
-    recomputed (and identically: replications depend only on their keys)."""
-    var, most = (("JAXBANDITS_MAPPING_RESTARTS", MAX_MAPPING_RESTARTS) if isinstance(err, MappingsExhausted)
-                 else ("JAXBANDITS_RESTARTS", MAX_RESTARTS))
-    n = int(os.environ.get(var, "0"))
-    if n >= most:
+    recomputed (and identically: replications depend only on their keys).  (The limit on memory
+    mappings needs no restart: the engine drops its compiled programs before it is reached,
+    :mod:`jaxbandits.programs`.)"""
+    n = int(os.environ.get("JAXBANDITS_RESTARTS", "0"))
+    if n >= MAX_RESTARTS:
         raise err
-    print(f"[experiments] {err}\n[experiments] restarting in a fresh process ({n + 1}/{most}); "
+    print(f"[experiments] {err}\n[experiments] restarting in a fresh process ({n + 1}/{MAX_RESTARTS}); "
           "finished replications are read back from disk", file=sys.stderr, flush=True)
-    os.environ[var] = str(n + 1)
+    os.environ["JAXBANDITS_RESTARTS"] = str(n + 1)
     if started is not None:  # the restarted process reports the whole command's wall time
         os.environ["JAXBANDITS_RUN_STARTED"] = repr(started)
     args = list(sys.argv[1:] if argv is None else argv)
@@ -372,9 +322,8 @@ def _restart(err: Exception, argv: list[str] | None, started: float | None = Non
 
 def main(argv: list[str] | None = None, restart: bool = False) -> int:
     """Run an experiment.  ``restart=True`` (the command line, ``python -m experiments``) lets a
-    process that stalls or nears its memory-mapping limit replace itself with a fresh one that
-    resumes from disk; called as a function (tests, notebooks) the process is never replaced and
-    those errors propagate."""
+    process that stalls replace itself with a fresh one that resumes from disk; called as a
+    function (tests, notebooks) the process is never replaced and the error propagates."""
     parser = argparse.ArgumentParser(prog="python -m experiments",
                                      description="Reproduce the seed papers' tables and figures.")
     parser.add_argument("name", nargs="?", help="experiment to run (omit to list them)")
@@ -413,13 +362,13 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
     mod = importlib.import_module(f"experiments.{found[args.name]}")
     out = Path(args.out) if args.out else Path("results") / args.name
     ctx = Context(args.name, args.reps, args.seed, out, args.quick, args.quiet,
-                  started=os.environ.pop("JAXBANDITS_RUN_STARTED", None), restartable=restart)
+                  started=os.environ.pop("JAXBANDITS_RUN_STARTED", None))
     ctx.write_metadata(vars(args), "running")
     from jaxbandits.watchdog import StalledComputation
 
     try:
         mod.run(ctx)
-    except (StalledComputation, MappingsExhausted) as e:
+    except StalledComputation as e:
         if not restart:
             raise
         _restart(e, argv, ctx._started)

@@ -51,7 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxbandits import batching, distributed
+from jaxbandits import batching, distributed, programs
 from jaxbandits import precision as precision_policy
 from jaxbandits.algorithms.base import Algorithm, is_correct
 from jaxbandits.instances.base import Buckets, Instance, as_batch, pad_to
@@ -396,6 +396,18 @@ def _make_chunk_runner(static_algorithm: Algorithm, lanes: int,
     return run
 
 
+#: where recorded counts saturate: a phase-based algorithm that never stops (a capped run) can
+#: reach ceil(gamma^t) ~ 1e49 samples or inf in float, which an int64 cast would wrap to -2^63
+COUNT_LIMIT = 2**62
+
+
+def _counts(x) -> np.ndarray:
+    """Sample / pull counts (floats in the algorithms' states) as int64, saturated at
+    :data:`COUNT_LIMIT` (NaN too: only a run that lost its count can have one)."""
+    x = np.asarray(x, np.float64)
+    return np.where(np.isfinite(x) & (x < COUNT_LIMIT), np.maximum(x, 0.0), COUNT_LIMIT).astype(np.int64)
+
+
 def _validate_run(algorithm, instances, n_reps, max_steps):
     if not isinstance(instances, Instance):
         raise TypeError(f"instances must be an Instance (or a batch of them), got {type(instances)}")
@@ -447,6 +459,10 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
            jax.tree.structure(dynamic), tuple((v.shape, v.dtype) for v in jax.tree.leaves(dynamic)))
     if sig in _RUNNERS:
         return _RUNNERS[sig], 0.0
+    # near the kernel's limit on memory mappings, drop the compiled programs first (their
+    # mappings go back; jaxbandits.programs): a long job never dies at the limit nor restarts
+    if not programs.release_if_high() and len(_RUNNERS) >= 64:  # off Linux: a bound on the count
+        programs.release()
     run = _make_chunk_runner(static_algorithm, lanes, chunk_per_dev, record_pulls, refill_min)
     if D > 1:
         mesh = Mesh(np.asarray(devices), ("d",))
@@ -458,10 +474,9 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
     with batching.policy(solve):  # solve_where reads it while the kernels are traced
         compiled = fn.lower(tasks_proto, instances, key, dynamic, max_steps, n_reps).compile()
     _COMPILES[0] += 1
+    programs.mapping_usage()  # records the peak (right after a compile)
     ct = time.perf_counter() - t0
     _COMPILE_SECONDS[0] += ct
-    if len(_RUNNERS) > 64:
-        _RUNNERS.clear()
     _RUNNERS[sig] = compiled
     return compiled, ct
 
@@ -633,13 +648,13 @@ def simulate(
         flat = padded.reshape(-1)
         sel = flat >= 0
         tid = flat[sel]
-        samples[tid] = out.samples[sel]
+        samples[tid] = _counts(out.samples[sel])
         steps[tid] = out.steps[sel]
         correct[tid] = out.correct[sel]
         stopped[tid] = out.stopped[sel]
         answer[tid] = out.answer[sel]
         if record_pulls:
-            pulls[tid] = out.pulls[sel]
+            pulls[tid] = _counts(out.pulls[sel])
         ran[tid] = True
         lane_steps += int(np.sum(np.asarray(iters))) * L
         done_count += tid.size

@@ -114,6 +114,7 @@ def sweep(
     lower_bound: bool = True,
     buckets: Buckets | None = Buckets(),
     paired: bool = False,
+    where: Callable[[str, dict], bool] | None = None,
     **simulate_kw,
 ):
     """Run every algorithm on every grid point of every generator at every delta.
@@ -136,6 +137,9 @@ def sweep(
         name: every algorithm then runs on the same keys (common random numbers), so differences
         between algorithms are paired (e.g. a wrapper that only adds a stopping rule, such as
         ``Eliminate(base)``, sees exactly the base's observations).
+      where: ``where(name, params) -> bool``: run algorithm ``name`` at the grid point ``params``
+        only where it returns True (e.g. an algorithm whose per-pull cost grows as K^3 left out at
+        large K); the left-out configurations have no rows.
       simulate_kw: passed to :func:`jaxbandits.engine.simulate` (lanes, chunk_size, devices, ...).
 
     Returns:
@@ -162,7 +166,8 @@ def sweep(
             for r in pd.read_csv(inst_path).to_dict("records"):
                 tstar_cache[(r["point"], int(r["instance"]))] = float(r["T_star"])
 
-    configs = [(g, p, name, d) for g in gens for p in g.points() for name in algorithms for d in deltas]
+    configs = [(g, p, name, d) for g in gens for p in g.points() for name in algorithms for d in deltas
+               if where is None or where(name, p)]
     bar = tqdm(total=len(configs), disable=not progress, desc="sweep", unit="config")
     frames = []
     drawn: dict[str, tuple[Instance, np.ndarray]] = {}

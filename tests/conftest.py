@@ -1,13 +1,11 @@
-"""Keep each test process clear of the kernel's limit on memory mappings.
+"""Test-wide settings.
 
-XLA:CPU keeps about 750 memory mappings per compiled program and the kernel allows 65,530 per
-process (``vm.max_map_count``); the whole suite in one process passed 58,000 and then crashed.
-The suite runs in two processes (``-n 2`` in pyproject.toml; peak measured 46,000 in one of them),
-and, as a margin, a process past half the limit drops JAX's and the engine's compiled programs
-between test modules (which returns about a fifth of their mappings).
+Memory mappings: XLA:CPU keeps about 1,000 memory mappings per loaded program and the kernel
+allows 65,530 per process (``vm.max_map_count``).  The engine drops its compiled programs before
+compiling once a process is past half its limit (:mod:`jaxbandits.programs`); as a margin for the
+programs the tests compile outside the engine (design solvers, lower bounds), a process past half
+the limit also drops them between test modules.
 """
-import gc
-
 import pytest
 
 from jaxbandits import precision
@@ -21,14 +19,6 @@ precision.enable_globally()
 @pytest.fixture(autouse=True, scope="module")
 def _release_programs_when_mappings_run_high():
     yield
-    from experiments._runner import mapping_usage
+    from jaxbandits import programs
 
-    use = mapping_usage()
-    if use is not None and use[0] > 0.5 * use[1]:
-        import jax
-
-        from jaxbandits import engine
-
-        engine._RUNNERS.clear()
-        jax.clear_caches()
-        gc.collect()
+    programs.release_if_high()

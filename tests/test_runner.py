@@ -12,8 +12,10 @@ from experiments import _runner
 from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR
 
 
-def _inst():
-    X = jnp.array([[1.0, 0.0], [0.0, 1.0], [np.cos(0.5), np.sin(0.5)]])
+def _inst(K=3):
+    """Arm 0 = e_1 (the best), e_2, then K - 2 arms at angles 0.5, 0.6, ... from e_1."""
+    ang = 0.5 + 0.1 * np.arange(K - 2)
+    X = jnp.asarray(np.vstack([[1.0, 0.0], [0.0, 1.0], np.stack([np.cos(ang), np.sin(ang)], 1)]))
     return jb.make_instance(X, jnp.array([1.0, 0.0]), 1.0)
 
 
@@ -79,49 +81,47 @@ def test_runner_restarts_a_wedged_run_in_a_fresh_process(monkeypatch):
         _runner._restart(StalledComputation("wedged"), ["x"])
 
 
-def test_runner_restarts_before_the_process_runs_out_of_memory_mappings(tmp_path, monkeypatch):
-    # XLA:CPU keeps ~750 memory mappings per compiled program; near vm.max_map_count the next
-    # compile would abort the process, so the context raises first (after >= 1 finished
-    # configuration) and a fresh process resumes from results.csv
-    if _runner.mapping_usage() is None:
-        pytest.skip("no /proc/self/maps")
-    monkeypatch.setenv("JAXBANDITS_MAX_MAP_COUNT", "1")
-    # a context that may not replace its process (a test, a notebook: main() called as a
-    # function) never raises: the caller's process is never exec'd away
-    quiet_ctx = _runner.Context("t", None, 3, tmp_path / "in-process", quick=True, quiet=True)
-    quiet_ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
-    quiet_ctx.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
-    ctx = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True, restartable=True)
-    first = ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
-    with pytest.raises(_runner.MappingsExhausted):
-        ctx.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
-    # the fresh process: the finished configuration is read back without compiling, then it runs on
-    ctx2 = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True)
-    again = ctx2.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
-    assert ctx2.resumed == 8
-    np.testing.assert_array_equal(first.samples, again.samples)
-    ctx2.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
+def test_engine_releases_programs_before_the_mapping_limit_instead_of_restarting(tmp_path, monkeypatch):
+    # XLA:CPU keeps ~1,000 memory mappings per loaded program and a process may hold
+    # vm.max_map_count of them; the engine drops its compiled programs (and JAX's caches) before
+    # compiling once the process is past half its limit, so the mappings go back and a long
+    # experiment never needs a fresh process
+    from jaxbandits import engine, programs
 
-    calls = []
-    monkeypatch.setattr(_runner.os, "execv", lambda exe, args: calls.append(args))
-    monkeypatch.setenv("JAXBANDITS_MAPPING_RESTARTS", "0")
-    monkeypatch.setenv("JAXBANDITS_RESTARTS", "0")
-    monkeypatch.setenv("JAXBANDITS_RUN_STARTED", "0")  # restored (removed) after the test
-    _runner._restart(_runner.MappingsExhausted("near the limit"), ["seed001_fig1"], started=123.0)
-    assert calls[0][1:] == ["-m", "experiments", "seed001_fig1"]
-    assert _runner.os.environ["JAXBANDITS_MAPPING_RESTARTS"] == "1"
-    assert _runner.os.environ["JAXBANDITS_RESTARTS"] == "0"  # stalls have their own budget
-    assert _runner.os.environ["JAXBANDITS_RUN_STARTED"] == "123.0"
+    if programs.mapping_usage() is None:
+        pytest.skip("no /proc/self/maps")
+    ctx = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True)
+    ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
+    ctx.simulate(dict(alg="uniform", K=5), UniformGLR(delta=0.1), _inst(K=5), 8, 10**5)
+    held = programs.mapping_usage()[0]
+    assert len(engine._RUNNERS) >= 2
+    releases = programs.releases()
+    monkeypatch.setenv("JAXBANDITS_MAX_MAP_COUNT", str(held))  # now past half the "limit"
+    first = ctx.simulate(dict(alg="uniform", K=6), UniformGLR(delta=0.1), _inst(K=6), 8, 10**5)
+    assert programs.releases() == releases + 1
+    assert len(engine._RUNNERS) == 1  # only the program just compiled
+    monkeypatch.delenv("JAXBANDITS_MAX_MAP_COUNT")
+    # the released programs' mappings went back: fewer are held now than before, although one
+    # more program was compiled since
+    assert programs.mapping_usage()[0] < held
+    # a released program is compiled again when needed, with the same results
+    again = _runner.Context("t", None, 3, tmp_path / "again", quick=True, quiet=True).simulate(
+        dict(alg="uniform", K=6), UniformGLR(delta=0.1), _inst(K=6), 8, 10**5)
+    np.testing.assert_array_equal(first.samples, again.samples)
+    assert not hasattr(_runner, "MappingsExhausted")
 
 
 def test_runner_records_programs_compile_seconds_and_peak_mappings(tmp_path):
-    if _runner.mapping_usage() is None:
+    from jaxbandits import programs
+
+    if programs.mapping_usage() is None:
         pytest.skip("no /proc/self/maps")
     ctx = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True)
     ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
     ctx.simulate(dict(alg="uniform", delta=0.2), UniformGLR(delta=0.2), _inst(), 8, 10**5)
     ctx.write_metadata({}, "done")
     meta = json.loads((tmp_path / "metadata.json").read_text())
-    assert meta["peak_memory_mappings"] >= _runner.mapping_usage()[0] - 1000 > 0
+    assert meta["peak_memory_mappings"] >= programs.mapping_usage()[0] - 1000 > 0
+    assert meta["programs_released"] >= 0
     assert meta["engine_programs_compiled"] >= 1 and meta["engine_compile_seconds"] >= 0.0
     assert set(meta["compile_cache"]) == {"requests", "hits"}
