@@ -24,6 +24,8 @@ What runs where (the full grid is a GPU job; on 2 CPU cores it is cut where stat
 
 * K in {10, 100}: 100 instances x ``reps`` (default 2) replications;
 * K = 1000: ``JAXBANDITS_SPHERE_K1000_INSTANCES`` instances (default 20) x 1 replication;
+* no (d = 20, K = 10) cell: 10 arms cannot span R^20, every least-squares algorithm refuses such
+  an instance (``needs_span``), and it is a 10-dimensional problem in disguise;
 * XY-adaptive only at K = 10: its greedy pull evaluates ||y||^2 under every rank-one update, K x
   K(K-1)/2 terms per pull (5e5 at K = 100, 5e8 at K = 1000; on the sphere every arm is a vertex
   of the hull, so no direction can be pruned); measured: 2 replications at K = 100, d = 5 did not
@@ -99,6 +101,8 @@ def run(ctx):
                                   n_instances=n_large, fixed=fixed), 1))
 
     def where(name, params):
+        if params["num_arms"] < params["dim"]:  # K = 10 arms cannot span R^20
+            return False
         return name != "XY-adaptive" or params["num_arms"] <= xy_max_k
 
     ctx.config.update(K=ks, d=dims, instances=n_inst, instances_K1000=n_large, deltas=deltas, reps=reps,
