@@ -23,7 +23,7 @@ d, bucket); delta is a traced argument (one program for both deltas).
 What runs where (the full grid is a GPU job; on 2 CPU cores it is cut where stated):
 
 * K in {10, 100}: 100 instances x ``reps`` (default 2) replications;
-* K = 1000: ``JAXBANDITS_SPHERE_K1000_INSTANCES`` instances (default 20) x 1 replication;
+* K = 1000: ``JAXBANDITS_SPHERE_K1000_INSTANCES`` instances (default 10) x 1 replication;
 * no (d = 20, K = 10) cell: 10 arms cannot span R^20, every least-squares algorithm refuses such
   an instance (``needs_span``), and it is a 10-dimensional problem in disguise;
 * XY-adaptive only at K = 10: its greedy pull evaluates ||y||^2 under every rank-one update, K x
@@ -85,7 +85,7 @@ def run(ctx):
     quick = ctx.quick
     ks, dims = ([10], [2, 5]) if quick else ([10, 100, 1000], [2, 5, 10, 20])
     n_inst = 4 if quick else 100
-    n_large = int(os.environ.get("JAXBANDITS_SPHERE_K1000_INSTANCES", "20"))
+    n_large = int(os.environ.get("JAXBANDITS_SPHERE_K1000_INSTANCES", "10"))
     xy_max_k = int(os.environ.get("JAXBANDITS_SPHERE_XY_ADAPTIVE_MAX_K", "10"))
     deltas = [0.05] if quick else [0.05, 0.01]
     reps = ctx.reps or 2
