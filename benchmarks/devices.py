@@ -67,6 +67,7 @@ def workloads(quick: bool) -> list[Workload]:
         Workload("Oracle, Soare d=5", A.Oracle(), soare, 1000, 100),
         Workload("uniform + GLR, sphere K=20 d=5", A.UniformGLR(), sphere, 1000, 20),
         Workload("SphereBAI, sphere basis d=3", A.SphereBAI(epsilon=0.3, delta=0.3), basis, 1000, 100),
+        Workload(f"LinGapE greedy, many-arms K={K_lts}", A.LinGapE(), many, 1000, 50),
         Workload("LinGapE (top-1), hard top-1 K=3", A.LinGapE(), top1, 10_000, 20),
         Workload("m-LinGapE, top-m K=4 m=2", A.MLinGapE(2), topm, 100_000, 2000),
         Workload("LinGIFA, top-m K=4 m=2", A.LinGIFA(2), topm, 100_000, 2000),

@@ -23,14 +23,20 @@ d, bucket); delta is a traced argument (one program for both deltas).
 What runs where (the full grid is a GPU job; on 2 CPU cores it is cut where stated):
 
 * K in {10, 100}: 100 instances x ``reps`` (default 2) replications;
-* K = 1000: ``JAXBANDITS_SPHERE_K1000_INSTANCES`` instances (default 20) x 1 replication;
+* K = 1000: ``JAXBANDITS_SPHERE_K1000_INSTANCES`` instances (default 10) x 1 replication;
+* no (d = 20, K = 10) cell: 10 arms cannot span R^20, every least-squares algorithm refuses such
+  an instance (``needs_span``), and it is a 10-dimensional problem in disguise;
 * XY-adaptive only at K = 10: its greedy pull evaluates ||y||^2 under every rank-one update, K x
   K(K-1)/2 terms per pull (5e5 at K = 100, 5e8 at K = 1000; on the sphere every arm is a vertex
   of the hull, so no direction can be pruned); measured: 2 replications at K = 100, d = 5 did not
   finish in 10 minutes.  ``JAXBANDITS_SPHERE_XY_ADAPTIVE_MAX_K`` raises the limit.
 
-``JAXBANDITS_ALGORITHMS`` (comma-separated names) runs a subset.  Step cap 2e6 (capped runs stay
-in the table and are counted: ``ratio_at_least`` is then the valid figure).  ``--quick``: d in
+``JAXBANDITS_ALGORITHMS`` (comma-separated names) runs a subset.  Step cap 1e5 per-pull steps
+(222 x LB at delta = 0.01, 377 x at 0.05: uniform sampling needs more than that on most d = K =
+10 instances, where the arms are badly conditioned, and the 2e6 cap first tried took an hour per
+such cell on 2 cores),
+``PHASE_CAPS`` phases for the phase-based algorithms (capped runs stay in the table and are
+counted: ``ratio_at_least`` is then the valid figure).  ``--quick``: d in
 {2, 5}, K = 10, 4 instances, three algorithms, delta = 0.05.
 """
 from __future__ import annotations
@@ -39,7 +45,14 @@ NAME = "sphere_sweep"
 DESCRIPTION = "Sweep: every fixed-confidence algorithm on random sphere instances, d x K x delta, E[tau]/LB distribution"
 
 HARDNESS = 100.0
-CAP = 2_000_000
+CAP = 100_000
+# phase-based algorithms take one step per phase, and the phase lengths grow geometrically
+# (XY-static: ceil(1.35^t) pulls in round t): a run that reaches these caps will never stop
+PHASE_CAPS = {"RAGE": 60, "XYStatic": 400, "XYOracle": 1200, "ALBA": 2000, "Oracle": 400}
+
+
+def step_cap(alg, instances) -> int:
+    return PHASE_CAPS.get(type(alg).__name__, CAP)
 
 
 def algorithms(quick: bool) -> dict:
@@ -72,7 +85,7 @@ def run(ctx):
     quick = ctx.quick
     ks, dims = ([10], [2, 5]) if quick else ([10, 100, 1000], [2, 5, 10, 20])
     n_inst = 4 if quick else 100
-    n_large = int(os.environ.get("JAXBANDITS_SPHERE_K1000_INSTANCES", "20"))
+    n_large = int(os.environ.get("JAXBANDITS_SPHERE_K1000_INSTANCES", "10"))
     xy_max_k = int(os.environ.get("JAXBANDITS_SPHERE_XY_ADAPTIVE_MAX_K", "10"))
     deltas = [0.05] if quick else [0.05, 0.01]
     reps = ctx.reps or 2
@@ -88,11 +101,13 @@ def run(ctx):
                                   n_instances=n_large, fixed=fixed), 1))
 
     def where(name, params):
+        if params["num_arms"] < params["dim"]:  # K = 10 arms cannot span R^20
+            return False
         return name != "XY-adaptive" or params["num_arms"] <= xy_max_k
 
     ctx.config.update(K=ks, d=dims, instances=n_inst, instances_K1000=n_large, deltas=deltas, reps=reps,
-                      reps_K1000=1, hardness=HARDNESS, cap=CAP, algorithms=list(algs), xy_adaptive_max_K=xy_max_k)
-    df = pd.concat([jb.sweep(algs, gen, deltas=deltas, n_reps=r, key=ctx.key, max_steps=CAP, out=ctx.out / "sweep",
+                      reps_K1000=1, hardness=HARDNESS, cap=CAP, phase_caps=PHASE_CAPS, algorithms=list(algs), xy_adaptive_max_K=xy_max_k)
+    df = pd.concat([jb.sweep(algs, gen, deltas=deltas, n_reps=r, key=ctx.key, max_steps=step_cap, out=ctx.out / "sweep",
                              progress=not ctx.quiet, where=where) for gen, r in runs], ignore_index=True)
     ctx.write_rows(df, "rows")
     by = ["algorithm", "dim", "num_arms", "delta"]

@@ -398,6 +398,18 @@ def _make_chunk_runner(static_algorithm: Algorithm, lanes: int,
     return run
 
 
+#: where recorded counts saturate: a phase-based algorithm that never stops (a capped run) can
+#: reach ceil(gamma^t) ~ 1e49 samples or inf in float, which an int64 cast would wrap to -2^63
+COUNT_LIMIT = 2**62
+
+
+def _counts(x) -> np.ndarray:
+    """Sample / pull counts (floats in the algorithms' states) as int64, saturated at
+    :data:`COUNT_LIMIT` (NaN too: only a run that lost its count can have one)."""
+    x = np.asarray(x, np.float64)
+    return np.where(np.isfinite(x) & (x < COUNT_LIMIT), np.maximum(x, 0.0), COUNT_LIMIT).astype(np.int64)
+
+
 def _validate_run(algorithm, instances, n_reps, max_steps):
     if not isinstance(instances, Instance):
         raise TypeError(f"instances must be an Instance (or a batch of them), got {type(instances)}")
@@ -642,13 +654,13 @@ def simulate(
         flat = padded.reshape(-1)
         sel = flat >= 0
         tid = flat[sel]
-        samples[tid] = out.samples[sel]
+        samples[tid] = _counts(out.samples[sel])
         steps[tid] = out.steps[sel]
         correct[tid] = out.correct[sel]
         stopped[tid] = out.stopped[sel]
         answer[tid] = out.answer[sel]
         if record_pulls:
-            pulls[tid] = out.pulls[sel]
+            pulls[tid] = _counts(out.pulls[sel])
         ran[tid] = True
         lane_steps += int(np.sum(np.asarray(iters))) * L
         done_count += tid.size

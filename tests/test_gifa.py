@@ -12,7 +12,7 @@ from scipy.optimize import linprog
 import jaxbandits  # noqa: F401
 from jaxbandits.algorithms.top_m import gifa
 from jaxbandits.algorithms.base import is_correct
-from jaxbandits.instances.base import make_instance
+from jaxbandits.instances.base import make_instance, pad_to
 from jaxbandits.instances.seeds import topm_classic
 from jaxbandits.instances.seeds import topm_hard_top1
 from jaxbandits.stats import binomial_test_upper
@@ -201,11 +201,18 @@ def test_topm_operators_match_numpy_with_ties(K, m):
 
 
 # -- numerics, compilation, validation -------------------------------------------------------------
-def test_incremental_quadratic_forms_match_direct_solve():
+@pytest.mark.parametrize("mode", ["column", "full"])
+def test_incremental_quadratic_forms_match_direct_solve(mode):
+    """Sherman-Morrison drift after 20,000 pulls: column mode (V_t^-1 and g = diag X V^-1 X^T,
+    m-LinGapE) and full mode (G = X V^-1 X^T, paired LinGIFA) against a direct solve."""
     key = jax.random.key(2)
     X = jax.random.normal(key, (8, 4))
     inst = make_instance(X, jnp.zeros(4), 1.0)  # all means equal: never stops
-    alg = gifa.MLinGapE(1, 0.05, selection="greedy", reg=0.1)
+    if mode == "column":
+        alg = gifa.MLinGapE(1, 0.05, selection="greedy", reg=0.1)
+    else:
+        alg = gifa.LinGIFA(1, 0.05, selection="greedy", reg=0.1, initialization=True)
+    assert alg._full_matrix() == (mode == "full")
 
     def body(t, st):
         return alg.step(jax.random.fold_in(key, t), st, inst)
@@ -215,9 +222,107 @@ def test_incremental_quadratic_forms_match_direct_solve():
     V = 0.1 * np.eye(4) + (np.asarray(X).T * np.asarray(st.counts)) @ np.asarray(X)
     G = np.asarray(X) @ np.linalg.solve(V, np.asarray(X).T)
     mu = np.asarray(X) @ np.linalg.solve(V, np.asarray(X).T @ np.asarray(st.sums))
-    np.testing.assert_allclose(np.asarray(st.G), G, rtol=0, atol=1e-11 * np.abs(G).max())
+    if mode == "column":
+        assert st.G.shape == (1, 1) and st.Vinv.shape == (4, 4)
+        ours = np.asarray(X) @ np.asarray(st.Vinv) @ np.asarray(X).T
+        np.testing.assert_allclose(np.asarray(st.g), np.diagonal(G), rtol=0, atol=1e-11 * np.abs(G).max())
+    else:
+        assert st.G.shape == (8, 8) and st.Vinv.shape == (1, 1)
+        ours = np.asarray(st.G)
+    np.testing.assert_allclose(ours, G, rtol=0, atol=1e-11 * np.abs(G).max())
     np.testing.assert_allclose(np.asarray(st.mu), mu, rtol=0, atol=1e-10)
     np.testing.assert_allclose(float(st.logdet), np.linalg.slogdet(V)[1] - 4 * np.log(0.1), rtol=1e-10)
+
+
+# -- column mode (V_t^-1 and the m columns B[:, J]) = the full K x K matrix, step for step ---------
+class _FullMatrix(gifa.GIFA):
+    """The same configuration computed from the carried K x K matrix G = X V_t^-1 X^T (the full
+    mode, which LinGIFA with paired indices uses and every configuration used before)."""
+
+    def _full_matrix(self):
+        return self._linear()
+
+
+def _reference_decision(alg, X, counts, sums, noise):
+    """NumPy: J(t), b_t, c_t and the stopping statistic from the full K x K gap matrix built by a
+    direct solve (heuristic threshold, Algorithm 1), and the greedy rule's scores."""
+    K, d = X.shape
+    m = alg.m
+    V = alg.reg * np.eye(d) + (X.T * counts) @ X
+    G = X @ np.linalg.solve(V, X.T)
+    mu = G @ sums
+    g = np.diagonal(G)
+    t = max(counts.sum(), 1.0)
+    C = math.sqrt(2.0 * math.log((math.log(t) + 1.0) / alg.delta)) * noise
+    if alg.index == "paired":
+        B = mu[:, None] - mu[None, :] + C * np.sqrt(np.maximum(g[:, None] + g[None, :] - 2.0 * G, 0.0))
+    else:
+        B = (mu + C * np.sqrt(g))[:, None] - (mu - C * np.sqrt(g))[None, :]
+    off = np.where(np.eye(K, dtype=bool), -np.inf, B)
+    mth = np.sort(off, axis=0)[-m]
+    score = mu if alg.compute_J == "empirical" else -mth
+    return B, mth, score, G
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(m=1, selection="greedy"),                                            # LinGapE
+    dict(m=2, selection="greedy"),                                            # m-LinGapE
+    dict(m=2, selection="largest_variance", stopping_pair="pre_pull"),
+    dict(m=3, compute_b="gap", stopping="ugape", selection="greedy"),
+    dict(m=2, index="individual", compute_J="gap", compute_b="gap", stopping="ugape", selection="greedy"),
+    dict(m=2, selection="greedy", padded=True),
+], ids=["lingape", "m-lingape", "pre-pull", "gap-b-ugape", "individual-gap", "padded"])
+def test_column_mode_matches_full_matrix(cfg):
+    """Column mode against (i) the full-matrix mode run with the same keys: the same arms pulled
+    and the same J(t), b_t, c_t at every step, statistics equal to rounding; (ii) a NumPy reference
+    from the full K x K matrix of a direct solve: J(t), b_t and c_t are its argmaxes (to 1e-9
+    relative), the statistic matches, the greedy arm maximises its score."""
+    cfg = dict(cfg)
+    padded = cfg.pop("padded", False)
+    X = np.asarray(jax.random.normal(jax.random.key(4), (7, 3)))
+    noise = 2.0
+    inst = make_instance(X, jnp.zeros(3), noise)  # all means equal: never stops
+    if padded:
+        inst = pad_to(inst, 8, 8)
+    kw = dict(threshold="heuristic", reg=0.5, tie_break="first", **cfg)
+    col, full = gifa.GIFA(**kw), _FullMatrix(**kw)
+    assert not col._full_matrix() and full._full_matrix()
+    steps = 150
+
+    def trajectory(alg):
+        def body(st, t):
+            new = alg.step(jax.random.fold_in(jax.random.key(9), t), st, inst)
+            return new, (new.J, new.b, new.c, new.stat, new.counts, new.sums, new.done)
+        st0 = alg.init(jax.random.key(8), inst)
+        return jax.lax.scan(body, st0, jnp.arange(steps))[1], st0
+
+    (a, st_a), (b, st_b) = jax.jit(lambda: trajectory(col))(), jax.jit(lambda: trajectory(full))()
+    a, b = [np.asarray(v) for v in a], [np.asarray(v) for v in b]
+    for i in (0, 1, 2, 4):  # J, b, c, counts
+        np.testing.assert_array_equal(a[i], b[i])
+    np.testing.assert_allclose(a[3], b[3], rtol=1e-9, atol=1e-12)
+    assert not a[6].any() and not b[6].any()
+    assert not np.any(a[4][:, 7:]) if padded else True
+    Xr = np.asarray(inst.arms)[:7]
+    K, m = 7, col.m
+    ar = np.arange(K)
+    for t in range(steps):
+        J, bt, ct, stat, counts, sums = (a[0][t][:K], int(a[1][t]), int(a[2][t]), float(a[3][t]),
+                                         a[4][t][:K], a[5][t][:K])
+        B, mth, score, G = _reference_decision(col, Xr, counts, sums, noise)
+        tol = 1e-9 * (1.0 + np.abs(B[np.isfinite(B)]).max())
+        assert J.sum() == m and score[J].min() >= score[~J].max() - tol
+        want_b = np.max(np.where(J[:, None], -np.inf, B), axis=0) if col.compute_b == "lucb" else mth
+        assert J[bt] and want_b[bt] >= want_b[J].max() - tol
+        assert not J[ct] and B[ct, bt] >= B[~J, bt].max() - tol
+        want_stat = B[ct, bt] if col.stopping == "lucb" else mth[J].max()
+        assert stat == pytest.approx(want_stat, rel=1e-8, abs=1e-10)
+        if col.selection == "greedy" and t + 1 < steps:
+            # the next arm maximises (y^T V^-1 x_a)^2 / (1 + ||x_a||^2_{V^-1}), y = x_b - x_c
+            arm = int(np.argmax(a[4][t + 1][:K] - counts))
+            u = G[bt] - G[ct]
+            v = u * u / (1.0 + np.diagonal(G))
+            assert v[arm] >= v.max() - 1e-9 * abs(v.max()), (t, arm, v)
 
 
 def test_step_is_traced_once_and_vmaps():

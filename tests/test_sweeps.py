@@ -51,6 +51,15 @@ def test_sweep_table_resume_and_lower_bounds(tmp_path):
     (tmp_path / "rows.csv").write_text("\n".join(rows[:-4]) + "\n")
     df3 = _run(tmp_path)
     np.testing.assert_array_equal(df[cols].to_numpy(), df3[cols].to_numpy())
+    # ``where`` leaves configurations out (here: "factory" at dim 3); the others read back as they were
+    gen = jb.Generator("sphere", seeds.unit_sphere, {"dim": [2, 3]}, n_instances=2,
+                       fixed=dict(num_arms=3, alpha=0.0, noise=0.5))
+    df4 = jb.sweep({"uniform": UniformGLR(u=0.5), "factory": lambda d: UniformGLR(delta=d, u=0.5)}, gen,
+                   deltas=[0.2], n_reps=3, key=jax.random.key(1), max_steps=3000, out=tmp_path, progress=False,
+                   where=lambda name, p: not (name == "factory" and p["dim"] == 3))
+    assert len(df4) == 3 * 2 * 3 and not ((df4["algorithm"] == "factory") & (df4["dim"] == 3)).any()
+    kept = df[~((df["algorithm"] == "factory") & (df["dim"] == 3))]
+    np.testing.assert_array_equal(kept[cols].to_numpy(), df4[cols].to_numpy())
 
 
 def test_paired_sweep_gives_every_algorithm_the_same_keys():

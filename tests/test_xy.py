@@ -155,3 +155,21 @@ def test_certified_design_default_and_gap_reported():
         assert float(st.design_gap) == pytest.approx(rc["design_gap"][0], rel=1e-9, abs=1e-12)
     with pytest.raises(ValueError, match="design_method"):
         XYStatic(design_method="fancy").validate(inst)
+
+
+def test_design_threshold_never_leaves_a_non_spanning_support():
+    """App F zeroes design weights below the cutoff; where that leaves arms that do not span R^d
+    the unthresholded design is kept, since the stopping rule needs spanning pulls (a random
+    sphere instance with K = d = 10 put ~3e-6 on some arms and its thresholded XY-oracle never
+    stopped).  A cutoff at the largest weight keeps one arm of the tiny instance's oracle design
+    (XY-static shares ``prepared_design``; its design here ties e_1 and e_2, which span)."""
+    from jaxbandits.algorithms.fixed_confidence.xy import spans
+
+    inst = tiny_instance()
+    raw, _, _ = XYOracle(delta=0.1)._design(inst)
+    alg = XYOracle(delta=0.1, design_cutoff=float(jnp.max(raw)) * (1 - 1e-9))
+    lam, _, _ = alg.prepared_design(inst)
+    assert bool(spans(inst.arms, lam))
+    res = simulate(alg, inst, jax.random.key(5), 64, 300)
+    assert res.stopped.all()
+    assert (res.samples > 0).all()

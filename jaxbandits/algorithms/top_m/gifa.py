@@ -58,13 +58,25 @@ and the released code take the argmin (pull the arm furthest behind its target p
 take the argmin.  w*(b, c) comes from :func:`~jaxbandits.algorithms.top_m.complexity.min_l1_representation`
 and is cached in the state until the pair (b_t, c_t) changes (the LP loop runs zero pivots then).
 
-Per-step cost: O(K^2) whatever d.  G = X V_t^-1 X^T and mu(t) = X theta_t are updated by
-Sherman-Morrison in float64 (pulling a: g = G[:, a], G -= g g^T / (1 + G_aa),
-mu += g (r - mu_a) / (1 + G_aa), ln det V += ln(1 + G_aa)); every quadratic form the indices and
-the greedy rule need is an entry of G.  The drift after 10^5 updates is ~1e-12 relative
-(``tests/test_gifa.py`` compares with a direct solve).  max^m / argmax^[m] use m passes of
-max-and-remove (no sort, no scatter under vmap); for individual and classical indices, which are
-separable (B_ij = U_i - L_j), max^m_{i != j} B_ij is read off the m + 1 largest U_i in O(K).
+Per-step cost and state.  Every quantity Algorithm 1 reads is a column B[:, j] of the gap indices
+for j in J(t) (b_t, the LUCB statistic max_{i notin J} B_{i,j}, the challenger c_t, max^m_{i != j}
+B_{i,j} for tau_UGapE or compute_b = "gap"), except compute_J = "gap" with paired indices
+(LinGIFA), where J(t) itself needs max^m_{i != j} B_{i,j} for every j.  So:
+
+* column mode (everything but paired LinGIFA): the state carries V_t^-1 [d, d] and the variances
+  g_a = ||x_a||^2_{V_t^-1} [K], updated by Sherman-Morrison in float64 (pulling a: p = V^-1 x_a,
+  u = X p, V^-1 -= p p^T / (1 + x_a^T p), g -= u^2 / (1 + x_a^T p), mu += u (r - mu_a) /
+  (1 + x_a^T p), ln det V += ln(1 + x_a^T p)); the m columns B[:, J] come from
+  x_i^T V^-1 x_j = X (V^-1 X_J^T): O(m K d + d^2) per step and O(d^2 + K) state per lane.  For
+  LinGapE (m = 1) that is Xu et al.'s i_t = argmax mu and j_t = argmax_j B_{j, i_t}: one column.
+* full mode (paired indices with compute_J = "gap"): the K x K matrix G = X V_t^-1 X^T is
+  carried and updated by Sherman-Morrison (G -= g g^T / (1 + G_aa), g = G[:, a]), O(K^2) per step
+  and per lane; the engine's memory estimate (``engine.lane_bytes``) sees it in the state.
+
+The drift after 10^5 updates is ~1e-12 relative in both modes (``tests/test_gifa.py`` compares
+with a direct solve).  max^m / argmax^[m] use m passes of max-and-remove (no sort, no scatter
+under vmap); for individual and classical indices, which are separable (B_ij = U_i - L_j),
+max^m_{i != j} B_ij for all j is read off the m + 1 largest U_i in O(K).
 
 Stopping happens at the top of Algorithm 1's loop: the state holds J(t), b_t, c_t and the stopping
 statistic of the current data, so ``done`` is "statistic <= eps" (``stopping_pair="post_pull"``) and
@@ -105,18 +117,23 @@ class GIFAState(NamedTuple):
 
     Attributes:
       counts: [K] pulls per arm.  sums: [K] reward sums per arm.
-      G: [K, K] X V_t^-1 X^T (linear indices; [1, 1] zeros for classical indices).
+      Vinv: [d, d] V_t^-1 (column mode, module docstring; [1, 1] zeros otherwise).
+      g: [K] ||x_a||^2_{V_t^-1} (column mode; [1] zeros otherwise).
+      G: [K, K] X V_t^-1 X^T (full mode: paired indices with compute_J = "gap"; [1, 1] zeros
+        otherwise).
       mu: [K] empirical means mu_a(t) (least squares, or averages for classical indices).
       logdet: ln det V_t - N ln lambda (for the determinant threshold).
       t: samples so far.
       J: [K] bool, the estimated m best arms J(t).  b, c: b_t and c_t.
       stat: the stopping statistic of the current data.  done: the stopping rule fired (stat <=
         epsilon, or the released code's pre-pull check).
-      w_pair: [2] pair (b, c) whose w* is cached in ``w`` ([K]; optimized rule only).
+      w_pair: [2] pair (b, c) whose w* is cached in ``w`` ([K] with the optimized rule, else [1] zeros).
     """
 
     counts: jax.Array
     sums: jax.Array
+    Vinv: jax.Array
+    g: jax.Array
     G: jax.Array
     mu: jax.Array
     logdet: jax.Array
@@ -169,6 +186,44 @@ def topm_mask(v: jax.Array, m: int) -> jax.Array:
     above = v > t
     eq = v == t
     return above | (eq & (jnp.cumsum(eq) <= m - jnp.sum(above)))
+
+
+def top_indices(v: jax.Array, m: int) -> jax.Array:
+    """[m] indices of the m largest entries of ``v`` (the set :func:`topm_mask` marks: ties to the
+    lowest index), in decreasing value; m passes of max-and-remove, no sort or scatter."""
+    K = v.shape[-1]
+    ar = jnp.arange(K)
+    taken = jnp.zeros(K, bool)
+    out = []
+    for n in range(m):
+        mx = jnp.max(jnp.where(taken, -jnp.inf, v))
+        first = jnp.min(jnp.where((v == mx) & ~taken, ar, K))
+        out.append(first)
+        if n + 1 < m:
+            taken = taken | (ar == first)
+    return jnp.stack(out).astype(jnp.int32)
+
+
+#: up to this d, the column mode's products with X and V^-1 are unrolled over d (see :func:`_mv`)
+UNROLL_D_MAX = 5
+
+
+def _mv(A: jax.Array, x: jax.Array) -> jax.Array:
+    """A @ x for A [n, d], x [d] (or [d, k]: then A @ x [n, k]).
+
+    For d <= ``UNROLL_D_MAX``: sum_l A[:, l] x[l], unrolled, so that XLA fuses the products with
+    the elementwise ops around them; under vmap on CPU a dot is a separate batched kernel, and a
+    reduction over a short minor axis does not vectorise.  Measured per lane-step of LinGapE, 32
+    lanes, 2 shared cores: many arms K = 1000, d = 2: 14-19 us unrolled, 21 us with dots, 53 us
+    with broadcast-and-reduce; Soare d = 5 (K = 6): 0.39 us unrolled, 0.48-0.51 us with dots;
+    K = d = 8: 0.81 us unrolled, 0.44 us with dots; K = d = 16: 2.8 us unrolled, 0.83 us with dots.
+    """
+    d = A.shape[-1]
+    if d > UNROLL_D_MAX:
+        return A @ x
+    if x.ndim == 1:
+        return sum(A[:, l] * x[l] for l in range(d))
+    return sum(A[:, l, None] * x[None, l, :] for l in range(d))
 
 
 TIE_RTOL = 1e-9
@@ -311,20 +366,44 @@ class GIFA(Algorithm):
         # determinant (Abbasi-Yadkori et al. 2011, Thm 2, divided by sigma; Xu et al. 2018)
         return jnp.sqrt(2.0 * jnp.log(1.0 / delta) + state.logdet) + tail
 
-    def gap_indices(self, state: GIFAState, inst: Instance) -> jax.Array:
-        """B[i, j] = mu_i(t) - mu_j(t) + C_{t,delta} W_t(i, j) [K, K] (seed 003 Sec 2)."""
+    def _full_matrix(self) -> bool:
+        """Full mode (module docstring): J(t) needs max^m_{i != j} B_{i,j} for every j, paired."""
+        return self.index == "paired" and self.compute_J == "gap"
+
+    def _variances(self, state: GIFAState) -> jax.Array:
+        """[K] ||x_a||^2_{V_t^-1} (linear indices)."""
+        return jnp.diagonal(state.G) if self._full_matrix() else state.g
+
+    def _cross(self, state: GIFAState, inst: Instance, idx: jax.Array | None) -> jax.Array:
+        """[K, n] x_i^T V_t^-1 x_j for j in ``idx`` (None: all K): a slice of G in full mode,
+        X (V^-1 X_idx^T) in column mode (O(n K d + n d^2))."""
+        if self._full_matrix():
+            return state.G if idx is None else state.G[:, idx]
+        X = inst.arms
+        Xj = X if idx is None else X[idx]
+        return _mv(X, _mv(state.Vinv, Xj.T))
+
+    def gap_columns(self, state: GIFAState, inst: Instance, idx: jax.Array | None = None) -> jax.Array:
+        """B[:, idx] = mu_i(t) - mu_j(t) + C_{t,delta} W_t(i, j) for j in ``idx`` [K, n] (seed 003
+        Sec 2); ``idx=None``: the whole [K, K] matrix."""
         mu = state.mu
+        take = (lambda v: v) if idx is None else (lambda v: v[idx])
         if self.index == "paired":
             # ||x_i - x_j||_Sigma = sigma ||x_i - x_j||_{V_t^-1}, Sigma = sigma^2 V_t^-1 (Sec 2)
             C = self.confidence(state, inst) * self._sigma(inst)
-            g = jnp.diagonal(state.G)
-            D = jnp.maximum(g[:, None] + g[None, :] - 2.0 * state.G, 0.0)
+            g = self._variances(state)
+            D = jnp.maximum(g[:, None] + take(g)[None, :] - 2.0 * self._cross(state, inst, idx), 0.0)
             W = C * jnp.sqrt(D)
-            B = mu[:, None] - mu[None, :] + W
+            B = mu[:, None] - take(mu)[None, :] + W
             # a padded arm is never a challenger i (row -inf)
             return B if inst.arm_mask is None else jnp.where(inst.arm_mask[:, None], B, -jnp.inf)
         up, low = self._individual_bounds(state, inst)
-        return up[:, None] - low[None, :]
+        return up[:, None] - take(low)[None, :]
+
+    def gap_indices(self, state: GIFAState, inst: Instance) -> jax.Array:
+        """B[i, j] = mu_i(t) - mu_j(t) + C_{t,delta} W_t(i, j) [K, K] (seed 003 Sec 2).  Read by
+        the algorithm in full mode only; in column mode O(K^2 d), for diagnostics and tests."""
+        return self.gap_columns(state, inst, None)
 
     def _individual_bounds(self, state: GIFAState, inst: Instance):
         """Individual indices: B[i, j] = U_i - L_j with U = mu + W, L = mu - W (Sec 2).
@@ -336,7 +415,7 @@ class GIFA(Algorithm):
         # (Sec 2, last paragraph; with the LUCB1 threshold, Kalyanakrishnan et al. 2012's width)
         C = self.confidence(state, inst) * self._sigma(inst)
         if self.index == "individual":
-            s = jnp.sqrt(jnp.maximum(jnp.diagonal(state.G), 0.0))
+            s = jnp.sqrt(jnp.maximum(self._variances(state), 0.0))
         else:
             s = 1.0 / jnp.sqrt(jnp.maximum(state.counts, 1e-300))
         up = state.mu + C * s
@@ -344,12 +423,13 @@ class GIFA(Algorithm):
             up = jnp.where(inst.arm_mask, up, -jnp.inf)  # a padded arm is never a challenger
         return up, state.mu - C * s
 
-    def _mth_index(self, state: GIFAState, inst: Instance, B: jax.Array) -> jax.Array:
-        """[j] -> max^m_{i != j} B[i, j].
+    def _mth_index(self, state: GIFAState, inst: Instance, B: jax.Array | None) -> jax.Array:
+        """[j] -> max^m_{i != j} B[i, j] for every j (compute_J = "gap").
 
-        Paired indices: m passes over the K x K matrix.  Individual (and classical) indices are
-        separable, B[i, j] = U_i - L_j, so max^m_{i != j} B[i, j] = (the m-th largest U, or the
-        (m+1)-th when j is itself among the m largest) - L_j: O(K), the same numbers.
+        Paired indices (full mode): m passes over the K x K matrix ``B``.  Individual (and
+        classical) indices are separable, B[i, j] = U_i - L_j, so max^m_{i != j} B[i, j] = (the m-th
+        largest U, or the (m+1)-th when j is itself among the m largest) - L_j: O(K), the same
+        numbers.
         """
         m = self.m
         if self.index == "paired":
@@ -358,6 +438,11 @@ class GIFA(Algorithm):
         up, low = self._individual_bounds(state, inst)
         top = top_values(up, m + 1)
         return jnp.where(topm_mask(up, m), top[m], top[m - 1]) - low
+
+    def _mth_columns(self, Bc: jax.Array, idx: jax.Array) -> jax.Array:
+        """[k] -> max^m_{i != idx_k} Bc[i, k] for the columns Bc = B[:, idx]: O(m^2 K)."""
+        own = jnp.arange(Bc.shape[0])[:, None] == idx[None, :]
+        return mth_largest(jnp.where(own, -jnp.inf, Bc), self.m, axis=0)
 
     def _decide(self, state: GIFAState, inst: Instance, prev: GIFAState | None = None) -> GIFAState:
         """J(t), b_t, c_t, the stopping statistic and the stopping decision from the current data
@@ -369,31 +454,46 @@ class GIFA(Algorithm):
         statistic computed before the pull, and the answer is the J chosen before the pull.
         """
         m = self.m
-        B = self.gap_indices(state, inst)
-        need_mth = self.compute_J == "gap" or self.compute_b == "gap" or self.stopping == "ugape"
-        if need_mth:
-            mth = self._mth_index(state, inst, B)  # [j]: max^m_{i != j} B[i, j]
+        full = self._full_matrix()
+        B = self.gap_indices(state, inst) if full else None
         valid = inst.valid_arms()
+        mth_all = None
         if self.compute_J == "empirical":
-            J = topm_mask(jnp.where(valid, state.mu, -jnp.inf) if inst.arm_mask is not None else state.mu, m)
+            score = state.mu
         else:
-            J = topm_mask(jnp.where(valid, -mth, -jnp.inf) if inst.arm_mask is not None else -mth, m)
-        if self.compute_b == "lucb":
-            col = jnp.max(jnp.where(J[:, None], -jnp.inf, B), axis=0)  # max_{i notin J} B[i, j]
-            b = argmax_fast(jnp.where(J, col, -jnp.inf))
+            mth_all = self._mth_index(state, inst, B)  # [j]: max^m_{i != j} B[i, j]
+            score = -mth_all
+        idx = top_indices(jnp.where(valid, score, -jnp.inf) if inst.arm_mask is not None else score, m)  # J(t)
+        ar = jnp.arange(inst.num_arms)
+        J = jnp.any(ar[:, None] == idx[None, :], axis=1)
+        Bc = B[:, idx] if full else self.gap_columns(state, inst, idx)  # [K, m]: B[i, j], j in J(t)
+        if self.compute_b == "gap" or self.stopping == "ugape":
+            mth = mth_all[idx] if mth_all is not None else self._mth_columns(Bc, idx)  # max^m_{i != j} B[i, j]
+        if m == 1:
+            k = 0
         else:
-            b = argmax_fast(jnp.where(J, mth, -jnp.inf))
-        c = argmax_fast(jnp.where(J, -jnp.inf, B[:, b]))
+            if self.compute_b == "lucb":
+                score_b = jnp.max(jnp.where(J[:, None], -jnp.inf, Bc), axis=0)  # max_{i notin J} B[i, j]
+            else:
+                score_b = mth
+            # argmax over j in J(t), ties: the lowest arm index
+            k = argmax_fast(idx == jnp.min(jnp.where(score_b == jnp.max(score_b), idx, inst.num_arms)))
+        b = idx[k]
+        Bb = Bc[:, k]
+        c = argmax_fast(jnp.where(J, -jnp.inf, Bb))
         if self.stopping == "lucb":
-            stat = B[c, b]
+            stat = Bb[c]
         else:
-            stat = jnp.max(jnp.where(J, mth, -jnp.inf))
+            stat = jnp.max(mth)
         if self.stopping_pair == "post_pull":
             done = stat <= self.epsilon
         elif prev is None:
             done = jnp.asarray(False)  # the released code checks only after a pull
         else:
-            pre_stat = B[prev.c, prev.b] if self.stopping == "lucb" else prev.stat
+            if self.stopping == "lucb":
+                pre_stat = B[prev.c, prev.b] if full else self.gap_columns(state, inst, prev.b[None])[prev.c, 0]
+            else:
+                pre_stat = prev.stat
             done = pre_stat <= self.epsilon
             J = jnp.where(done, prev.J, J)
         return state._replace(J=J, b=b.astype(jnp.int32), c=c.astype(jnp.int32), stat=stat, done=done)
@@ -413,7 +513,7 @@ class GIFA(Algorithm):
         ar = jnp.arange(K)
         if self.selection in ("largest_variance", "both"):
             if self._linear():
-                var = jnp.diagonal(state.G)
+                var = self._variances(state)
             else:
                 var = 1.0 / jnp.maximum(state.counts, 1e-300)
             v = jnp.where(ar == b, var[b], jnp.where(ar == c, var[c], -jnp.inf))
@@ -421,8 +521,11 @@ class GIFA(Algorithm):
         if self.selection == "greedy":
             # ||y||^2_{(V + x_a x_a^T)^-1} = ||y||^2_{V^-1} - (y^T V^-1 x_a)^2 / (1 + ||x_a||^2_{V^-1}),
             # y = x_b - x_c, y^T V^-1 x_a = G[b, a] - G[c, a]: minimise = maximise the decrease.
-            u = state.G[b] - state.G[c]
-            v = u * u / (1.0 + jnp.diagonal(state.G))
+            if self._full_matrix():
+                u = state.G[b] - state.G[c]
+            else:
+                u = _mv(inst.arms, _mv(state.Vinv, inst.arms[b] - inst.arms[c]))  # O(K d + d^2)
+            v = u * u / (1.0 + self._variances(state))
             return self._pick(key, v, inst.valid_arms()), state
         # optimized (eq. (1)); w* cached per pair
         pair = jnp.stack([b, c])
@@ -438,16 +541,24 @@ class GIFA(Algorithm):
     def _update(self, state: GIFAState, inst: Instance, arm, reward) -> GIFAState:
         counts = state.counts.at[arm].add(1.0)
         sums = state.sums.at[arm].add(reward)
+        Vinv, g, G, logdet = state.Vinv, state.g, state.G, state.logdet
+        if self._full_matrix():
+            u = state.G[:, arm]
+            den = 1.0 + u[arm]
+            G = state.G - jnp.outer(u, u) / den
+        elif self._linear():
+            x = inst.arms[arm]
+            p = _mv(state.Vinv, x)
+            den = 1.0 + jnp.sum(x * p)
+            Vinv = state.Vinv - jnp.outer(p, p) / den
+            u = _mv(inst.arms, p)  # [K] x_i^T V^-1 x_a
+            g = state.g - u * u / den
         if self._linear():
-            g = state.G[:, arm]
-            den = 1.0 + g[arm]
-            G = state.G - jnp.outer(g, g) / den
-            mu = state.mu + g * (reward - state.mu[arm]) / den
+            mu = state.mu + u * (reward - state.mu[arm]) / den
             logdet = state.logdet + jnp.log(den)
         else:
-            G, logdet = state.G, state.logdet
             mu = sums / jnp.maximum(counts, 1.0)
-        return state._replace(counts=counts, sums=sums, G=G, mu=mu, logdet=logdet, t=state.t + 1.0)
+        return state._replace(counts=counts, sums=sums, Vinv=Vinv, g=g, G=G, mu=mu, logdet=logdet, t=state.t + 1.0)
 
     # -- the contract --------------------------------------------------------------------------
     def init(self, key: jax.Array, inst: Instance) -> GIFAState:
@@ -456,22 +567,27 @@ class GIFA(Algorithm):
         dt = X.dtype
         counts = inst.valid_arms().astype(dt) if self.initialization else jnp.zeros(K, dt)
         sums = pull_counts(key, inst, counts) if self.initialization else jnp.zeros(K, dt)
+        Vinv, g, G = jnp.zeros((1, 1), dt), jnp.zeros(1, dt), jnp.zeros((1, 1), dt)
         if self._linear():
             lam = self._reg(inst)
             V = lam * jnp.eye(N, dtype=dt) + (X.T * counts) @ X
             L = jnp.linalg.cholesky(V)
-            W = jax.scipy.linalg.solve_triangular(L, X.T, lower=True)  # [N, K]
-            G = W.T @ W
-            mu = G @ sums  # X V^-1 X^T sums = X theta_hat, since b_t = X^T sums
             logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(L))) - N * jnp.log(lam)
+            if self._full_matrix():
+                W = jax.scipy.linalg.solve_triangular(L, X.T, lower=True)  # [N, K]
+                G = W.T @ W
+                mu = G @ sums  # X V^-1 X^T sums = X theta_hat, since b_t = X^T sums
+            else:
+                Vinv = common.inverse_from_cholesky(L)
+                g = jnp.sum((X @ Vinv) * X, axis=-1)
+                mu = X @ (Vinv @ (X.T @ sums))
         else:
-            G = jnp.zeros((1, 1), dt)
             mu = sums / jnp.maximum(counts, 1.0)
             logdet = jnp.zeros((), dt)
-        st = GIFAState(counts=counts, sums=sums, G=G, mu=mu, logdet=logdet, t=jnp.sum(counts),
+        st = GIFAState(counts=counts, sums=sums, Vinv=Vinv, g=g, G=G, mu=mu, logdet=logdet, t=jnp.sum(counts),
                        J=jnp.zeros(K, bool), b=jnp.int32(0), c=jnp.int32(0), stat=jnp.asarray(jnp.inf, dt),
                        done=jnp.asarray(False), w_pair=jnp.full((2,), -1, jnp.int32),
-                       w=jnp.zeros(K, dt))
+                       w=jnp.zeros(K if self.selection == "optimized" else 1, dt))
         return self._decide(st, inst)
 
     def step(self, key: jax.Array, state: GIFAState, inst: Instance) -> GIFAState:
