@@ -31,7 +31,8 @@ What runs where (the full grid is a GPU job; on 2 CPU cores it is cut where stat
   of the hull, so no direction can be pruned); measured: 2 replications at K = 100, d = 5 did not
   finish in 10 minutes.  ``JAXBANDITS_SPHERE_XY_ADAPTIVE_MAX_K`` raises the limit.
 
-``JAXBANDITS_ALGORITHMS`` (comma-separated names) runs a subset.  Step cap 1e5 per-pull steps
+``JAXBANDITS_ALGORITHMS`` (comma-separated names) runs a subset; ``JAXBANDITS_SWEEP_RESUME_ONLY=1``
+runs nothing and makes the tables and figures from the configurations complete on disk.  Step cap 1e5 per-pull steps
 (222 x LB at delta = 0.01, 377 x at 0.05: uniform sampling needs more than that on most d = K =
 10 instances, where the arms are badly conditioned, and the 2e6 cap first tried took an hour per
 such cell on 2 cores),
@@ -91,14 +92,16 @@ def run(ctx):
     reps = ctx.reps or 2
     algs = algorithms(quick)
     fixed = dict(hardness=HARDNESS)
-    # num_arms first: every algorithm at K = 10, then K = 100, then K = 1000 (an interrupted run
-    # has the cheap cells); the K = 1000 cells get fewer instances and one replication
+    # K = 1000 first (fewer instances, one replication), then num_arms outermost: every algorithm at
+    # K = 10, then K = 100
     small = [k for k in ks if k < 1000]
     runs = [(jb.Generator("sphere", seeds.sphere_calibrated, {"num_arms": small, "dim": dims}, n_instances=n_inst,
                           fixed=fixed), reps)]
     if 1000 in ks:
-        runs.append((jb.Generator("sphere", seeds.sphere_calibrated, {"num_arms": [1000], "dim": dims},
-                                  n_instances=n_large, fixed=fixed), 1))
+        runs.insert(0, (jb.Generator("sphere", seeds.sphere_calibrated, {"num_arms": [1000], "dim": dims},
+                                     n_instances=n_large, fixed=fixed), 1))
+    # JAXBANDITS_SWEEP_RESUME_ONLY=1: tables and figures from what is on disk, nothing run
+    resume_only = os.environ.get("JAXBANDITS_SWEEP_RESUME_ONLY", "0") == "1"
 
     def where(name, params):
         if params["num_arms"] < params["dim"]:  # K = 10 arms cannot span R^20
@@ -108,7 +111,8 @@ def run(ctx):
     ctx.config.update(K=ks, d=dims, instances=n_inst, instances_K1000=n_large, deltas=deltas, reps=reps,
                       reps_K1000=1, hardness=HARDNESS, cap=CAP, phase_caps=PHASE_CAPS, algorithms=list(algs), xy_adaptive_max_K=xy_max_k)
     df = pd.concat([jb.sweep(algs, gen, deltas=deltas, n_reps=r, key=ctx.key, max_steps=step_cap, out=ctx.out / "sweep",
-                             progress=not ctx.quiet, where=where) for gen, r in runs], ignore_index=True)
+                             progress=not ctx.quiet, where=where, resume_only=resume_only) for gen, r in runs],
+                   ignore_index=True)
     ctx.write_rows(df, "rows")
     by = ["algorithm", "dim", "num_arms", "delta"]
     s = summary(df, by)

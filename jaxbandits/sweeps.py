@@ -16,7 +16,9 @@ so every algorithm and every delta sees the same instances (paired comparisons);
 of a configuration depend only on (key, configuration label, instance, replication).  With ``out``
 every finished chunk is appended to ``out/rows.csv``, and a rerun reads back what is there and
 runs only what is missing (an interrupted sweep loses at most the chunk in flight); T*(theta) of
-each instance is kept in ``out/instances.csv``.
+each instance is kept in ``out/instances.csv``, its noise scale and shapes in
+``out/instance_meta.csv``, so that a grid point whose configurations are all finished is not
+drawn again.
 
 Shape buckets: by default (``buckets=Buckets()``) every algorithm that declares
 ``supports_padding`` runs on its instances padded to the bucket of their (K, M) (powers of two from
@@ -32,7 +34,7 @@ import json
 import math
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -71,6 +73,15 @@ class Generator:
         from jaxbandits.instances import seeds
 
         return seeds.batch(self.fn, key, self.n_instances, **self.fixed, **params)
+
+
+class _PointInfo(NamedTuple):
+    """What the table needs of a grid point's instances: noise scales [n_instances] and shapes."""
+
+    noise: np.ndarray
+    K: int
+    d: int
+    M: int
 
 
 def _hash(obj) -> int:
@@ -115,6 +126,7 @@ def sweep(
     buckets: Buckets | None = Buckets(),
     paired: bool = False,
     where: Callable[[str, dict], bool] | None = None,
+    resume_only: bool = False,
     **simulate_kw,
 ):
     """Run every algorithm on every grid point of every generator at every delta.
@@ -140,6 +152,9 @@ def sweep(
       where: ``where(name, params) -> bool``: run algorithm ``name`` at the grid point ``params``
         only where it returns True (e.g. an algorithm whose per-pull cost grows as K^3 left out at
         large K); the left-out configurations have no rows.
+      resume_only: run nothing: return the configurations complete on disk (``out``), leave out
+        the others (with a warning naming them), and draw no instances where ``instance_meta.csv``
+        has them (tables and figures from an interrupted sweep).
       simulate_kw: passed to :func:`jaxbandits.engine.simulate` (lanes, chunk_size, devices, ...).
 
     Returns:
@@ -153,46 +168,91 @@ def sweep(
     gens = [generators] if isinstance(generators, Generator) else list(generators)
     base = jax.random.key(key) if isinstance(key, int) else key
     out = Path(out) if out is not None else None
-    rows_path = inst_path = None
+    rows_path = inst_path = meta_path = None
     done: dict[str, dict[tuple[int, int], dict]] = {}
     tstar_cache: dict[tuple[str, int], float] = {}
+    meta_cache: dict[tuple[str, int], dict] = {}
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        rows_path, inst_path = out / "rows.csv", out / "instances.csv"
+        rows_path, inst_path, meta_path = out / "rows.csv", out / "instances.csv", out / "instance_meta.csv"
         if rows_path.exists():
             for r in pd.read_csv(rows_path, keep_default_na=False).to_dict("records"):
                 done.setdefault(r["label"], {})[(int(r["instance"]), int(r["rep"]))] = r
         if inst_path.exists():
             for r in pd.read_csv(inst_path).to_dict("records"):
                 tstar_cache[(r["point"], int(r["instance"]))] = float(r["T_star"])
+        if meta_path.exists():
+            for r in pd.read_csv(meta_path).to_dict("records"):
+                meta_cache[(r["point"], int(r["instance"]))] = r
+
+    def point_of(g, params):
+        return json.dumps(dict(generator=g.name, **params), sort_keys=True, default=str)
+
+    def label_of(name, point, delta):  # paired runs are other replications: resumed apart
+        return json.dumps(dict(algorithm=name, point=point, delta=delta, **({"paired": True} if paired else {})),
+                          sort_keys=True, default=str)
 
     configs = [(g, p, name, d) for g in gens for p in g.points() for name in algorithms for d in deltas
                if where is None or where(name, p)]
+    # grid points where some configuration still has replications to run: only there are the
+    # instances drawn again on a rerun (a draw can cost minutes: seeds.sphere_calibrated solves
+    # T* per instance); elsewhere the noise scales and shapes are read from instance_meta.csv
+    pending: dict[str, bool] = {}
+    for g, params, name, delta in configs:
+        point = point_of(g, params)
+        have = done.get(label_of(name, point, delta), {})
+        missing = any((j, i) not in have for j in range(g.n_instances) for i in range(n_reps))
+        pending[point] = pending.get(point, False) or missing
+    if resume_only:
+        if out is None:
+            raise ValueError("resume_only needs out, the folder of an earlier sweep")
+        complete = [c for c in configs if not any(
+            (j, i) not in done.get(label_of(c[2], point_of(c[0], c[1]), c[3]), {})
+            for j in range(c[0].n_instances) for i in range(n_reps))]
+        if len(complete) < len(configs):
+            import warnings
+
+            left = [f"{name} {params} delta={d}" for g, params, name, d in configs if (g, params, name, d) not in complete]
+            warnings.warn(f"resume_only: {len(left)} configuration(s) not complete on disk, left out: "
+                          + "; ".join(left[:20]) + (" ..." if len(left) > 20 else ""), stacklevel=2)
+        configs = complete
+        pending = {k: False for k in pending}
     bar = tqdm(total=len(configs), disable=not progress, desc="sweep", unit="config")
     frames = []
-    drawn: dict[str, tuple[Instance, np.ndarray]] = {}
+    drawn: dict[str, tuple[Instance | None, _PointInfo, np.ndarray]] = {}
     for g, params, name, delta in configs:
-        point = json.dumps(dict(generator=g.name, **params), sort_keys=True, default=str)
+        point = point_of(g, params)
+        J = g.n_instances
         if point not in drawn:
-            insts = g.draw(jax.random.fold_in(base, _hash(point)), params)
-            tstar = np.full(g.n_instances, np.nan)
+            metas = [meta_cache.get((point, j)) for j in range(J)]
+            have_t = [tstar_cache.get((point, j)) for j in range(J)]
+            have_all_t = all(h is not None for h in have_t)
+            if not pending[point] and all(m is not None for m in metas) and (have_all_t or not lower_bound):
+                insts, info = None, _PointInfo(np.asarray([m["noise"] for m in metas], float), int(metas[0]["K"]),
+                                               int(metas[0]["d"]), int(metas[0]["M"]))
+            else:
+                insts = g.draw(jax.random.fold_in(base, _hash(point)), params)
+                info = _PointInfo(np.asarray(jax.device_get(insts.noise), float).reshape(-1), insts.num_arms,
+                                  insts.dim, insts.num_items)
+                if meta_path is not None and not all(m is not None for m in metas):
+                    new = not meta_path.exists()
+                    pd.DataFrame(dict(point=point, instance=np.arange(J), noise=info.noise, K=info.K, d=info.d,
+                                      M=info.M)).to_csv(meta_path, mode="a", header=new, index=False)
+            tstar = np.full(J, np.nan)
             if lower_bound:
-                have = [tstar_cache.get((point, j)) for j in range(g.n_instances)]
-                if all(h is not None for h in have):
-                    tstar = np.asarray(have, float)
+                if have_all_t:
+                    tstar = np.asarray(have_t, float)
                 else:
                     tstar = _characteristic_times(insts if buckets is None else pad_to(insts, *buckets.shape_for(insts)))
                     if inst_path is not None:
                         new = not inst_path.exists()
-                        pd.DataFrame(dict(point=point, instance=np.arange(g.n_instances), T_star=tstar)).to_csv(
+                        pd.DataFrame(dict(point=point, instance=np.arange(J), T_star=tstar)).to_csv(
                             inst_path, mode="a", header=new, index=False)
-            drawn[point] = (insts, tstar)
-        insts, tstar = drawn[point]
+            drawn[point] = (insts, info, tstar)
+        insts, info, tstar = drawn[point]
         alg = _configure(algorithms[name], delta)
-        label = json.dumps(dict(algorithm=name, point=point, delta=delta, **({"paired": True} if paired else {})),
-                           sort_keys=True, default=str)  # paired runs are other replications: resumed apart
+        label = label_of(name, point, delta)
         have = done.get(label, {})
-        J = g.n_instances
         todo = np.asarray([j * n_reps + i for j in range(J) for i in range(n_reps) if (j, i) not in have], np.int64)
         recs = [dict(label=label, instance=j, rep=i, samples=r["samples"], steps=r["steps"],
                      correct=bool(r["correct"]), stopped=bool(r["stopped"]), answer=str(r["answer"]))
@@ -223,11 +283,12 @@ def sweep(
         for k, v in params.items():
             df[k] = v
         df["delta"] = delta if delta is not None else getattr(alg, "delta", np.nan)
-        noise = np.asarray(jax.device_get(insts.noise), float).reshape(-1)
-        df["noise"] = noise[df["instance"].to_numpy()]
-        df["K"], df["d"], df["M"] = insts.num_arms, insts.dim, insts.num_items
+        df["noise"] = info.noise[df["instance"].to_numpy()]
+        df["K"], df["d"], df["M"] = info.K, info.d, info.M
         padded = buckets is not None and alg.supports_padding
-        df["K_bucket"], df["M_bucket"] = buckets.shape_for(insts) if padded else (insts.num_arms, insts.num_items)
+        df["K_bucket"], df["M_bucket"] = ((buckets.size(info.K) if buckets.arms else info.K,
+                                           buckets.size(info.M) if buckets.items else info.M) if padded
+                                          else (info.K, info.M))
         bai = alg.top_m == 1 and alg.slack == 0.0 and not alg.fixed_budget
         ts = tstar[df["instance"].to_numpy()]
         df["T_star"] = ts if bai else np.nan

@@ -1,6 +1,7 @@
 """jaxbandits.sweep: a grid as a tidy table, paired instances, lower bounds, resume from disk."""
 import jax
 import numpy as np
+import pytest
 
 import jaxbandits as jb
 from jaxbandits import engine
@@ -40,12 +41,32 @@ def test_sweep_table_resume_and_lower_bounds(tmp_path):
     assert (s["ratio_at_least"] > 0).all()
     r = per_instance_ratio(df, ["algorithm", "dim"])
     assert len(r) == 8
-    # a rerun reads everything back: nothing compiled, the same table
+    # a rerun reads everything back: nothing compiled, no instance drawn, the same table
     n = engine.programs_compiled()
     df2 = _run(tmp_path)
     assert engine.programs_compiled() == n
-    cols = ["algorithm", "dim", "instance", "rep", "samples", "correct", "stopped", "T_star"]
+    cols = ["algorithm", "dim", "instance", "rep", "samples", "correct", "stopped", "T_star", "noise",
+            "lower_bound", "K", "d", "M", "K_bucket"]
     np.testing.assert_array_equal(df[cols].to_numpy(), df2[cols].to_numpy())
+    draws = []
+
+    def counted(key, **kw):
+        draws.append(kw)
+        return seeds.unit_sphere(key, **kw)
+
+    gen = jb.Generator("sphere", counted, {"dim": [2, 3]}, n_instances=2, fixed=dict(num_arms=3, alpha=0.0, noise=0.5))
+    df_read = jb.sweep({"uniform": UniformGLR(u=0.5), "factory": lambda d: UniformGLR(delta=d, u=0.5)}, gen,
+                       deltas=[0.2], n_reps=3, key=jax.random.key(1), max_steps=3000, out=tmp_path, progress=False)
+    assert draws == []
+    np.testing.assert_array_equal(df[cols].to_numpy(), df_read[cols].to_numpy())
+    # resume_only: what is complete on disk, nothing run or drawn; a configuration not on disk is
+    # left out with a warning
+    n = engine.programs_compiled()
+    with pytest.warns(UserWarning, match="not complete on disk"):
+        df_only = jb.sweep({"uniform": UniformGLR(u=0.5), "new": UniformGLR(u=0.25)}, gen, deltas=[0.2], n_reps=3,
+                           key=jax.random.key(1), max_steps=3000, out=tmp_path, progress=False, resume_only=True)
+    assert engine.programs_compiled() == n and draws == []
+    assert set(df_only["algorithm"]) == {"uniform"}
     # a partial file resumes: drop the last rows and rerun, only the missing ones are recomputed
     rows = (tmp_path / "rows.csv").read_text().splitlines()
     (tmp_path / "rows.csv").write_text("\n".join(rows[:-4]) + "\n")
