@@ -197,26 +197,23 @@ def sweep(
     # grid points where some configuration still has replications to run: only there are the
     # instances drawn again on a rerun (a draw can cost minutes: seeds.sphere_calibrated solves
     # T* per instance); elsewhere the noise scales and shapes are read from instance_meta.csv
-    pending: dict[str, bool] = {}
-    for g, params, name, delta in configs:
-        point = point_of(g, params)
-        have = done.get(label_of(name, point, delta), {})
-        missing = any((j, i) not in have for j in range(g.n_instances) for i in range(n_reps))
-        pending[point] = pending.get(point, False) or missing
+    missing = [any((j, i) not in done.get(label_of(name, point_of(g, params), delta), {})
+                   for j in range(g.n_instances) for i in range(n_reps)) for g, params, name, delta in configs]
     if resume_only:
         if out is None:
             raise ValueError("resume_only needs out, the folder of an earlier sweep")
-        complete = [c for c in configs if not any(
-            (j, i) not in done.get(label_of(c[2], point_of(c[0], c[1]), c[3]), {})
-            for j in range(c[0].n_instances) for i in range(n_reps))]
-        if len(complete) < len(configs):
+        left = [f"{name} {params} delta={d}" for (g, params, name, d), m in zip(configs, missing) if m]
+        if left:
             import warnings
 
-            left = [f"{name} {params} delta={d}" for g, params, name, d in configs if (g, params, name, d) not in complete]
             warnings.warn(f"resume_only: {len(left)} configuration(s) not complete on disk, left out: "
                           + "; ".join(left[:20]) + (" ..." if len(left) > 20 else ""), stacklevel=2)
-        configs = complete
-        pending = {k: False for k in pending}
+        configs = [c for c, m in zip(configs, missing) if not m]
+        missing = [False] * len(configs)
+    pending: dict[str, bool] = {}
+    for (g, params, _, _), m in zip(configs, missing):
+        point = point_of(g, params)
+        pending[point] = pending.get(point, False) or m
     bar = tqdm(total=len(configs), disable=not progress, desc="sweep", unit="config")
     frames = []
     drawn: dict[str, tuple[Instance | None, _PointInfo, np.ndarray]] = {}
