@@ -54,7 +54,6 @@ from jax.sharding import Mesh, PartitionSpec as P
 from jaxbandits import batching, distributed, programs
 from jaxbandits import precision as precision_policy
 from jaxbandits.algorithms.base import Algorithm, is_correct
-from jaxbandits.algorithms.fixed_confidence import elimination
 from jaxbandits.instances.base import Buckets, Instance, as_batch, pad_to
 from jaxbandits.stats import summarize
 from jaxbandits.watchdog import run_guarded, timeout_for
@@ -574,13 +573,13 @@ def simulate(
         instances = pad_to(instances, *bucket)
     devices = list(devices) if devices is not None else jax.devices()
     stall_timeout = timeout_for(devices, stall_timeout)
-    c_prep = elimination.PREPARE_COMPILE_SECONDS[0]
+    c_prep = programs.PREPARE_COMPILE_SECONDS[0]
     t_prep = time.perf_counter()
     # per-instance precomputation (counted as run time; the compilation of its programs, ahead of
     # time in map_instances, as compile time), guarded like the chunks
     inst = run_guarded(algorithm.prepare, as_batch(instances), stall_timeout=stall_timeout, what="prepare")
     t_prep = time.perf_counter() - t_prep
-    prep_compile = min(elimination.PREPARE_COMPILE_SECONDS[0] - c_prep, t_prep)
+    prep_compile = min(programs.PREPARE_COMPILE_SECONDS[0] - c_prep, t_prep)
     t_prep -= prep_compile
     J = inst.batch_shape[0]
     T = J * int(n_reps)

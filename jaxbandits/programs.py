@@ -28,6 +28,12 @@ import os
 #: compilation (about 30 programs' worth of room is left above it)
 RELEASE_FRACTION = 0.5
 
+#: compiled per-instance ``prepare`` programs (``elimination.map_instances``), by (static
+#: configuration, method, shapes), and the seconds spent compiling them (the engine reports them
+#: as compile time)
+PREPARED: dict = {}
+PREPARE_COMPILE_SECONDS = [0.0]
+
 _RELEASES = [0]
 _PEAK = [0]
 
@@ -66,10 +72,9 @@ def release() -> None:
     import jax
 
     from jaxbandits import engine
-    from jaxbandits.algorithms.fixed_confidence import elimination
 
     engine._RUNNERS.clear()
-    elimination.PREPARED.clear()
+    PREPARED.clear()
     jax.clear_caches()
     gc.collect()
     _RELEASES[0] += 1

@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jaxbandits import design
+from jaxbandits import design, programs
 from jaxbandits.batching import in_smallest_bucket
 from jaxbandits.design.core import pair_table
 from jaxbandits.instances.base import Instance
@@ -43,11 +43,6 @@ def instance_cache(instance: Instance):
     return getattr(instance, "cache", None)
 
 
-#: compiled ``map_instances`` programs, by (static configuration, method, shapes); dropped with
-#: the engine's (:func:`jaxbandits.programs.release`)
-PREPARED: dict = {}
-#: seconds spent tracing, lowering and compiling them (the engine reports it as compile time)
-PREPARE_COMPILE_SECONDS = [0.0]
 
 
 def map_instances(obj, method: str, instances: Instance):
@@ -56,20 +51,21 @@ def map_instances(obj, method: str, instances: Instance):
     in the engine, so a delta sweep solves its designs with one program): design solves under
     ``vmap`` would run every instance to the slowest one's iteration count.
 
-    The program is compiled ahead of time and its compile time added to
-    ``PREPARE_COMPILE_SECONDS``, so that :func:`jaxbandits.engine.simulate` counts it as
+    The program is compiled ahead of time, kept in :data:`jaxbandits.programs.PREPARED` and its
+    compile time added to ``programs.PREPARE_COMPILE_SECONDS``, so that :func:`jaxbandits.engine.simulate` counts it as
     compilation, not as run time (called under a trace, it is simply traced inline)."""
     static, dynamic = obj.split_dynamic()
     if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves((dynamic, instances))):
         return _mapped(static, method, dynamic, instances)
     sig = (static, method, jax.tree.structure((dynamic, instances)),
            tuple((a.shape, a.dtype) for a in jax.tree.leaves((dynamic, instances))))
-    fn = PREPARED.get(sig)
+    fn = programs.PREPARED.get(sig)
     if fn is None:
+        programs.release_if_high()  # as the engine does before its compilations
         t0 = time.perf_counter()
         fn = _mapped.lower(static, method, dynamic, instances).compile()
-        PREPARE_COMPILE_SECONDS[0] += time.perf_counter() - t0
-        PREPARED[sig] = fn
+        programs.PREPARE_COMPILE_SECONDS[0] += time.perf_counter() - t0
+        programs.PREPARED[sig] = fn
     return fn(dynamic, instances)
 
 
