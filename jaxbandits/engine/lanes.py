@@ -57,16 +57,24 @@ def instance_at(instances: Instance, j: jax.Array) -> Instance:
     return jax.tree.map(lambda a: a[j], instances)
 
 
-def make_chunk_runner(static_algorithm: Algorithm, lanes: int,
-                       chunk: int, record_pulls: bool, refill_min: int):
+def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, record_pulls: bool,
+                      refill_min: int, block_steps: int = 1):
     """Per-device loop over one chunk of ``chunk`` task ids with ``lanes`` refilled lanes.
 
-    Finished lanes wait (idle) until ``refill_min`` lanes are free, then all are written out and
-    refilled in one batched ``init``: algorithms whose ``init`` is expensive (a design solve) do
-    not pay a full-width ``init`` every iteration.  The returned ``run`` takes the algorithm's
-    dynamic field values, ``max_steps`` and ``n_reps`` as traced arguments.
+    Lanes advance in blocks of ``block_steps`` steps, a loop whose trip count is known when the
+    program is compiled (on an accelerator it runs without asking the host anything); a lane that
+    finishes inside a block is masked until the block ends.  Once per block, the loop tests whether
+    any lane is still running and whether to refill: finished lanes wait (idle) until
+    ``refill_min`` lanes are free, then all are written out and refilled in one batched ``init``,
+    so algorithms whose ``init`` is expensive (a design solve) do not pay a full-width ``init``
+    every block.  A replication's steps and keys do not depend on the block it ran in, so results
+    are the same for every ``block_steps``.  The returned ``run`` takes the algorithm's dynamic
+    field values, ``max_steps`` and ``n_reps`` as traced arguments, and returns the chunk's
+    outcomes and the lane-steps executed per lane.
     """
-    L, C = lanes, chunk
+    L, C, S = lanes, chunk, int(block_steps)
+    if S < 1:
+        raise ValueError(f"block_steps must be >= 1, got {block_steps}")
 
     def lane_for(algorithm, n_reps, slot, task_ids, instances, key):
         valid = slot < C
@@ -125,20 +133,27 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int,
             lanes_ = _select(free, fresh, lanes_)
             return lanes_, jnp.minimum(nxt + jnp.sum(free, dtype=nxt.dtype), C), out
 
-        def body(carry):
-            lanes_, nxt, out, iters = carry
+        def advance(lanes_: Lane) -> Lane:
+            """One step of every active lane; lanes that stop or reach max_steps finish."""
             new_state = jax.vmap(step_lane)(lanes_)
             state = _select(lanes_.active, new_state, lanes_.state)
             steps = lanes_.steps + lanes_.active.astype(jnp.int32)
             stop = jax.vmap(algorithm.done)(state)
             fin = lanes_.active & (stop | (steps >= max_steps))
-            lanes_ = lanes_._replace(state=state, steps=steps, active=lanes_.active & ~fin,
-                                     finished=lanes_.finished | fin)
+            return lanes_._replace(state=state, steps=steps, active=lanes_.active & ~fin,
+                                   finished=lanes_.finished | fin)
+
+        def body(carry):
+            lanes_, nxt, out, iters = carry
+            if S == 1:
+                lanes_ = advance(lanes_)
+            else:  # a static trip count: no host round trip per step on an accelerator
+                lanes_ = jax.lax.fori_loop(0, S, lambda _, l: advance(l), lanes_)
             n_free = jnp.sum(~lanes_.active)
             trigger = jnp.any(lanes_.finished) & (
                 ((n_free >= refill_min) & (nxt < C)) | ~jnp.any(lanes_.active))
             lanes_, nxt, out = jax.lax.cond(trigger, refill, lambda a: a, (lanes_, nxt, out))
-            return lanes_, nxt, out, iters + 1
+            return lanes_, nxt, out, iters + S
 
         carry = (lanes0, jnp.asarray(L, jnp.int32), out0, jnp.zeros((), jnp.result_type(int)))
         _, _, out, iters = jax.lax.while_loop(cond, body, carry)

@@ -43,6 +43,12 @@ CHUNK_LANES = 16
 #: lanes never exceed this on an accelerator (a step's launch cost is amortised long before; a
 #: fixed value rather than the task count, see ``CPU_LANES``)
 MAX_ACCELERATOR_LANES = 1 << 12
+#: steps per block on a CPU (the per-step loop test is cheap there)
+CPU_BLOCK_STEPS = 1
+#: steps per block on an accelerator: each block ends in one host round trip (the "any lane
+#: running" test and the refill decision), amortised over this many steps; lanes finishing inside a
+#: block idle for half a block on average, small next to replications of hundreds of steps
+ACCELERATOR_BLOCK_STEPS = 32
 #: fraction of a device's free memory a run may plan to use
 MEMORY_FRACTION = 0.5
 #: working-set multiple of a lane's carried bytes (the loop carry, its selected copy, the step's
@@ -99,6 +105,8 @@ class Layout:
       bytes_per_lane: carried bytes per lane (:func:`lane_bytes`); free_bytes: free device memory
       seen when the layout was chosen (None: unknown); program_bytes: the compiled program's
       temporary + argument + output bytes when the backend reports them.
+      block_steps: steps every lane takes between two checks for finished lanes and refills
+      (:func:`choose_block_steps`).
     """
 
     platform: str
@@ -111,6 +119,14 @@ class Layout:
     bytes_per_lane: int
     free_bytes: int | None
     program_bytes: int | None = None
+    block_steps: int = 1
+
+
+def choose_block_steps(platform: str) -> int:
+    """Default steps per block (the lane loop's compile-time trip count between two checks for
+    finished lanes): ``CPU_BLOCK_STEPS`` on a CPU, ``ACCELERATOR_BLOCK_STEPS`` elsewhere, where
+    every check is a copy to the host and a wait."""
+    return CPU_BLOCK_STEPS if platform == "cpu" else ACCELERATOR_BLOCK_STEPS
 
 
 def choose_lanes(platform: str, bytes_per_lane: int, free: int | None, instances: Instance) -> int:

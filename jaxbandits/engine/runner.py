@@ -17,15 +17,15 @@ from jaxbandits import batching, distributed, programs
 from jaxbandits import precision as precision_policy
 from jaxbandits.algorithms.base import Algorithm
 from jaxbandits.engine.lanes import make_chunk_runner
-from jaxbandits.engine.layout import (CHUNK_LANES, Layout, _pow2_floor, choose_lanes, free_memory,
-                                      lane_bytes)
+from jaxbandits.engine.layout import (CHUNK_LANES, Layout, _pow2_floor, choose_block_steps, choose_lanes,
+                                      free_memory, lane_bytes)
 from jaxbandits.engine.results import Results, _counts
 from jaxbandits.instances.base import Buckets, Instance, as_batch, pad_to
 from jaxbandits.watchdog import run_guarded, timeout_for
 
 
 def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_steps, lanes, chunk_per_dev,
-                     record_pulls, devices, refill_min, solve=batching.SolvePolicy()):
+                     record_pulls, devices, refill_min, solve=batching.SolvePolicy(), block_steps=1):
     """Fetch or compile (once per configuration and shapes) the multi-device chunk runner.
 
     The cache key (:func:`jaxbandits.programs.compiled`) leaves out ``max_steps``, ``n_reps`` and
@@ -33,12 +33,12 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
     arguments of the executable.
     """
     D = len(devices)
-    sig = (static_algorithm, lanes, chunk_per_dev, record_pulls, tuple(devices), refill_min, solve,
+    sig = (static_algorithm, lanes, chunk_per_dev, record_pulls, tuple(devices), refill_min, solve, block_steps,
            jax.tree.map(lambda a: (a.shape, a.dtype), instances), instances.model,
            jax.tree.structure(dynamic), tuple((v.shape, v.dtype) for v in jax.tree.leaves(dynamic)))
 
     def build():
-        run = make_chunk_runner(static_algorithm, lanes, chunk_per_dev, record_pulls, refill_min)
+        run = make_chunk_runner(static_algorithm, lanes, chunk_per_dev, record_pulls, refill_min, block_steps)
         if D > 1:
             mesh = Mesh(np.asarray(devices), ("d",))
             run = jax.shard_map(run, mesh=mesh, in_specs=(P("d"), P(), P(), P(), P(), P()),
@@ -100,7 +100,7 @@ def _task_list(tasks, T: int) -> np.ndarray:
 
 
 def _plan_and_compile(algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, devices, lanes, chunk_size,
-                      refill_min, record_pulls):
+                      refill_min, record_pulls, block_steps):
     """Choose the layout (:class:`Layout`) and fetch or compile its program; returns (program,
     layout, compile seconds).
 
@@ -122,13 +122,16 @@ def _plan_and_compile(algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, 
     else:
         chunk_per_dev = max(1, math.ceil(int(chunk_size) / D))
     L = min(L, chunk_per_dev)
+    S = int(block_steps) if block_steps else choose_block_steps(platform)
+    if S < 1:
+        raise ValueError(f"block_steps must be >= 1, got {block_steps}")
     static_algorithm, _ = algorithm.split_dynamic()
     compile_time = 0.0
     while True:
         rmin = max(1, min(L, int(refill_min) if refill_min is not None else L // 16))
         solve = batching.solve_for(platform, L)
         compiled, ct = _compiled_runner(static_algorithm, dynamic, inst, key, n_reps_arr, max_steps_arr, L,
-                                        chunk_per_dev, record_pulls, devices, rmin, solve)
+                                        chunk_per_dev, record_pulls, devices, rmin, solve, S)
         compile_time += ct
         need = programs.program_bytes(compiled)
         if (platform == "cpu" or lanes or free is None or need is None or need <= 0.9 * free or L == 1):
@@ -136,7 +139,7 @@ def _plan_and_compile(algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, 
         L = max(1, L // 2)
     layout = Layout(platform=platform, devices=D, lanes=L, chunk_per_device=chunk_per_dev, refill_min=rmin,
                     batched_solve=solve.batched, solve_capacity=solve.capacity, bytes_per_lane=bpl,
-                    free_bytes=free, program_bytes=need)
+                    free_bytes=free, program_bytes=need, block_steps=S)
     return compiled, layout, compile_time
 
 
@@ -192,6 +195,7 @@ def simulate(
     stall_timeout: float | None = None,
     precision: str | None = None,
     buckets: Buckets | None = None,
+    block_steps: int | None = None,
 ) -> Results:
     """Run ``n_reps`` replications of ``algorithm`` on every instance of ``instances``.
 
@@ -228,6 +232,9 @@ def simulate(
       buckets: a :class:`~jaxbandits.instances.base.Buckets` policy: an algorithm that supports
         padding runs on its instances padded to the bucket's (K, M), so sizes sharing a bucket
         share one program; results are read back at the real K and M.
+      block_steps: steps every lane takes between two checks for finished lanes (a loop with a
+        trip count fixed at compile time; default :func:`choose_block_steps`, from the backend).
+        Lanes that finish inside a block idle until it ends.  Results never depend on it.
 
     Returns:
       :class:`Results`.
@@ -253,7 +260,7 @@ def simulate(
     max_steps_arr = jnp.asarray(min(int(max_steps), 2**31 - 1), jnp.int32)
     compiled, layout, compile_time = _plan_and_compile(
         algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, devices, lanes, chunk_size, refill_min,
-        record_pulls)
+        record_pulls, block_steps)
     D, L, chunk_per_dev = layout.devices, layout.lanes, layout.chunk_per_device
 
     got = _Collected(J * int(n_reps), inst.num_arms, inst.num_items, record_pulls)
