@@ -9,17 +9,20 @@ Modules: :mod:`~jaxbandits.engine.lanes` (the lane loop a device runs),
 every (j, i) and returns per-replication results.  How (DESIGN.md, "two hard problems"):
 
 * **Lane refilling.**  A device runs a fixed number of *lanes* (vmapped replications) inside one
-  ``lax.while_loop``.  When a lane's replication stops (``algorithm.done``) or hits ``max_steps``,
-  its outcome is written to the output buffer and the lane is re-initialised with the next pending
-  replication of the chunk, inside the same compiled loop.  A lane therefore idles only at the
-  very end of a chunk; ``Results.efficiency`` (useful replication-steps / lane-steps executed)
-  reports how close to 1 that keeps the work.  The refill (``init`` of new replications and the
-  scatter of finished outcomes) sits behind a ``lax.cond`` on "any lane finished": outside the
-  vmap, so iterations where no lane finished do not pay for it.
+  ``lax.while_loop``, which advances them in blocks of ``block_steps`` steps (a loop with a trip
+  count fixed at compile time: no host round trip per step on an accelerator).  When a lane's
+  replication stops (``algorithm.done``) or hits ``max_steps``, the lane is masked until the block
+  ends; then its outcome is written to the output buffer and the lane is re-initialised with the
+  next pending replication of the chunk, inside the same compiled loop.  A lane therefore idles
+  only for the rest of a block and at the very end of a chunk; ``Results.efficiency`` (useful
+  replication-steps / lane-steps executed) reports how close to 1 that keeps the work.  The
+  refill (``init`` of new replications and the scatter of finished outcomes) sits behind a
+  ``lax.cond`` on "any lane finished": outside the vmap, so blocks where no lane finished do not
+  pay for it.
 * **Reproducibility independent of batching.**  The key of replication i of instance j is
   ``fold_in(fold_in(key, j), i)``; its step keys are ``fold_in(run_key, t)`` with t the step
   index of that replication.  Nothing depends on the lane a replication ran in, the chunk size,
-  the number of lanes or devices, or the order of refills (tested).
+  the number of lanes or devices, the steps per block, or the order of refills (tested).
 * **Chunks** bound memory (output buffers hold ``chunk_size`` replications), give the progress
   report and the ``on_chunk`` hook (experiments write results as they go), and let a run resume:
   pass ``tasks`` to run only the replications not yet on disk.
@@ -39,16 +42,18 @@ Everything is compiled once per (static algorithm configuration, shapes, lanes, 
 chunks share one executable, and ``compile_time`` is reported apart from the run's wall time.
 ``max_steps``, ``n_reps`` and the algorithm's ``dynamic_fields`` (delta, epsilon, sigma, budgets,
 tolerances, ...; docs/design.md section 5) are traced arguments of that executable, not part of its
-key, and the default lanes and chunk size depend on the backend, shapes and memory but never on the
-number of tasks, so a sweep over those fields, another ``n_reps``, a resumed task list or a longer
-run all reuse one program.
+key, and on a CPU the default lanes and chunk size depend on the shapes and memory but never on
+the number of tasks, so a sweep over those fields, another ``n_reps``, a resumed task list or a
+longer run all reuse one program (on an accelerator, lanes follow the number of tasks in powers of
+two: a few programs, never one per ``n_reps``).
 """
 from __future__ import annotations
 
 from jaxbandits.algorithms.base import Algorithm
 from jaxbandits.engine.lanes import instance_at, replication_key
-from jaxbandits.engine.layout import (CHUNK_LANES, CPU_LANES, MAX_ACCELERATOR_LANES, MEMORY_FRACTION,
-                                      WORKING_SET_FACTOR, Layout, choose_lanes, free_memory, lane_bytes)
+from jaxbandits.engine.layout import (CHUNK_LANES, CPU_LANES, MEMORY_FRACTION, TASKS_PER_LANE,
+                                      UNKNOWN_MEMORY_LANES, WORKING_SET_FACTOR, Layout, choose_block_steps,
+                                      choose_lanes, free_memory, lane_bytes)
 from jaxbandits.engine.results import COUNT_LIMIT, Results
 from jaxbandits.engine.runner import simulate
 from jaxbandits.programs import RUNNERS as _RUNNERS
@@ -57,5 +62,5 @@ from jaxbandits.programs import compile_seconds, program_bytes, programs_compile
 __all__ = [
     "simulate", "Results", "Layout", "replication_key", "instance_at", "programs_compiled",
     "compile_seconds", "program_bytes", "choose_lanes", "lane_bytes", "free_memory", "CPU_LANES",
-    "CHUNK_LANES", "MAX_ACCELERATOR_LANES", "MEMORY_FRACTION", "WORKING_SET_FACTOR", "COUNT_LIMIT",
+    "CHUNK_LANES", "UNKNOWN_MEMORY_LANES", "TASKS_PER_LANE", "choose_block_steps", "MEMORY_FRACTION", "WORKING_SET_FACTOR", "COUNT_LIMIT",
 ]

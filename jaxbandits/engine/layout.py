@@ -24,6 +24,11 @@ def _default_lanes(instances: Instance) -> int:
     return _pow2_floor(int(np.clip(2**22 // max(per_lane, 1), 16, CPU_LANES)))
 
 
+def _pow2_ceil(n: int) -> int:
+    """Smallest power of two >= n (n >= 1)."""
+    return 1 << (max(1, int(n)) - 1).bit_length()
+
+
 def _pow2_floor(n: int) -> int:
     """Largest power of two <= n (n >= 1): memory-derived sizes land on a few values, so a small
     change in free memory between two runs does not change the program."""
@@ -40,9 +45,11 @@ def _pow2_floor(n: int) -> int:
 CPU_LANES = 32
 #: replications per chunk and device, in lanes (output buffers hold a chunk)
 CHUNK_LANES = 16
-#: lanes never exceed this on an accelerator (a step's launch cost is amortised long before; a
-#: fixed value rather than the task count, see ``CPU_LANES``)
-MAX_ACCELERATOR_LANES = 1 << 12
+#: accelerator lanes when the backend does not report its free memory
+UNKNOWN_MEMORY_LANES = 1 << 12
+#: on an accelerator, lanes follow the tasks per device in powers of two, with about this many
+#: replications per lane (refilled lanes keep busy until the chunk's tail)
+TASKS_PER_LANE = 4
 #: steps per block on a CPU (the per-step loop test is cheap there)
 CPU_BLOCK_STEPS = 1
 #: steps per block on an accelerator: each block ends in one host round trip (the "any lane
@@ -129,20 +136,28 @@ def choose_block_steps(platform: str) -> int:
     return CPU_BLOCK_STEPS if platform == "cpu" else ACCELERATOR_BLOCK_STEPS
 
 
-def choose_lanes(platform: str, bytes_per_lane: int, free: int | None, instances: Instance) -> int:
-    """Default lanes per device, from the backend, the shapes and memory only (never the number of
-    tasks, so ``n_reps``, resumed task lists and chunk counts reuse one program).
+def choose_lanes(platform: str, bytes_per_lane: int, free: int | None, instances: Instance,
+                 tasks: int | None = None) -> int:
+    """Default lanes per device: a pure function of the backend, the bytes a lane carries, the free
+    memory, the shapes (CPU) and the number of tasks per device (accelerators).
 
-    CPU: sized for the L3 cache (:func:`_default_lanes`), and never more than memory allows.
+    CPU: sized for the L3 cache (:func:`_default_lanes`), never more than memory allows, and never
+    dependent on the number of tasks (so ``n_reps``, resumed task lists and chunk counts reuse one
+    program; a CPU step is cheap to mask).
     Accelerator: as many lanes as ``MEMORY_FRACTION`` of the free memory holds at
     ``WORKING_SET_FACTOR`` times the carried bytes per lane (a GPU step costs kernel launches
-    whatever its width, so it pays off only with many lanes), capped at ``MAX_ACCELERATOR_LANES``.
+    whatever its width, so it pays off only with many lanes; ``UNKNOWN_MEMORY_LANES`` when the
+    backend does not report its memory), and no more than the power of two at or above
+    ``tasks / TASKS_PER_LANE``, so that a small run is not one mostly masked chunk while task counts
+    share a few programs (one per power of two, never one per ``n_reps``).
     Rounded down to a power of two.
     """
     per_lane = max(1, WORKING_SET_FACTOR * bytes_per_lane)
-    by_memory = MAX_ACCELERATOR_LANES if free is None else max(1, int(MEMORY_FRACTION * free) // per_lane)
     if platform == "cpu":
-        lanes = min(_default_lanes(instances), by_memory)
-    else:
-        lanes = min(by_memory, MAX_ACCELERATOR_LANES)
+        by_memory = CPU_LANES if free is None else max(1, int(MEMORY_FRACTION * free) // per_lane)
+        return _pow2_floor(min(_default_lanes(instances), by_memory))
+    by_memory = UNKNOWN_MEMORY_LANES if free is None else max(1, int(MEMORY_FRACTION * free) // per_lane)
+    lanes = by_memory
+    if tasks is not None:
+        lanes = min(lanes, _pow2_ceil(-(-max(1, int(tasks)) // TASKS_PER_LANE)))
     return _pow2_floor(lanes)

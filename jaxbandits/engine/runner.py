@@ -100,20 +100,21 @@ def _task_list(tasks, T: int) -> np.ndarray:
 
 
 def _plan_and_compile(algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, devices, lanes, chunk_size,
-                      refill_min, record_pulls, block_steps):
+                      refill_min, record_pulls, block_steps, n_tasks):
     """Choose the layout (:class:`Layout`) and fetch or compile its program; returns (program,
     layout, compile seconds).
 
-    The layout depends on the backend, the shapes and memory, never on the number of tasks: lanes
+    On a CPU the layout depends on the shapes and memory, never on the number of tasks: lanes
     and chunk slots past the last task are masked (task id -1), so ``n_reps``, a resumed task list
-    and the number of chunks all reuse one program.  On an accelerator, a program too large for the
-    free memory is recompiled with half the lanes.
+    and the number of chunks all reuse one program.  On an accelerator lanes follow memory and the
+    tasks per device in powers of two (:func:`choose_lanes`), and a program too large for the free
+    memory is recompiled with half the lanes.
     """
     D = len(devices)
     platform = getattr(devices[0], "platform", "cpu")
     free = free_memory(devices[0])
     bpl = lane_bytes(algorithm, inst)
-    L = int(lanes) if lanes else choose_lanes(platform, bpl, free, inst)
+    L = int(lanes) if lanes else choose_lanes(platform, bpl, free, inst, tasks=-(-max(1, n_tasks) // D))
     # per-task output buffers ([C, M] answers, [C, K] pulls) stay within a tenth of free memory
     out_bytes = inst.num_items + (8 * inst.num_arms if record_pulls else 0) + 32
     max_chunk = CHUNK_LANES * L if free is None else _pow2_floor(max(1, int(0.1 * free) // out_bytes))
@@ -206,11 +207,11 @@ def simulate(
       n_reps: replications per instance.
       max_steps: cap on ``step`` calls per replication; runs reaching it are reported with
         ``stopped = False`` and never counted as stops.
-      lanes: replications stepped together per device (default: :func:`choose_lanes`, from the
-        backend, shapes and memory, never from the number of tasks: ``CPU_LANES`` on a CPU, as many
-        as memory holds on an accelerator, where a program too large for the free memory is
-        recompiled with half the lanes; lanes without a task are masked).  Results never depend
-        on it.
+      lanes: replications stepped together per device (default: :func:`choose_lanes`: on a CPU
+        ``CPU_LANES`` from the shapes and memory, whatever the number of tasks; on an accelerator
+        as many as memory holds, up to the power of two following the tasks per device, and a
+        program too large for the free memory is recompiled with half the lanes; lanes without a
+        task are masked).  Results never depend on it.
       chunk_size: replications per compiled call over all devices (bounds memory; default
         ``CHUNK_LANES`` lanes' worth per device, with output buffers within a tenth of free
         memory).  Results never depend on it.
@@ -260,7 +261,7 @@ def simulate(
     max_steps_arr = jnp.asarray(min(int(max_steps), 2**31 - 1), jnp.int32)
     compiled, layout, compile_time = _plan_and_compile(
         algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, devices, lanes, chunk_size, refill_min,
-        record_pulls, block_steps)
+        record_pulls, block_steps, all_tasks.size)
     D, L, chunk_per_dev = layout.devices, layout.lanes, layout.chunk_per_device
 
     got = _Collected(J * int(n_reps), inst.num_arms, inst.num_items, record_pulls)
