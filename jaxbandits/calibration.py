@@ -437,38 +437,9 @@ def table1_lower_bound(instances, delta: float) -> float:
     return float(np.mean(np.asarray(jax.jit(lambda i: lb(i, delta))(instances))))
 
 
-# -- code version (safe resume) -------------------------------------------------------------------
-_SHARED_SOURCES = ("algorithms/base.py", "algorithms/common.py", "environment.py", "engine.py", "design")
+# -- code version (safe resume): every stored run's label carries it (jaxbandits.store) -----------
+from jaxbandits.store import code_version  # noqa: E402,F401
 
-
-def code_version(algorithm) -> str:
-    """A short hash of the configuration (its repr) and of the source files its results depend on:
-    the module defining its class (and its base classes' modules, and those of a wrapped ``base``) plus the shared layers
-    (:data:`_SHARED_SOURCES`).  The experiment puts it in each run's label, so a rerun into the same
-    output folder recomputes every configuration whose code changed instead of reading stale
-    replications back (the runner matches replications by label only)."""
-    import inspect
-    import zlib
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent
-    files = set()
-    layers, alg = [], algorithm
-    while alg is not None:  # a wrapper (e.g. Eliminate) and the algorithms it wraps
-        layers.append(alg)
-        alg = getattr(alg, "base", None)
-    for cls in (c for a in layers for c in type(a).__mro__):
-        mod = inspect.getmodule(cls)
-        f = getattr(mod, "__file__", None)
-        if f and Path(f).resolve().is_relative_to(root):
-            files.add(Path(f).resolve())
-    for rel in _SHARED_SOURCES:
-        p = root / rel
-        files.update(sorted(p.glob("*.py")) if p.is_dir() else [p])
-    h = zlib.crc32(repr(algorithm).encode())
-    for f in sorted(files):
-        h = zlib.crc32(f.read_bytes(), h)
-    return f"{h:08x}"
 
 # float64 inside the public functions, whatever the caller's x64 setting (jaxbandits.precision)
 from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
