@@ -14,6 +14,7 @@ Used by ``experiments/_runner.py`` (``results.csv``) and :func:`jaxbandits.sweep
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import inspect
 import json
@@ -80,8 +81,8 @@ def _imported_files(path: Path) -> set[Path]:
 
 
 @functools.lru_cache(maxsize=None)
-def _closure_digest(roots: frozenset[Path]) -> int:
-    """crc32 of every ``jaxbandits`` source file reachable from ``roots`` by imports."""
+def _closure(roots: frozenset[Path]) -> frozenset[Path]:
+    """Every ``jaxbandits`` source file reachable from ``roots`` by imports."""
     seen, todo = set(), list(roots)
     while todo:
         f = todo.pop()
@@ -89,11 +90,33 @@ def _closure_digest(roots: frozenset[Path]) -> int:
             continue
         seen.add(f)
         todo.extend(_imported_files(f) - seen)
+    return frozenset(seen)
+
+
+@functools.lru_cache(maxsize=None)
+def _digest(files: frozenset[Path]) -> int:
     h = 0
-    for f in sorted(seen):
+    for f in sorted(files):
         h = zlib.crc32(str(f.relative_to(_PACKAGE)).encode(), h)
         h = zlib.crc32(f.read_bytes(), h)
     return h
+
+
+def source_files(algorithm) -> list[Path]:
+    """The source files an algorithm's results depend on (see :func:`code_version`)."""
+    engine = _module_file("jaxbandits.engine")
+    files = {engine} if engine is not None else set()
+    layers = [algorithm]
+    while layers:  # a wrapper (e.g. Eliminate, BudgetCapped) and the algorithms it wraps
+        layer = layers.pop()
+        for cls in type(layer).__mro__:
+            f = getattr(inspect.getmodule(cls), "__file__", None)
+            if f and Path(f).resolve().is_relative_to(_PACKAGE):
+                files.add(Path(f).resolve())
+        if dataclasses.is_dataclass(layer):
+            layers.extend(v for v in (getattr(layer, f.name) for f in dataclasses.fields(layer))
+                          if hasattr(v, "init") and hasattr(v, "step") and hasattr(v, "outcome"))
+    return sorted(_closure(frozenset(files)))
 
 
 def code_version(algorithm) -> str:
@@ -102,15 +125,7 @@ def code_version(algorithm) -> str:
     engine, and every ``jaxbandits`` module these import, followed through their imports.  Moving
     a helper to another module, or editing any module on that path, changes it; editing a module
     the run never imports (a plot, another algorithm) does not."""
-    files = {_PACKAGE / "engine.py"} if (_PACKAGE / "engine.py").is_file() else set()
-    layer = algorithm
-    while layer is not None:  # a wrapper (e.g. Eliminate) and the algorithms it wraps
-        for cls in type(layer).__mro__:
-            f = getattr(inspect.getmodule(cls), "__file__", None)
-            if f and Path(f).resolve().is_relative_to(_PACKAGE):
-                files.add(Path(f).resolve())
-        layer = getattr(layer, "base", None)
-    h = zlib.crc32(repr(algorithm).encode(), _closure_digest(frozenset(files)))
+    h = zlib.crc32(repr(algorithm).encode(), _digest(frozenset(source_files(algorithm))))
     return f"{h:08x}"
 
 
