@@ -14,8 +14,10 @@ sigma^2 T*(theta) kl(delta, 1 - delta) of seed 000 Thm 1 (for best-arm identific
 Reproducibility: the instances of a grid point depend only on (key, generator name, parameters),
 so every algorithm and every delta sees the same instances (paired comparisons); the replications
 of a configuration depend only on (key, configuration label, instance, replication).  With ``out``
-every finished chunk is appended to ``out/rows.csv``, and a rerun reads back what is there and
-runs only what is missing (an interrupted sweep loses at most the chunk in flight); T*(theta) of
+every finished chunk is appended to ``out/rows.csv`` (:mod:`jaxbandits.store`, the experiments'
+store), and a rerun reads back what is there for the same key and the same code version of the
+algorithm and runs only what is missing (an interrupted sweep loses at most the chunk in flight;
+a change of the code an algorithm depends on reruns its configurations); T*(theta) of
 each instance is kept in ``out/instances.csv``, its noise scale and shapes in
 ``out/instance_meta.csv``, so that a grid point whose configurations are all finished is not
 drawn again.
