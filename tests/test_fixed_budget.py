@@ -210,7 +210,7 @@ def test_budget_sweep_compiles_once_and_matches_static_budget(make):
 
 
 # ------------------------------------------------------------------------------------------------
-# noise: every sigma option is read (issue 12 item 1)
+# noise: every sigma option is read
 # ------------------------------------------------------------------------------------------------
 def _eager_run(alg, inst, steps=3, key=5):
     """init + a few steps, op by op (no compilation: cheap for several configurations)."""
@@ -305,7 +305,7 @@ def test_sphere_cube_arms_option():
 
 
 # ------------------------------------------------------------------------------------------------
-# the seed 002 authors' configurations (issue 15), each against a NumPy reference
+# the seed 002 authors' configurations, each against a NumPy reference
 # ------------------------------------------------------------------------------------------------
 def _bayesgap_pick_reference(mean, var, budget, K, s2, kappa, eta, eps, rule):
     """Arm pulled by one BayesGap round (Hoffman et al. Alg 1 / Thm 1, or the release's rule)."""
