@@ -224,11 +224,11 @@ def simulate(
       tasks: flat task ids ``j * n_reps + i`` to run (default all): resume support.
       progress: True to print progress after every chunk, or a callable receiving the line.
       on_chunk: called after every chunk with (task ids, dict of flat per-task arrays).
-      stall_timeout: if the process makes no CPU progress for this many seconds while a chunk
-        is pending, raise :class:`jaxbandits.watchdog.StalledComputation` instead of hanging
-        (XLA:CPU runtime wedge, see :mod:`jaxbandits.watchdog`; default 30 s or
-        ``JAXBANDITS_STALL_TIMEOUT`` on CPU devices, off on accelerators, where the host idles
-        while a long chunk runs; 0 disables).  Chunks already done reached ``on_chunk``.
+      stall_timeout: guard against the XLA:CPU deadlock of jaxlib 0.10.x (:mod:`jaxbandits.watchdog`):
+        if the process makes no CPU progress for this many seconds while a chunk is pending,
+        raise :class:`jaxbandits.watchdog.StalledComputation` instead of hanging.  Default: off
+        (a plain blocking call) unless the installed jaxlib has that deadlock, then 30 s or
+        ``JAXBANDITS_STALL_TIMEOUT``; never on accelerators; 0 disables.  Chunks already done reached ``on_chunk``.
       precision: "float64" (default) or "float32" where validated (:mod:`jaxbandits.precision`).
       buckets: a :class:`~jaxbandits.instances.base.Buckets` policy: an algorithm that supports
         padding runs on its instances padded to the bucket's (K, M), so sizes sharing a bucket
