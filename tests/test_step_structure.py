@@ -140,3 +140,20 @@ def test_the_structural_check_sees_a_data_dependent_loop():
     loops = data_dependent_loops(Looping(), seeds.sphere_calibrated(jax.random.key(0), 6, 3))
     where = [w for w, _ in loops]
     assert any(w.endswith("Looping.step") for w in where) and not any(_allowed(w, None) for w in where)
+
+
+def test_fixed_trip_while_gives_the_while_loop_result_without_a_data_dependent_loop():
+    def cond(c):
+        return (c[1] < 30) & (jnp.abs(c[0] - jnp.cos(c[0])) > 1e-12)
+
+    def body(c):  # Newton on x = cos x: a data-dependent number of iterations per start
+        x, it = c
+        return x - (x - jnp.cos(x)) / (1.0 + jnp.sin(x)), it + 1
+
+    starts = jnp.array([0.0, 0.7390851332, 3.0, -2.0, 10.0])
+    ref = jax.vmap(lambda x: jax.lax.while_loop(cond, body, (x, 0)))(starts)
+    f = jax.vmap(lambda x: batching.fixed_trip_while(cond, body, (x, 0), 30))
+    got = jax.jit(f)(starts)
+    assert jnp.array_equal(got[0], ref[0]) and jnp.array_equal(got[1], ref[1])
+    assert len(set(ref[1].tolist())) > 1  # the lanes did need different iteration counts
+    assert "while" not in str(jax.make_jaxpr(f)(starts))
