@@ -189,7 +189,7 @@ def run(ctx):
                                  paper_mean=pm, paper_se=pse, paper_std=pse * math.sqrt(20),
                                  z_vs_paper=(s["mean"] - pm) / math.hypot(s["se"], pse) if pse == pse else math.nan,
                                  lower_bound=lb, error=s["error_rate"], err_lo=lo, err_hi=hi,
-                                 capped=s["frac_capped"], mean_incl_capped=s.get("mean_lower_bound", math.nan),
+                                 capped=s["frac_capped"], mean_incl_capped=s.get("mean_counting_capped", math.nan),
                                  reps=int(res.ran.sum()), stopped=n, wall_s=res.wall_time + res.compile_time))
                 r = rows[-1]
                 ctx.log(f"  {gname} K={K} {name}: {r['mean']:.1f} ({r['se']:.1f}) std {r['std']:.1f} | paper "

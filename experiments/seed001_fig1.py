@@ -115,7 +115,7 @@ def summarize_point(ctx, res, lb, design=None, **label):
     return row
 
 
-def mean_lower_bound(inst, delta=DELTA):
+def average_lower_bound(inst, delta=DELTA):
     """Mean over the instances of sigma^2 T* kl(delta, 1 - delta), one jitted solve per instance
     (a vmapped solve runs every instance to the slowest one's iteration count)."""
     import jax
@@ -138,7 +138,7 @@ def run_panel(ctx, rows, panel, xname, points, names, reps, n_instances=1, caps=
     reps_by_alg = reps_by_alg or {}
     max_x_by_alg = max_x_by_alg or {}
     for x, inst in points:
-        lb = mean_lower_bound(inst)
+        lb = average_lower_bound(inst)
         J = inst.batch_shape[0] if inst.is_batched else 1
         for name, alg in algorithms(names).items():
             if name == "ALBA" and inst.arms.shape != inst.items.shape:

@@ -127,7 +127,7 @@ def summarize(name, res, delta, ref=None, mode=None):
     if mode is not None:
         row["mode"] = mode
     row.update(runs=s["runs"], capped=s["runs"] - n, mean=round(s["mean"], 1), SE=round(s["se"], 1),
-               mean_lower_bound=round(s["mean_lower_bound"], 1),
+               mean_counting_capped=round(s["mean_counting_capped"], 1),
                median=s["median"], q05=s["q05"], q95=s["q95"], errors=err, error=round(s["error_rate"], 4),
                error_CI95=f"[{s['error_lo']:.4f}, {s['error_hi']:.4f}]", wall_s=round(res.wall_time, 2))
     if ref is not None:

@@ -51,7 +51,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxbandits import batching, distributed, programs
+from jaxbandits import batching, distributed, programs, validation
+from jaxbandits import progress as progress_bar
 from jaxbandits import precision as precision_policy
 from jaxbandits.algorithms.base import Algorithm, is_correct
 from jaxbandits.instances.base import Buckets, Instance, as_batch, pad_to
@@ -490,6 +491,8 @@ def _with_precision(fn):
 
     @functools.wraps(fn)
     def wrapper(algorithm, instances, *args, precision: str | None = None, **kwargs):
+        validation.check_algorithm(algorithm)  # input checks (jaxbandits.validation) before any cast
+        validation.check_instances(instances)
         prec = precision_policy.resolve(precision, algorithm, instances)
         with precision_policy.context(prec):
             if isinstance(instances, Instance):
@@ -514,18 +517,19 @@ def simulate(
     refill_min: int | None = None,
     devices: list | None = None,
     tasks: np.ndarray | None = None,
-    progress: bool | Callable[[str], None] = False,
+    progress: bool | None | Callable[[str], None] = None,
     on_chunk: Callable[[np.ndarray, dict], None] | None = None,
     stall_timeout: float | None = None,
     precision: str | None = None,
     buckets: Buckets | None = None,
+    allow_ties: bool = False,
 ) -> Results:
     """Run ``n_reps`` replications of ``algorithm`` on every instance of ``instances``.
 
     Args:
       algorithm: a configured :class:`~jaxbandits.algorithms.base.Algorithm`.
       instances: one :class:`~jaxbandits.instances.base.Instance` or a batch (leading axis).
-      key: PRNG key; replication i of instance j uses ``fold_in(fold_in(key, j), i)`` only.
+      key: PRNG key or int seed; replication i of instance j uses ``fold_in(fold_in(key, j), i)`` only.
       n_reps: replications per instance.
       max_steps: cap on ``step`` calls per replication; runs reaching it are reported with
         ``stopped = False`` and never counted as stops.
@@ -543,26 +547,42 @@ def simulate(
         a few free lanes amortises expensive inits at the price of a few idle lane-steps).
       devices: devices to spread over (default: all of ``jax.devices()``).
       tasks: flat task ids ``j * n_reps + i`` to run (default all): resume support.
-      progress: True to print progress after every chunk, or a callable receiving the line.
+      progress: a progress bar of replications (done, rate, time left; :mod:`jaxbandits.progress`)
+        when the run lasts more than a few seconds: None (default) shows it when stderr is a
+        terminal, True always, False never; a callable receives one line after every chunk instead.
       on_chunk: called after every chunk with (task ids, dict of flat per-task arrays).
       stall_timeout: if the process makes no CPU progress for this many seconds while a chunk
         is pending, raise :class:`jaxbandits.watchdog.StalledComputation` instead of hanging
         (XLA:CPU runtime wedge, see :mod:`jaxbandits.watchdog`; default 30 s or
         ``JAXBANDITS_STALL_TIMEOUT`` on CPU devices, off on accelerators, where the host idles
         while a long chunk runs; 0 disables).  Chunks already done reached ``on_chunk``.
-    K_real, M_real = instances.num_arms, instances.num_items
-    bucket = None
-    if buckets is not None and algorithm.supports_padding and not instances.is_padded:
-        bucket = buckets.shape_for(instances)
-        instances = pad_to(instances, *bucket)
-    if devices is None:  # in a jax.distributed run, this process's devices (jaxbandits.distributed)
-        devices = jax.local_devices() if distributed.process_count() > 1 else jax.devices()
-    devices = list(devices)
+      allow_ties: run instances whose best item (or top-m boundary) is tied; refused by default,
+        since the answer is not unique and an exact-identification run may never stop.
 
     Returns:
       :class:`Results`.
     """
-    _validate_run(algorithm, instances, n_reps, max_steps)
+    # -- input checks (jaxbandits.validation): before anything is compiled ----------------------
+    validation.check_simulate(algorithm, instances, n_reps, max_steps, lanes=lanes, chunk_size=chunk_size,
+                              refill_min=refill_min, devices=devices, tasks=tasks, progress=progress,
+                              stall_timeout=stall_timeout, buckets=buckets, record_pulls=record_pulls,
+                              allow_ties=allow_ties)
+    key = validation.as_key(key)
+    # -- progress bar (jaxbandits.progress): shown once the run lasts a few seconds -------------
+    bar = progress_bar.Bar(None, desc=type(algorithm).__name__, unit="rep",
+                           enabled=progress_bar.wanted(progress), status="preparing")
+    try:
+        return _simulate(algorithm, instances, key, n_reps, max_steps, lanes=lanes, chunk_size=chunk_size,
+                         record_pulls=record_pulls, refill_min=refill_min, devices=devices, tasks=tasks,
+                         say=progress_bar.lines(progress), bar=bar, on_chunk=on_chunk,
+                         stall_timeout=stall_timeout, precision=precision, buckets=buckets)
+    finally:
+        bar.close()
+
+
+def _simulate(algorithm, instances, key, n_reps, max_steps, *, lanes, chunk_size, record_pulls, refill_min,
+              devices, tasks, say, bar, on_chunk, stall_timeout, precision, buckets) -> Results:
+    """The body of :func:`simulate`, on checked arguments."""
     if devices is None:  # in a jax.distributed run, this process's devices (jaxbandits.distributed)
         devices = jax.local_devices() if distributed.process_count() > 1 else jax.devices()
     devices = list(devices)
@@ -584,8 +604,7 @@ def simulate(
     J = inst.batch_shape[0]
     T = J * int(n_reps)
     all_tasks = np.arange(T, dtype=np.int64) if tasks is None else np.unique(np.asarray(tasks, np.int64))
-    if all_tasks.size and (all_tasks[0] < 0 or all_tasks[-1] >= T):
-        raise ValueError("task ids out of range")
+    validation.check_task_range(all_tasks, T)
     all_tasks = distributed.process_share(all_tasks)  # this process's share (all of them on one host)
     D = len(devices)
     platform = getattr(devices[0], "platform", "cpu")
@@ -621,6 +640,7 @@ def simulate(
     # steps are int32; a larger cap is never reached
     max_steps_arr = jnp.asarray(min(int(max_steps), 2**31 - 1), jnp.int32)
     compile_time = prep_compile
+    bar.status("compiling")
     while True:
         rmin = max(1, min(L, int(refill_min) if refill_min is not None else L // 16))
         solve = batching.solve_for(platform, L)
@@ -636,11 +656,11 @@ def simulate(
     layout = Layout(platform=platform, devices=D, lanes=L, chunk_per_device=chunk_per_dev, refill_min=refill_min,
                     batched_solve=solve.batched, solve_capacity=solve.capacity, bytes_per_lane=bpl,
                     free_bytes=free, program_bytes=need)
-    say = progress if callable(progress) else (print if progress else None)
     per_call = D * chunk_per_dev
     lane_steps = 0
     t_start = time.perf_counter()
     done_count = 0
+    bar.set_total(all_tasks.size, status="")
     for c0 in range(0, all_tasks.size, per_call):
         ids = all_tasks[c0:c0 + per_call]
         # Spread a short last chunk evenly over devices so no device idles on padding alone.
@@ -668,6 +688,7 @@ def simulate(
         if on_chunk is not None:
             on_chunk(tid, dict(samples=samples[tid], steps=steps[tid], correct=correct[tid],
                                stopped=stopped[tid], answer=answer[tid, :M_real]))
+        bar.update(tid.size)
         if say is not None:
             el = time.perf_counter() - t_start
             rate = done_count / el if el > 0 else float("inf")
