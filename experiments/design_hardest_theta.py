@@ -1,4 +1,4 @@
-"""Hardest parameter for a fixed arm set (issue 6, experiment 1).
+"""Hardest parameter for a fixed arm set.
 
 T*(theta) (seed 000 eq. (1), = 2 psi*(theta) of seed 001 eq. (1)) blows up as theta approaches a
 tie, so "the hardest theta" is only meaningful after normalisation.  We maximise, over theta on
@@ -69,7 +69,7 @@ from __future__ import annotations
 import functools
 
 NAME = "design_hardest_theta"
-DESCRIPTION = "Issue 6: hardest theta (gap-normalised T*) by batched optax ascent vs random search; RAGE at it"
+DESCRIPTION = "Hardest theta (gap-normalised T*) by batched optax ascent vs random search; RAGE at it"
 
 DELTA = 0.05
 LTS_CAP = 200_000

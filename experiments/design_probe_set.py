@@ -1,4 +1,4 @@
-"""Probe-set design for the transductive setting (issue 6, experiment 2).
+"""Probe-set design for the transductive setting.
 
 Given items Z [M, d] and a prior over theta, learn K unit-norm probe vectors X that make the
 transductive problem easy on average, with optax; compare against X = Z, the standard basis and
@@ -48,7 +48,7 @@ against 7.0e4 (standard basis, per-theta geometric-mean ratio 1.54, SE of the lo
 from __future__ import annotations
 
 NAME = "design_probe_set"
-DESCRIPTION = "Issue 6: learn K unit probes X minimising E log psi*(theta) over a prior (stochastic optax); RAGE validation"
+DESCRIPTION = "Learn K unit probes X minimising E log psi*(theta) over a prior (stochastic optax); RAGE validation"
 
 DELTA = 0.05
 STEPS = 150

@@ -1,6 +1,6 @@
 """Sensitivity map of the characteristic time T*(theta) (seed 000 eq. (1)) of the Soare instance
 (seed 001 Fig 1a: X = Z = {e_1..e_d, cos(w) e_1 + sin(w) e_2}, theta = 2 e_1) as the angle w and the
-noise sigma vary (issue 6, experiment 3).
+noise sigma vary.
 
 The lower bound sigma^2 T*(w) kl(delta, 1 - delta) is computed two ways: brute force (one oracle
 design solve per grid point) and from gradients (d T*/d w by the envelope theorem at a few anchor
@@ -12,7 +12,7 @@ as w -> 0 that the computation actually gives; the quick run finds T* ~ 2 / w^2)
 from __future__ import annotations
 
 NAME = "design_sensitivity"
-DESCRIPTION = "Issue 6: T* of the Soare instance over (omega, sigma) from gradients vs brute force"
+DESCRIPTION = "T* of the Soare instance over (omega, sigma) from gradients vs brute force"
 
 
 def soare_tstar_fn(d: int):

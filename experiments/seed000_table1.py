@@ -24,7 +24,7 @@ module docstring), so the paper's 1206.55 (no averaging) vs 1409 (averaging) gap
 here.  Paired runs (same keys, K = 1000, 100 runs): averaging minus no averaging = 0.96 +- 1.03
 pulls for [paper] (48 identical stopping times), -0.22 +- 1.26 for [code] (63 identical).
 
-Results of the default run (issue 12, ``JAXBANDITS_TABLE1_RAGE=0``, 45 min on the loaded 2-core
+Results of the default run (``JAXBANDITS_TABLE1_RAGE=0``, 45 min on the loaded 2-core
 machine, of which ~20 min the text generator where every LT&S run reaches the cap), code
 generator, mean (SE) over 100 runs, errors 0/100 everywhere (Clopper-Pearson upper 0.036):
 

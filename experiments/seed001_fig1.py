@@ -20,7 +20,7 @@ instead of multinomial draws ("[rounding]").  Every algorithm reads the noise sc
 the instance's noise, 1 here, so sigma changes nothing on these instances: RAGE, ALBA, XY-adaptive
 and the App F FW rows give bitwise the same samples as before sigma was added).
 
-Measured, panel (d), 100 replications per point, mean (SE), no errors anywhere (issue 12):
+Measured, panel (d), 100 replications per point, mean (SE), no errors anywhere:
 
   d    XY-oracle   [App F FW]   [rounding]   XY-static       [App F FW]      RAGE
   20   25723 (465) 60307 (2339) 15960 (487)  1.936e6 (7.0e4) 1.645e6 (6.1e4) 35605 (2217)

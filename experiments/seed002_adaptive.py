@@ -141,13 +141,20 @@ def side_by_side(rows, entries, x_key: str) -> str:
         return f"{k / n:.3f} [{lo:.3f}, {hi:.3f}] n={n}"
 
     out = [f"| algorithm | {x_key} | ours | authors' code | text | explanation |", "|---|---|---|---|---|---|"]
+    left_out = 0
     for e in entries:
         hit = [r for r in rows if r[x_key] == e["x"] and (r["algorithm"] == e["ours"] or (
             e["ours"] == "LinGapE" and r["algorithm"].startswith("LinGapE")))
                and all(r.get(k) == v for k, v in e.get("match", {}).items())]
-        ours = fmt(round(hit[0]["accuracy"] * hit[0]["reps"]), hit[0]["reps"]) if hit else "not run here"
-        code = fmt(*e["code"]) if e.get("code") else "not run"
+        if not hit:  # this run (e.g. --quick) did not include the algorithm or the point
+            left_out += 1
+            continue
+        ours = fmt(round(hit[0]["accuracy"] * hit[0]["reps"]), hit[0]["reps"])
+        code = fmt(*e["code"]) if e.get("code") else "not measured"
         out.append(f"| {e['ours']} | {e['x']} | {ours} | {code} | {e['text']} | {e['why']} |")
+    if left_out:
+        out.append(f"\n{left_out} comparison(s) need algorithms or points outside this run's grid (the full "
+                   "size, without --quick, has them all).")
     return "\n".join(out) + "\n"
 
 

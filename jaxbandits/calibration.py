@@ -82,7 +82,7 @@ import numpy as np
 from jaxbandits.stats import binomial_test_upper, clopper_pearson
 
 SIGMA0 = 0.5                 #: the seeds' noise level; the instances are theirs at this sigma
-SIGMAS = (0.5, 1.0, 3.0)     #: the noise grid (issue 12)
+SIGMAS = (0.5, 1.0, 3.0)     #: the noise grid
 DELTAS = (0.05, 0.2)
 UNIT_SIGMA = 1.0             #: the grid point that is the unit-noise problem (theta_0 / sigma_0, 1)
 ALPHA = 1e-3                 #: level of every check (the full table runs ~300 tests: ~0.3 false alarms)

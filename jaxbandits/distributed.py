@@ -1,4 +1,4 @@
-"""Multi-process runs on JAX's own runtime (``jax.distributed``; issue 13 item 6).
+"""Multi-process runs on JAX's own runtime (``jax.distributed``).
 
 Replications are independent, so :func:`jaxbandits.engine.simulate` spreads them over the processes
 of a ``jax.distributed`` run without any cross-process work while they run: process p takes the

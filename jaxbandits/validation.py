@@ -240,6 +240,8 @@ def check_simulate(algorithm, instances, n_reps, max_steps, *, lanes=None, chunk
         t = np.asarray(tasks)
         if t.ndim != 1 or not (t.size == 0 or np.issubdtype(t.dtype, np.integer)):
             raise TypeError(f"tasks must be a 1-d array of integer task ids, got {_show(tasks)}")
+        J = instances.batch_shape[0] if instances.is_batched else 1
+        check_task_range(np.sort(t), J * int(n_reps))
     if not (progress is None or isinstance(progress, (bool, np.bool_)) or callable(progress)):
         raise TypeError(f"progress must be True, False, None (a bar when stderr is a terminal) or a "
                         f"callable receiving a line, got {_show(progress)}")
@@ -334,7 +336,7 @@ def check_out_dir(out, name: str = "out") -> Path:
 # ------------------------------------------------------------------------------------------------
 # instances
 # ------------------------------------------------------------------------------------------------
-def check_instance_shapes(arms, items, theta, noise) -> None:
+def check_instance_shapes(arms, items, theta, noise, model: str = "gaussian") -> None:
     """Shapes given to :func:`jaxbandits.make_instance`: arms [..., K, d], items [..., M, d],
     theta [..., d] with the same d and batch shape, noise broadcastable to the batch shape."""
     X, Z, th = np.shape(arms), np.shape(items), np.shape(theta)
@@ -354,7 +356,7 @@ def check_instance_shapes(arms, items, theta, noise) -> None:
     except ValueError:
         raise ValueError(f"noise must be a scalar or broadcast to the batch shape {th[:-1]}, got shape "
                          f"{np.shape(noise)}") from None
-    if not _is_tracer(noise):
+    if model == "gaussian" and not _is_tracer(noise):
         nz = np.asarray(noise)
         if np.issubdtype(nz.dtype, np.number) and np.any(~np.isfinite(nz) | (nz <= 0)):
             raise ValueError(f"noise must be > 0 (the reward noise's standard deviation), got {_show(noise)}")

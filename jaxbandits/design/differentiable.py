@@ -1,4 +1,4 @@
-"""Differentiable design values and an optax design solver (issue 6).
+"""Differentiable design values and an optax design solver.
 
 Values.  :func:`g_value`, :func:`rho`, :func:`psi_star` and :func:`t_star` return the optimal
 values of the design problems of :mod:`jaxbandits.design` as differentiable functions of the arms
