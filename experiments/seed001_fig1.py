@@ -156,6 +156,10 @@ def run_panel(ctx, rows, panel, xname, points, names, reps, n_instances=1, caps=
                     f"LB {lb:.1f}, error {r['error']:.3f}, {r['wall_s']:.1f}s{extra}")
 
 
+#: axis labels of the panels' x variables
+AXIS_NAMES = {"d": "dimension d", "K": "number of arms K", "x": "panel parameter", "omega": "angle omega (rad)"}
+
+
 def plot(ctx, rows, panels, name):
     import matplotlib.pyplot as plt
 
@@ -166,14 +170,14 @@ def plot(ctx, rows, panels, name):
         for alg in dict.fromkeys(r["algorithm"] for r in pr):
             ar = sorted([r for r in pr if r["algorithm"] == alg], key=lambda r: r[xname])
             ax.errorbar([r[xname] for r in ar], [r["mean"] for r in ar], yerr=[r["se"] for r in ar],
-                        marker="o", ms=3, capsize=2, label=alg)
+                        marker="o", ms=5, capsize=2, label=alg)
         lb = {r[xname]: r["lower_bound"] for r in pr}
-        ax.plot(xs, [lb[x] for x in xs], "k--", lw=1, label="lower bound")
+        ax.plot(xs, [lb[x] for x in xs], "k--", marker="s", ms=4, lw=1, label="lower bound")
         ax.set_yscale("log")
-        ax.set_xlabel(xname)
-        ax.set_ylabel("sample complexity")
+        ax.set_xlabel(AXIS_NAMES.get(xname, xname))
+        ax.set_ylabel("mean sample complexity (pulls), $\\pm$ 1 SE")
         ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7)
     ctx.savefig(fig, name)
 
 

@@ -204,7 +204,7 @@ def plot_accuracy(ctx, rows, x_key: str, xlabel: str, title: str, *, panel_key: 
             x = np.array([p[0] for p in pts], float)
             y = np.array([p[1] for p in pts])
             err = np.array([[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]])
-            ax.errorbar(x, y, yerr=err, marker="o", ms=3, capsize=2, label=alg)
+            ax.errorbar(x, y, yerr=err, marker="o", ms=5, capsize=2, label=alg)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("accuracy (1 - error), 95% CP")
         ax.set_ylim(-0.02, 1.02)
@@ -212,7 +212,7 @@ def plot_accuracy(ctx, rows, x_key: str, xlabel: str, title: str, *, panel_key: 
             ax.set_xscale("log", base=2)
         ax.set_title(title if pv is None else f"{title}, {panel_key} = {pv}", fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="best")
+    axes[0][-1].legend(fontsize=8, loc="best")
     ctx.savefig(fig, name)
 
 
