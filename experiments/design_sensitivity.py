@@ -92,7 +92,13 @@ def figure(omegas, sigmas, LB, T, G, FD, pred, pred_log, delta=0.05):
         ax.set_xlabel("angle $\\omega$ between $x_{d+1}$ and $e_1$ (rad)")
 
     fig, ax = plt.subplots(1, 3, figsize=(16, 4.6))
-    im = ax[0].pcolormesh(omegas, sigmas, np.log10(LB), shading="auto")
+    def edges(c, log):  # cell edges around the grid points (geometric midpoints on a log axis)
+        c = np.log(c) if log else np.asarray(c, float)
+        step = np.diff(c) if c.size > 1 else np.array([1.0])
+        e = np.concatenate([[c[0] - step[0] / 2], (c[:-1] + c[1:]) / 2, [c[-1] + step[-1] / 2]])
+        return np.exp(e) if log else e
+
+    im = ax[0].pcolormesh(edges(omegas, True), edges(sigmas, False), np.log10(LB), shading="flat")
     angle_axis(ax[0])
     ax[0].set_ylabel("noise standard deviation $\\sigma$")
     ax[0].set_title(f"lower bound $\\sigma^2 T^* \\mathrm{{kl}}(\\delta, 1-\\delta)$, $\\delta$ = {delta}",
@@ -112,6 +118,7 @@ def figure(omegas, sigmas, LB, T, G, FD, pred, pred_log, delta=0.05):
     angle_axis(ax[2])
     ax[2].set_ylabel("$T^*(\\omega)$ (pulls, $\\sigma$ = 1)")
     ax[2].set_title("$T^*$ at the next angle, predicted from the previous one", fontsize=10)
-    ax[2].legend(fontsize=9, loc="lower left")
+    ax[2].set_ylim(top=float(np.max(T)) * 40)  # headroom for the legend above the curve
+    ax[2].legend(fontsize=9, loc="upper right")
     fig.tight_layout()
     return fig

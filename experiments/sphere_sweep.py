@@ -111,7 +111,7 @@ def run(ctx):
     ctx.config.update(K=ks, d=dims, instances=n_inst, instances_K1000=n_large, deltas=deltas, reps=reps,
                       reps_K1000=1, hardness=HARDNESS, cap=CAP, phase_caps=PHASE_CAPS, algorithms=list(algs), xy_adaptive_max_K=xy_max_k)
     df = pd.concat([jb.sweep(algs, gen, deltas=deltas, n_reps=r, key=ctx.key, max_steps=step_cap, out=ctx.out / "sweep",
-                             progress=not ctx.quiet, where=where, resume_only=resume_only) for gen, r in runs],
+                             progress=None if not ctx.quiet else False, where=where, resume_only=resume_only) for gen, r in runs],
                    ignore_index=True)
     ctx.write_rows(df, "rows")
     by = ["algorithm", "dim", "num_arms", "delta"]
