@@ -235,6 +235,6 @@ def run(ctx):
         ax.set_xscale("log")
         ax.set_xlabel("E[tau] / lower bound (bars: 2 SE)")
         ax.set_title(fam)
-        ax.legend(fontsize="x-small")
+        ax.legend(fontsize=7, title="instances", title_fontsize=7)
     fig.tight_layout()
     ctx.savefig(fig, "ratio")

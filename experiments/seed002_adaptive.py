@@ -245,5 +245,5 @@ def run(ctx):
                   lingape_deltas=(0.1,) if ctx.quick else SWEEP_DELTAS)
     rows = best_of_grid(rows, "K")
     ctx.table(rows, "summary", f"Seed 002 Fig. 2 (adaptive instance), B = {BUDGET_PER_ARM} K, {reps} reps")
-    plot_accuracy(ctx, rows, "K", "K (d = K - 1)", f"Soare instance, B = {BUDGET_PER_ARM}K", logx=True)
+    plot_accuracy(ctx, rows, "K", "number of arms K (d = K - 1)", f"Soare instance, B = {BUDGET_PER_ARM}K", logx=True)
     ctx.log(f"[{NAME}] total {time.perf_counter() - t0:.1f} s")

@@ -66,7 +66,7 @@ def run(ctx):
             code_rows = rows
         ctx.table(rows, f"summary_{tag}", f"Seed 002 Fig. 1 (static instance), K = d = 16, B = 320, "
                                           f"sigma = {noise:.4g}, {reps} reps")
-        plot_accuracy(ctx, rows, "Delta", "Delta", f"static instance e_1..e_16, B = 320, sigma = {noise:.3g}",
+        plot_accuracy(ctx, rows, "Delta", "gap Delta between the best and the other arms (reward units)", f"static instance e_1..e_16, B = 320, sigma = {noise:.3g}",
                       name=f"accuracy_{tag}")
     print_findings(ctx, "findings", FINDINGS + side_by_side(code_rows, AUTHORS_CODE_RESULTS, "Delta"))
 

@@ -154,7 +154,7 @@ def violin(ctx, data: dict, title: str, name: str):
     for i, v in enumerate(vals):
         ax.scatter(v, i + 1 + 0.08 * rng.standard_normal(v.size), s=2, c="grey", alpha=0.3)
     ax.set_yticks(range(1, len(labels) + 1), labels)
-    ax.set_xlabel("sample complexity")
+    ax.set_xlabel("sample complexity (pulls); violins: distribution over runs, bars: median and 10 %-90 %")
     ax.set_title(title)
     fig.tight_layout()
     ctx.savefig(fig, name)

@@ -152,7 +152,7 @@ def run(ctx):
                     plot_ratio_distribution(cell, ax=ax)
                 ax.axvline(1.0, color="grey", lw=0.8, ls="--")
                 ax.set_title(f"d = {d}, K = {K}", fontsize="small")
-                ax.tick_params(labelsize=6)
+                ax.tick_params(labelsize=7)
                 if i < len(dims) - 1:
                     ax.set_xlabel("")
         fig.suptitle(f"E[tau] / lower bound per instance, unit-sphere instances, delta = {delta}")
