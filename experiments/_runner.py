@@ -67,6 +67,38 @@ def discover() -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
+#: wall time of each experiment on 2 CPU cores, first run (empty compilation cache, nothing on
+#: disk): (--quick seconds, full-size seconds, how the full size was obtained: "measured" or
+#: "estimate" -- scaled from the quick run by the ratio of their work, not run)
+TIMES: dict[str, tuple[float, float, str]] = {}
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def listing(found: dict[str, str]) -> str:
+    """The experiments with their estimated times (``python -m experiments``)."""
+    lines = ["Experiments: python -m experiments NAME [--quick] [--reps N] [--seed S] [--out DIR] [--devices N]",
+             "",
+             "Times on 2 CPU cores, first run (a rerun loads compiled programs from the cache and reads",
+             "finished replications back: much faster); ~ marks a full-size time estimated from the quick run.",
+             "",
+             f"  {'name':22s} {'--quick':>8s} {'full':>8s}  description"]
+    for name, mod in found.items():
+        desc = getattr(importlib.import_module(f"experiments.{mod}"), "DESCRIPTION", "")
+        q, full, how = TIMES.get(name, (None, None, ""))
+        f = ("~" if how == "estimate" else "") + _duration(full)
+        lines.append(f"  {name:22s} {_duration(q):>8s} {f:>8s}  {desc}")
+    return "\n".join(lines)
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "n/a"
@@ -118,11 +150,45 @@ class Context:
         self._started = time.time() if started is None else float(started)
         self.resumed = 0
         self.layouts: dict[str, dict] = {}  # label -> the engine's Layout (device-aware choices)
+        self.configurations = 0  # ctx.simulate calls so far
+        self._bar = None  # one progress bar over configurations (jaxbandits.progress)
+
+    # -- progress ------------------------------------------------------------------------------
+    def _config_bar(self):
+        """The bar over configurations, opened at the first one: its total is the count of the
+        last finished run of the same command when there is one (metadata.json), else unknown."""
+        if self._bar is None:
+            from jaxbandits import progress
+
+            total = None
+            try:
+                old = json.loads((self.out / "metadata.json").read_text())
+                if old.get("status") == "done" and old.get("quick") == self.quick and old.get("reps") == self.reps:
+                    total = int(old.get("configurations")) or None
+            except (OSError, ValueError, TypeError):
+                pass
+            self._bar = progress.Bar(total, desc=self.name, unit="config", enabled=progress.wanted(None))
+        return self._bar
+
+    def close_bar(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def rows_on_disk(self) -> int:
+        """Replications in results.csv (what a rerun reads back)."""
+        if not self.csv_path.exists():
+            return 0
+        with open(self.csv_path, newline="") as f:
+            return max(0, sum(1 for _ in f) - 1)
 
     # -- helpers for experiments ------------------------------------------------------------
     def log(self, msg: str) -> None:
         if not self.quiet:
-            print(msg, flush=True)
+            if self._bar is not None:
+                self._bar.write(msg)
+            else:
+                print(msg, flush=True)
 
     def n_reps(self, default: int, quick: int) -> int:
         """Replications for this run: ``--reps`` if given, else ``quick`` under ``--quick``,
@@ -164,12 +230,16 @@ class Context:
         self.log(f"[{self.name}] {lab}: {J} instance(s) x {n_reps} reps"
                  + (f" ({len(have)} read back from disk)" if have else ""))
         res = None
+        bar = self._config_bar()
+        bar.status(", ".join(f"{k}={v}" for k, v in label.items()))
         if todo.size:
             res = simulate(algorithm, instances, self.label_key(label), n_reps, max_steps, tasks=todo,
                            on_chunk=self.store.recorder(stored, n_reps),
                            progress=(self.log if not self.quiet else False), **kw)
             if res.layout is not None:
                 self.layouts[lab] = dataclasses.asdict(res.layout)
+        self.configurations += 1
+        bar.update(1)
         shape = (J, n_reps)
         if res is None:
             res = Results(samples=np.zeros(shape, np.int64), steps=np.zeros(shape, np.int64),
@@ -229,7 +299,8 @@ class Context:
             python=platform.python_version(), platform=platform.platform(),
             devices=[str(d) for d in jax.devices()], backend=jax.default_backend(),
             x64=bool(jax.config.jax_enable_x64), wall_time=time.time() - self._started,
-            replications_read_back=self.resumed, layouts=self.layouts,
+            replications_read_back=self.resumed, layouts=self.layouts, quick=self.quick, reps=self.reps,
+            configurations=self.configurations,
             engine_programs_compiled=_programs_compiled(),
             engine_compile_seconds=_compile_seconds(), compile_cache=_cache_counts(),
             peak_memory_mappings=_peak_mappings(), programs_released=_releases(),
@@ -301,18 +372,30 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments",
                                      description="Reproduce the seed papers' tables and figures.")
     parser.add_argument("name", nargs="?", help="experiment to run (omit to list them)")
-    parser.add_argument("--reps", type=int, default=None, help="replications per configuration")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=str, default=None, help="output folder (default results/NAME)")
-    parser.add_argument("--quick", action="store_true", help="small version finishing in seconds")
-    parser.add_argument("--devices", type=int, default=None,
+    # --reps, --seed, --out, --devices are read as text and checked by jaxbandits.validation once
+    # the CPU device count is set (importing jaxbandits imports jax, which fixes the device count)
+    parser.add_argument("--reps", default=None, help="replications per configuration (an integer >= 1)")
+    parser.add_argument("--seed", default="0", help="PRNG seed (an integer >= 0)")
+    parser.add_argument("--out", default=None, help="output folder (default results/NAME)")
+    parser.add_argument("--quick", action="store_true",
+                        help="small version (its time on 2 CPU cores is in the listing)")
+    parser.add_argument("--devices", default=None,
                         help="XLA CPU devices to expose (default: 1; try the number of cores)")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--no-compile-cache", action="store_true",
                         help="do not use the persistent compilation cache (default: on, in "
                              "~/.cache/jaxbandits/xla or $JAXBANDITS_COMPILATION_CACHE)")
     args = parser.parse_args(argv)
-    _set_cpu_devices(args.devices)
+    _set_cpu_devices(int(args.devices) if str(args.devices).isdigit() else None)
+    from jaxbandits import validation
+
+    for flag, check in (("reps", validation.cli_positive_int), ("seed", validation.cli_seed),
+                        ("devices", validation.cli_positive_int), ("out", validation.cli_out_dir)):
+        if getattr(args, flag) is not None:
+            try:
+                setattr(args, flag, check(getattr(args, flag)))
+            except argparse.ArgumentTypeError as e:
+                parser.error(f"argument --{flag}: {e}")
     from jaxbandits import compilation_cache, precision
 
     # the experiments' own JAX code (not only the library's entry points) runs in float64
@@ -325,10 +408,7 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
     matplotlib.use("Agg")
     found = discover()
     if not args.name:
-        print("Experiments (python -m experiments NAME [--reps N] [--seed S] [--out DIR] [--quick]):")
-        for name, mod in found.items():
-            desc = getattr(importlib.import_module(f"experiments.{mod}"), "DESCRIPTION", "")
-            print(f"  {name:28s} {desc}")
+        print(listing(found))
         return 0
     if args.name not in found:
         print(f"unknown experiment {args.name!r}; known: {', '.join(found)}", file=sys.stderr)
@@ -346,6 +426,15 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
         if not restart:
             raise
         _restart(e, argv, ctx._started)
+    except KeyboardInterrupt:
+        # one line instead of a traceback through JAX's internals: what is saved, how to go on
+        ctx.close_bar()
+        ctx.write_metadata(vars(args), "interrupted")
+        saved = ctx.rows_on_disk()
+        print(f"\n[{args.name}] interrupted: {saved} replication(s) saved in {ctx.csv_path}; rerun the same "
+              "command to resume from there", file=sys.stderr, flush=True)
+        return 130
+    ctx.close_bar()
     ctx.write_metadata(vars(args), "done")
     ctx.log(f"[{args.name}] done in {time.time() - ctx._started:.1f}s; results in {out}/")
     return 0

@@ -1,4 +1,4 @@
-"""Calibration of every fixed-confidence and Top-m algorithm (issue 12, item 2): error rate against
+"""Calibration of every fixed-confidence and Top-m algorithm: error rate against
 delta and sample complexity against references, at sigma in {1/2, 1, 3} and delta in {0.05, 0.2},
 on small-gap instances; plus the mutations that the checks must catch.
 
@@ -44,7 +44,7 @@ import csv
 import math
 
 NAME = "calibration"
-DESCRIPTION = "Issue 12 calibration: error vs delta and sample complexity vs references, sigma x delta grid, with mutations"
+DESCRIPTION = "Calibration: error vs delta and sample complexity vs references, sigma x delta grid, with mutations"
 
 MUTATION_DELTA = 0.05
 QUICK_CASES = ("UniformGLR", "LT&S", "RAGE", "m-LinGapE (greedy)")

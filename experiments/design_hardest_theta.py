@@ -1,4 +1,4 @@
-"""Hardest parameter for a fixed arm set (issue 6, experiment 1).
+"""Hardest parameter for a fixed arm set.
 
 T*(theta) (seed 000 eq. (1), = 2 psi*(theta) of seed 001 eq. (1)) blows up as theta approaches a
 tie, so "the hardest theta" is only meaningful after normalisation.  We maximise, over theta on
@@ -69,7 +69,7 @@ from __future__ import annotations
 import functools
 
 NAME = "design_hardest_theta"
-DESCRIPTION = "Issue 6: hardest theta (gap-normalised T*) by batched optax ascent vs random search; RAGE at it"
+DESCRIPTION = "Hardest theta (gap-normalised T*) by batched optax ascent vs random search; RAGE at it"
 
 DELTA = 0.05
 LTS_CAP = 200_000
@@ -362,7 +362,8 @@ def run(ctx):
     ax.bar(xs + 0.27, [r["H_random_then_ascent"] for r in rows], 0.27, label="ascent from the best random thetas")
     ax.plot(xs, [r["median_H_random"] for r in rows], "k_", ms=20, label="median random theta")
     ax.set_xticks(xs, [r["arms"] for r in rows])
-    ax.set_ylabel("H = Delta_min^2 T* / 2")
-    ax.legend()
+    ax.set_xlabel("arm set")
+    ax.set_ylabel("hardness H = Delta_min^2 T* / 2 (dimensionless)")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     ctx.savefig(fig, "hardest_theta")

@@ -1,4 +1,4 @@
-"""Probe-set design for the transductive setting (issue 6, experiment 2).
+"""Probe-set design for the transductive setting.
 
 Given items Z [M, d] and a prior over theta, learn K unit-norm probe vectors X that make the
 transductive problem easy on average, with optax; compare against X = Z, the standard basis and
@@ -48,7 +48,7 @@ against 7.0e4 (standard basis, per-theta geometric-mean ratio 1.54, SE of the lo
 from __future__ import annotations
 
 NAME = "design_probe_set"
-DESCRIPTION = "Issue 6: learn K unit probes X minimising E log psi*(theta) over a prior (stochastic optax); RAGE validation"
+DESCRIPTION = "Learn K unit probes X minimising E log psi*(theta) over a prior (stochastic optax); RAGE validation"
 
 DELTA = 0.05
 STEPS = 150
@@ -192,19 +192,20 @@ def run(ctx):
     ax[0].plot(np.exp(history), alpha=0.5, label="minibatch (fresh draws)")
     ax[0].plot(*zip(*test_curve), "o-", label=f"held-out ({n_test} thetas)")
     ax[0].set_xlabel("optax step")
-    ax[0].set_ylabel("geometric mean psi*")
+    ax[0].set_ylabel("geometric mean psi* (pulls, sigma = 1)")
     ax[0].set_yscale("log")
     ax[0].legend()
     names = list(logs)
     ax[1].boxplot([np.exp(logs[n]) for n in names], showfliers=False)
     ax[1].set_xticks(range(1, len(names) + 1), names, rotation=15)
     ax[1].set_yscale("log")
-    ax[1].set_ylabel("psi* on held-out thetas")
+    ax[1].set_xlabel("probe set")
+    ax[1].set_ylabel("psi* on held-out thetas (pulls, sigma = 1)")
     for n in names:
         ax[2].plot(range(n_val), per_theta[n], "o-", label=n)
     ax[2].set_yscale("log")
-    ax[2].set_xlabel("validation theta")
-    ax[2].set_ylabel("RAGE mean samples")
+    ax[2].set_xlabel("validation theta (index)")
+    ax[2].set_ylabel("RAGE mean stopping time (pulls)")
     ax[2].legend()
     fig.tight_layout()
     ctx.savefig(fig, "probe_set")

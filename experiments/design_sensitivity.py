@@ -1,6 +1,6 @@
 """Sensitivity map of the characteristic time T*(theta) (seed 000 eq. (1)) of the Soare instance
 (seed 001 Fig 1a: X = Z = {e_1..e_d, cos(w) e_1 + sin(w) e_2}, theta = 2 e_1) as the angle w and the
-noise sigma vary (issue 6, experiment 3).
+noise sigma vary.
 
 The lower bound sigma^2 T*(w) kl(delta, 1 - delta) is computed two ways: brute force (one oracle
 design solve per grid point) and from gradients (d T*/d w by the envelope theorem at a few anchor
@@ -12,7 +12,7 @@ as w -> 0 that the computation actually gives; the quick run finds T* ~ 2 / w^2)
 from __future__ import annotations
 
 NAME = "design_sensitivity"
-DESCRIPTION = "Issue 6: T* of the Soare instance over (omega, sigma) from gradients vs brute force"
+DESCRIPTION = "T* of the Soare instance over (omega, sigma) from gradients vs brute force"
 
 
 def soare_tstar_fn(d: int):
@@ -73,25 +73,52 @@ def run(ctx):
     ctx.table([dict(sigma=float(s), **{f"w={w:.3g}": float(LB[i, j]) for j, w in enumerate(omegas[::max(1, n_w // 6)])})
                for i, s in enumerate(sigmas)], "lower_bound_map", "sigma^2 T* kl(delta, 1-delta), delta = 0.05")
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    ctx.savefig(figure(omegas, sigmas, LB, T, G, FD, pred, pred_log, delta), "sensitivity")
 
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4))
-    im = ax[0].pcolormesh(omegas, sigmas, np.log10(LB), shading="auto")
-    ax[0].set_xscale("log")
-    ax[0].set_xlabel("omega")
-    ax[0].set_ylabel("sigma")
-    ax[0].set_title("log10 lower bound sigma^2 T* kl(0.05, 0.95)")
-    fig.colorbar(im, ax=ax[0])
-    ax[1].loglog(omegas, -G, "o-", label="-dT*/domega (envelope gradient)")
-    ax[1].loglog(omegas, -FD, "x--", label="-finite difference")
-    ax[1].set_xlabel("omega")
-    ax[1].legend()
-    ax[2].loglog(omegas, T, "k-", label="T* brute force")
-    ax[2].loglog(omegas[1:], pred_log, "r.", label="log-linear prediction from gradient")
-    ax[2].loglog(omegas[1:], pred, "b+", label="linear prediction from gradient")
-    ax[2].set_xlabel("omega")
-    ax[2].legend()
+
+def figure(omegas, sigmas, LB, T, G, FD, pred, pred_log, delta=0.05):
+    """Three panels: the lower bound over (omega, sigma); the gradient dT*/domega against finite
+    differences; T* against its first-order predictions from the gradient at the previous angle."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    def angle_axis(ax):
+        ax.set_xscale("log")
+        ticks = [t for t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5) if omegas.min() * 0.99 <= t <= omegas.max() * 1.01]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("angle $\\omega$ between $x_{d+1}$ and $e_1$ (rad)")
+
+    fig, ax = plt.subplots(1, 3, figsize=(16, 4.6))
+    def edges(c, log):  # cell edges around the grid points (geometric midpoints on a log axis)
+        c = np.log(c) if log else np.asarray(c, float)
+        step = np.diff(c) if c.size > 1 else np.array([1.0])
+        e = np.concatenate([[c[0] - step[0] / 2], (c[:-1] + c[1:]) / 2, [c[-1] + step[-1] / 2]])
+        return np.exp(e) if log else e
+
+    im = ax[0].pcolormesh(edges(omegas, True), edges(sigmas, False), np.log10(LB), shading="flat")
+    angle_axis(ax[0])
+    ax[0].set_ylabel("noise standard deviation $\\sigma$")
+    ax[0].set_title(f"lower bound $\\sigma^2 T^* \\mathrm{{kl}}(\\delta, 1-\\delta)$, $\\delta$ = {delta}",
+                    fontsize=10)
+    fig.colorbar(im, ax=ax[0], label="log$_{10}$ lower bound (pulls)")
+    ax[1].loglog(omegas, -G, "o-", ms=6, label="$-dT^*/d\\omega$ (envelope theorem)")
+    ax[1].loglog(omegas, -FD, "x--", ms=9, mew=2, label="$-dT^*/d\\omega$ (central finite difference)")
+    angle_axis(ax[1])
+    ax[1].set_ylabel("$-dT^*/d\\omega$ (pulls per rad, $\\sigma$ = 1)")
+    ax[1].set_title("gradient of $T^*$", fontsize=10)
+    ax[1].legend(fontsize=9)
+    ax[2].loglog(omegas, T, "k-", marker="o", ms=5, label="$T^*$ (one design solve per angle)")
+    ax[2].loglog(omegas[1:], pred_log, "r^", ms=8, ls="none", label="log-linear prediction from the gradient")
+    pos = pred > 0  # a linear step can overshoot below zero, off a log axis
+    lin = "linear prediction from the gradient" + ("" if pos.all() else f" ({int((~pos).sum())} below 0, not shown)")
+    ax[2].loglog(omegas[1:][pos], pred[pos], "b+", ms=11, mew=2, ls="none", label=lin)
+    angle_axis(ax[2])
+    ax[2].set_ylabel("$T^*(\\omega)$ (pulls, $\\sigma$ = 1)")
+    ax[2].set_title("$T^*$ at the next angle, predicted from the previous one", fontsize=10)
+    ax[2].set_ylim(top=float(np.max(T)) * 40)  # headroom for the legend above the curve
+    ax[2].legend(fontsize=9, loc="upper right")
     fig.tight_layout()
-    ctx.savefig(fig, "sensitivity")
+    return fig

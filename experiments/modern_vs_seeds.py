@@ -1,5 +1,5 @@
 """Every fixed-confidence best-arm algorithm of the library, the seeds' and the modern ones, side
-by side (issue 16 item 5): mean sample complexity over the lower bound sigma^2 T*(theta)
+by side: mean sample complexity over the lower bound sigma^2 T*(theta)
 kl(delta, 1 - delta) (seed 000 Thm 1), with standard errors, error rates (Clopper-Pearson 95 %),
 and replications per second, on three families:
 
@@ -73,7 +73,7 @@ from __future__ import annotations
 import time
 
 NAME = "modern_vs_seeds"
-DESCRIPTION = "Issue 16: every fixed-confidence algorithm (seeds' and modern, with elimination) on Soare, many arms, sphere"
+DESCRIPTION = "Every fixed-confidence algorithm (seeds' and modern, with elimination) on Soare, many arms, sphere"
 
 DELTA = 0.05
 CAP = 2_000_000
@@ -235,6 +235,6 @@ def run(ctx):
         ax.set_xscale("log")
         ax.set_xlabel("E[tau] / lower bound (bars: 2 SE)")
         ax.set_title(fam)
-        ax.legend(fontsize="x-small")
+        ax.legend(fontsize=7, title="instances", title_fontsize=7)
     fig.tight_layout()
     ctx.savefig(fig, "ratio")

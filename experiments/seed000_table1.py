@@ -24,7 +24,7 @@ module docstring), so the paper's 1206.55 (no averaging) vs 1409 (averaging) gap
 here.  Paired runs (same keys, K = 1000, 100 runs): averaging minus no averaging = 0.96 +- 1.03
 pulls for [paper] (48 identical stopping times), -0.22 +- 1.26 for [code] (63 identical).
 
-Results of the default run (issue 12, ``JAXBANDITS_TABLE1_RAGE=0``, 45 min on the loaded 2-core
+Results of the default run (``JAXBANDITS_TABLE1_RAGE=0``, 45 min on the loaded 2-core
 machine, of which ~20 min the text generator where every LT&S run reaches the cap), code
 generator, mean (SE) over 100 runs, errors 0/100 everywhere (Clopper-Pearson upper 0.036):
 
@@ -189,7 +189,7 @@ def run(ctx):
                                  paper_mean=pm, paper_se=pse, paper_std=pse * math.sqrt(20),
                                  z_vs_paper=(s["mean"] - pm) / math.hypot(s["se"], pse) if pse == pse else math.nan,
                                  lower_bound=lb, error=s["error_rate"], err_lo=lo, err_hi=hi,
-                                 capped=s["frac_capped"], mean_incl_capped=s.get("mean_lower_bound", math.nan),
+                                 capped=s["frac_capped"], mean_incl_capped=s.get("mean_counting_capped", math.nan),
                                  reps=int(res.ran.sum()), stopped=n, wall_s=res.wall_time + res.compile_time))
                 r = rows[-1]
                 ctx.log(f"  {gname} K={K} {name}: {r['mean']:.1f} ({r['se']:.1f}) std {r['std']:.1f} | paper "
@@ -206,24 +206,50 @@ def run(ctx):
 
 
 def _plot(ctx, rows):
+    ctx.savefig(figure(rows), "table1")
+
+
+def figure(rows):
+    """Mean stopping time (+- SE) against K for every row run, each next to the paper's number for
+    the same row (same colour, x) at the K values run only, and the lower bound; one panel per
+    instance generator.  Points at one K are spread sideways so none hides another."""
     import matplotlib.pyplot as plt
+    import numpy as np
 
     gens = list(dict.fromkeys(r["generator"] for r in rows))
-    fig, axes = plt.subplots(1, len(gens), figsize=(5 * len(gens), 3.8), squeeze=False)
+    algs = list(dict.fromkeys(r["algorithm"] for r in rows))
+    colours = {a: plt.get_cmap("tab10")(i % 10) for i, a in enumerate(algs)}
+    fig, axes = plt.subplots(1, len(gens), figsize=(6.2 * len(gens) + 2.6, 4.4), squeeze=False)
     for ax, g in zip(axes[0], gens):
         gr = [r for r in rows if r["generator"] == g]
-        for alg in dict.fromkeys(r["algorithm"] for r in gr):
+        ks = sorted({r["K"] for r in gr})
+        galgs = [a for a in algs if any(r["algorithm"] == a for r in gr)]
+        spread = 1.12 if len(ks) == 1 else 1.04  # multiplicative offsets on the log K axis
+        for i, alg in enumerate(galgs):
+            off = spread ** (i - (len(galgs) - 1) / 2)
             ar = sorted([r for r in gr if r["algorithm"] == alg], key=lambda r: r["K"])
-            ax.errorbar([r["K"] for r in ar], [r["mean"] for r in ar], yerr=[r["se"] for r in ar], marker="o",
-                        ms=3, capsize=2, label=alg)
-        for alg in ("LT&S (no averaging)", "LT&S", "RAGE", "Oracle"):
-            ks = sorted(PAPER[alg])
-            ax.plot(ks, [PAPER[alg][k][0] for k in ks], ls=":", marker="x", ms=3, label=f"paper {alg}")
+            x = np.array([r["K"] for r in ar], float) * off
+            ax.errorbar(x, [r["mean"] for r in ar], yerr=[r["se"] for r in ar], marker="o", ms=6, capsize=3,
+                        color=colours[alg], lw=1.2, label=f"{alg} (ours)")
+            paper = PAPER.get(PAPER_ROW.get(alg, ""), {})
+            pk = [r["K"] for r in ar if r["K"] in paper]
+            if pk:
+                ax.plot(np.array(pk, float) * off, [paper[k][0] for k in pk], ls=":", marker="x", ms=9, mew=2,
+                        color=colours[alg])
         lbs = sorted({(r["K"], r["lower_bound"]) for r in gr})
-        ax.plot([k for k, _ in lbs], [v for _, v in lbs], "k--", lw=1, label="lower bound")
+        ax.plot([k for k, _ in lbs], [v for _, v in lbs], "k--", marker="s", ms=6, lw=1,
+                label="lower bound $\\sigma^2 T^* \\mathrm{kl}(\\delta, 1-\\delta)$")
+        ax.plot([], [], ls=":", marker="x", ms=9, mew=2, color="grey", label="paper's Table 1 (same colour)")
+        ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("K")
-        ax.set_ylabel("sample complexity")
-        ax.set_title(f"many arms ({g} generator)", fontsize=9)
-        ax.legend(fontsize=5)
-    ctx.savefig(fig, "table1")
+        ax.set_xticks(ks)
+        ax.set_xticklabels([f"{k:,}" for k in ks])
+        ax.minorticks_off()
+        ax.set_xlim(min(ks) / (spread ** (len(galgs) / 2 + 1)), max(ks) * spread ** (len(galgs) / 2 + 1))
+        ax.set_xlabel("number of arms K")
+        ax.set_ylabel("mean stopping time (pulls), $\\pm$ 1 SE")
+        ax.set_title(f"many arms, {g} generator, $\\delta$ = {DELTA}", fontsize=10)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    return fig

@@ -20,7 +20,7 @@ instead of multinomial draws ("[rounding]").  Every algorithm reads the noise sc
 the instance's noise, 1 here, so sigma changes nothing on these instances: RAGE, ALBA, XY-adaptive
 and the App F FW rows give bitwise the same samples as before sigma was added).
 
-Measured, panel (d), 100 replications per point, mean (SE), no errors anywhere (issue 12):
+Measured, panel (d), 100 replications per point, mean (SE), no errors anywhere:
 
   d    XY-oracle   [App F FW]   [rounding]   XY-static       [App F FW]      RAGE
   20   25723 (465) 60307 (2339) 15960 (487)  1.936e6 (7.0e4) 1.645e6 (6.1e4) 35605 (2217)
@@ -115,7 +115,7 @@ def summarize_point(ctx, res, lb, design=None, **label):
     return row
 
 
-def mean_lower_bound(inst, delta=DELTA):
+def average_lower_bound(inst, delta=DELTA):
     """Mean over the instances of sigma^2 T* kl(delta, 1 - delta), one jitted solve per instance
     (a vmapped solve runs every instance to the slowest one's iteration count)."""
     import jax
@@ -138,7 +138,7 @@ def run_panel(ctx, rows, panel, xname, points, names, reps, n_instances=1, caps=
     reps_by_alg = reps_by_alg or {}
     max_x_by_alg = max_x_by_alg or {}
     for x, inst in points:
-        lb = mean_lower_bound(inst)
+        lb = average_lower_bound(inst)
         J = inst.batch_shape[0] if inst.is_batched else 1
         for name, alg in algorithms(names).items():
             if name == "ALBA" and inst.arms.shape != inst.items.shape:
@@ -156,6 +156,10 @@ def run_panel(ctx, rows, panel, xname, points, names, reps, n_instances=1, caps=
                     f"LB {lb:.1f}, error {r['error']:.3f}, {r['wall_s']:.1f}s{extra}")
 
 
+#: axis labels of the panels' x variables
+AXIS_NAMES = {"d": "dimension d", "K": "number of arms K", "x": "panel parameter", "omega": "angle omega (rad)"}
+
+
 def plot(ctx, rows, panels, name):
     import matplotlib.pyplot as plt
 
@@ -166,14 +170,14 @@ def plot(ctx, rows, panels, name):
         for alg in dict.fromkeys(r["algorithm"] for r in pr):
             ar = sorted([r for r in pr if r["algorithm"] == alg], key=lambda r: r[xname])
             ax.errorbar([r[xname] for r in ar], [r["mean"] for r in ar], yerr=[r["se"] for r in ar],
-                        marker="o", ms=3, capsize=2, label=alg)
+                        marker="o", ms=5, capsize=2, label=alg)
         lb = {r[xname]: r["lower_bound"] for r in pr}
-        ax.plot(xs, [lb[x] for x in xs], "k--", lw=1, label="lower bound")
+        ax.plot(xs, [lb[x] for x in xs], "k--", marker="s", ms=4, lw=1, label="lower bound")
         ax.set_yscale("log")
-        ax.set_xlabel(xname)
-        ax.set_ylabel("sample complexity")
+        ax.set_xlabel(AXIS_NAMES.get(xname, xname))
+        ax.set_ylabel("mean sample complexity (pulls), $\\pm$ 1 SE")
         ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7)
     ctx.savefig(fig, name)
 
 

@@ -15,7 +15,7 @@ times more pulls, each costing more (K^2 gap indices, a d = 16 solve), i.e. hour
 does not lift the cap; edit ``LINGAPE_MAX_D`` for a longer study.
 
 XY-static / XY-oracle use the certified design by default (:mod:`jaxbandits.algorithms.fixed_confidence.xy`).
-Measured (issue 12; 50 instances x 2 replications per D, mean (SE), no errors; design value
+Measured (50 instances x 2 replications per D, mean (SE), no errors; design value
 averaged over the instances, largest certified relative gap):
 
   D   XY-static            design     XY-oracle           design

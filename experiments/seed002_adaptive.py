@@ -141,13 +141,20 @@ def side_by_side(rows, entries, x_key: str) -> str:
         return f"{k / n:.3f} [{lo:.3f}, {hi:.3f}] n={n}"
 
     out = [f"| algorithm | {x_key} | ours | authors' code | text | explanation |", "|---|---|---|---|---|---|"]
+    left_out = 0
     for e in entries:
         hit = [r for r in rows if r[x_key] == e["x"] and (r["algorithm"] == e["ours"] or (
             e["ours"] == "LinGapE" and r["algorithm"].startswith("LinGapE")))
                and all(r.get(k) == v for k, v in e.get("match", {}).items())]
-        ours = fmt(round(hit[0]["accuracy"] * hit[0]["reps"]), hit[0]["reps"]) if hit else "not run here"
-        code = fmt(*e["code"]) if e.get("code") else "not run"
+        if not hit:  # this run (e.g. --quick) did not include the algorithm or the point
+            left_out += 1
+            continue
+        ours = fmt(round(hit[0]["accuracy"] * hit[0]["reps"]), hit[0]["reps"])
+        code = fmt(*e["code"]) if e.get("code") else "not measured"
         out.append(f"| {e['ours']} | {e['x']} | {ours} | {code} | {e['text']} | {e['why']} |")
+    if left_out:
+        out.append(f"\n{left_out} comparison(s) need algorithms or points outside this run's grid (the full "
+                   "size, without --quick, has them all).")
     return "\n".join(out) + "\n"
 
 
@@ -197,7 +204,7 @@ def plot_accuracy(ctx, rows, x_key: str, xlabel: str, title: str, *, panel_key: 
             x = np.array([p[0] for p in pts], float)
             y = np.array([p[1] for p in pts])
             err = np.array([[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]])
-            ax.errorbar(x, y, yerr=err, marker="o", ms=3, capsize=2, label=alg)
+            ax.errorbar(x, y, yerr=err, marker="o", ms=5, capsize=2, label=alg)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("accuracy (1 - error), 95% CP")
         ax.set_ylim(-0.02, 1.02)
@@ -205,7 +212,7 @@ def plot_accuracy(ctx, rows, x_key: str, xlabel: str, title: str, *, panel_key: 
             ax.set_xscale("log", base=2)
         ax.set_title(title if pv is None else f"{title}, {panel_key} = {pv}", fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="best")
+    axes[0][-1].legend(fontsize=8, loc="best")
     ctx.savefig(fig, name)
 
 
@@ -238,5 +245,5 @@ def run(ctx):
                   lingape_deltas=(0.1,) if ctx.quick else SWEEP_DELTAS)
     rows = best_of_grid(rows, "K")
     ctx.table(rows, "summary", f"Seed 002 Fig. 2 (adaptive instance), B = {BUDGET_PER_ARM} K, {reps} reps")
-    plot_accuracy(ctx, rows, "K", "K (d = K - 1)", f"Soare instance, B = {BUDGET_PER_ARM}K", logx=True)
+    plot_accuracy(ctx, rows, "K", "number of arms K (d = K - 1)", f"Soare instance, B = {BUDGET_PER_ARM}K", logx=True)
     ctx.log(f"[{NAME}] total {time.perf_counter() - t0:.1f} s")

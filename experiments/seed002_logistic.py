@@ -72,7 +72,7 @@ def run(ctx):
             run_point(ctx, rows, dict(d=d, B_per_K=b), names, inst, b * K, K, d, reps,
                       released_noise_var=RELEASED_NOISE_VAR)
     ctx.table(rows, "summary", f"Seed 002 Fig. 4: logistic bandit, K = 8, {n_inst} instances x {reps} reps")
-    plot_accuracy(ctx, rows, "B_per_K", "B / K", "logistic, K = 8", panel_key="d", logx=True)
+    plot_accuracy(ctx, rows, "B_per_K", "budget per arm B / K (pulls)", "logistic, K = 8", panel_key="d", logx=True)
 
     # the released code's instance family (theta std 3 / d), d = 5
     rows_c = []

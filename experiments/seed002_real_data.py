@@ -72,4 +72,4 @@ def run(ctx):
                   lingape_deltas=(0.1,) if q else SWEEP_DELTAS)
     rows = best_of_grid(rows, "K")
     ctx.table(rows, "summary", f"Stocks.csv (S&P 500 month), B = {bpk} K, {n_inst} subsamples x {reps} reps")
-    plot_accuracy(ctx, rows, "K", "K", f"Stocks.csv: month of highest S&P 500, B = {bpk}K", logx=True)
+    plot_accuracy(ctx, rows, "K", "number of arms K (months)", f"Stocks.csv: month of highest S&P 500, B = {bpk}K", logx=True)

@@ -43,7 +43,7 @@ def run(ctx):
     rows = best_of_grid(rows, "K")
     ctx.table(rows, "fig3", f"Seed 002 Fig. 3: sphere d = 10, sigma^2 = 10, B = {BUDGET_PER_ARM} K, "
                             f"{n_inst} instances x {reps} reps")
-    plot_accuracy(ctx, rows, "K", "K", f"sphere, d = 10, B = {BUDGET_PER_ARM}K", logx=True, name="fig3_accuracy")
+    plot_accuracy(ctx, rows, "K", "number of arms K", f"sphere, d = 10, B = {BUDGET_PER_ARM}K", logx=True, name="fig3_accuracy")
 
     # -- Fig. 6: sigma^2 = 1, GSE vs OD-LinBAI, several B.  The budget is a traced argument of the
     # compiled program (Algorithm.dynamic_fields), so each (algorithm, K) compiles once for all B.
@@ -57,7 +57,7 @@ def run(ctx):
                 continue
             run_point(ctx, rows6, dict(fig="6", K=K, B=B), ["GSE-Lin-FWG", "OD-LinBAI"], inst, B, K, 10, reps)
     ctx.table(rows6, "fig6", f"Seed 002 Fig. 6: sphere d = 10, sigma^2 = 1, GSE vs OD-LinBAI")
-    plot_accuracy(ctx, rows6, "K", "K", "sphere, sigma^2 = 1", panel_key="B", logx=True, name="fig6_accuracy")
+    plot_accuracy(ctx, rows6, "K", "number of arms K", "sphere, sigma^2 = 1", panel_key="B", logx=True, name="fig6_accuracy")
 
     # -- Fig. 7: corner case (Yang & Tan 2021 Sec 5.1), d = 2, sigma^2 = 1, B = 10 K
     rows7 = []
@@ -66,7 +66,7 @@ def run(ctx):
         inst = seeds.batch(seeds.many_arms_corner, jax.random.fold_in(ctx.key, 2000 + K), n_inst, num_arms=K)
         run_point(ctx, rows7, dict(fig="7", K=K, B=10 * K), ["GSE-Lin-FWG", "OD-LinBAI"], inst, 10 * K, K, 2, reps)
     ctx.table(rows7, "fig7", "Seed 002 Fig. 7: corner case, d = 2, sigma^2 = 1, B = 10 K")
-    plot_accuracy(ctx, rows7, "K", "K", "corner case (d = 2), B = 10K", logx=True, name="fig7_accuracy")
+    plot_accuracy(ctx, rows7, "K", "number of arms K", "corner case (d = 2), B = 10K", logx=True, name="fig7_accuracy")
     print_findings(ctx, "findings", FINDINGS_FIG3 + side_by_side(rows, AUTHORS_FIG3, "K") + "\n"
                    + FINDINGS_FIG6 + side_by_side(rows6, AUTHORS_FIG6, "K"))
 

@@ -3,10 +3,9 @@
 
 Two sweeps.  The default one is the instance the authors' code runs (jobStBAI.py ``synt 5``):
 sigma^2 = 10 (the noise of every synthetic job of the release; Sec 8.2 does not state it) and
-Delta in {0.01, 0.03, 0.05, 0.1, 0.3} (its ``delta_s5`` grid), B = 20 K = 320.  The second is the
-sweep this module ran before, sigma = 1 and Delta in {0.1, ..., 1.0}: ten times the signal-to-noise
-ratio, where every algorithm reaches accuracy ~1 at large Delta (BayesGap-exp .995 and LinGapE
-1.000 at Delta = 1 in the earlier default run).  ``BayesGap-exp[released]`` is BayesGap as the
+Delta in {0.01, 0.03, 0.05, 0.1, 0.3} (its ``delta_s5`` grid), B = 20 K = 320.  The second,
+sigma = 1 and Delta in {0.1, ..., 1.0}, has ten times the signal-to-noise ratio; there every
+algorithm reaches accuracy ~1 at large Delta (BayesGap-exp .995 and LinGapE 1.000 at Delta = 1).  ``BayesGap-exp[released]`` is BayesGap as the
 authors' code configures it (:func:`jaxbandits.algorithms.fixed_budget.bayesgap.released_config`)."""
 from __future__ import annotations
 
@@ -25,11 +24,10 @@ FINDINGS = """\
 #### Fig. 1 (static instance): paper text vs the authors' code vs ours
 
 The text: LinUCB best at small Delta, GSE second-best at large Delta, "BayesGap-exp, LinGapE, and
-Peace cannot take advantage of larger Delta".  The earlier run of this module had BayesGap-exp and
-LinGapE at .995 / 1.000 for large Delta: it used sigma = 1 and Delta up to 1.0, an instance ten
-times easier than the authors'.
+Peace cannot take advantage of larger Delta".  At sigma = 1 and Delta up to 1.0 (the second
+sweep, ten times easier than the authors' instance) BayesGap-exp and LinGapE reach .995 / 1.000.
 * Same instance?  Arms, theta, K, B = 20 K agree; the release runs sigma^2 = 10 and Delta <= 0.3
-  (job script), where 320 pulls leave every algorithm within about 0.1 of chance (1/16).  Now the
+  (job script), where 320 pulls leave every algorithm within about 0.1 of chance (1/16): the
   default sweep.
 * Same algorithm?  The release's BayesGap-exp is exp(-||x - x'||^2 / 1000) (all arms correlated
   0.998 a priori), prior std 50, its own beta and variance-wide bounds (row
@@ -68,7 +66,7 @@ def run(ctx):
             code_rows = rows
         ctx.table(rows, f"summary_{tag}", f"Seed 002 Fig. 1 (static instance), K = d = 16, B = 320, "
                                           f"sigma = {noise:.4g}, {reps} reps")
-        plot_accuracy(ctx, rows, "Delta", "Delta", f"static instance e_1..e_16, B = 320, sigma = {noise:.3g}",
+        plot_accuracy(ctx, rows, "Delta", "gap Delta between the best and the other arms (reward units)", f"static instance e_1..e_16, B = 320, sigma = {noise:.3g}",
                       name=f"accuracy_{tag}")
     print_findings(ctx, "findings", FINDINGS + side_by_side(code_rows, AUTHORS_CODE_RESULTS, "Delta"))
 

@@ -127,7 +127,7 @@ def summarize(name, res, delta, ref=None, mode=None):
     if mode is not None:
         row["mode"] = mode
     row.update(runs=s["runs"], capped=s["runs"] - n, mean=round(s["mean"], 1), SE=round(s["se"], 1),
-               mean_lower_bound=round(s["mean_lower_bound"], 1),
+               mean_counting_capped=round(s["mean_counting_capped"], 1),
                median=s["median"], q05=s["q05"], q95=s["q95"], errors=err, error=round(s["error_rate"], 4),
                error_CI95=f"[{s['error_lo']:.4f}, {s['error_hi']:.4f}]", wall_s=round(res.wall_time, 2))
     if ref is not None:
@@ -154,7 +154,7 @@ def violin(ctx, data: dict, title: str, name: str):
     for i, v in enumerate(vals):
         ax.scatter(v, i + 1 + 0.08 * rng.standard_normal(v.size), s=2, c="grey", alpha=0.3)
     ax.set_yticks(range(1, len(labels) + 1), labels)
-    ax.set_xlabel("sample complexity")
+    ax.set_xlabel("sample complexity (pulls); violins: distribution over runs, bars: median and 10 %-90 %")
     ax.set_title(title)
     fig.tight_layout()
     ctx.savefig(fig, name)

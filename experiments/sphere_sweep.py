@@ -111,7 +111,7 @@ def run(ctx):
     ctx.config.update(K=ks, d=dims, instances=n_inst, instances_K1000=n_large, deltas=deltas, reps=reps,
                       reps_K1000=1, hardness=HARDNESS, cap=CAP, phase_caps=PHASE_CAPS, algorithms=list(algs), xy_adaptive_max_K=xy_max_k)
     df = pd.concat([jb.sweep(algs, gen, deltas=deltas, n_reps=r, key=ctx.key, max_steps=step_cap, out=ctx.out / "sweep",
-                             progress=not ctx.quiet, where=where, resume_only=resume_only) for gen, r in runs],
+                             progress=None if not ctx.quiet else False, where=where, resume_only=resume_only) for gen, r in runs],
                    ignore_index=True)
     ctx.write_rows(df, "rows")
     by = ["algorithm", "dim", "num_arms", "delta"]
@@ -152,7 +152,7 @@ def run(ctx):
                     plot_ratio_distribution(cell, ax=ax)
                 ax.axvline(1.0, color="grey", lw=0.8, ls="--")
                 ax.set_title(f"d = {d}, K = {K}", fontsize="small")
-                ax.tick_params(labelsize=6)
+                ax.tick_params(labelsize=7)
                 if i < len(dims) - 1:
                     ax.set_xlabel("")
         fig.suptitle(f"E[tau] / lower bound per instance, unit-sphere instances, delta = {delta}")

@@ -72,10 +72,11 @@ def summarize(samples: np.ndarray, correct: np.ndarray, stopped: np.ndarray, lev
 
     * ``mean``, ``std``, ``se`` and quantiles over the runs that stopped (``stopped`` of ``runs``);
     * ``frac_capped``: the fraction of runs that hit the cap;
-    * ``mean_lower_bound``: the mean over *all* runs with each capped run counted at the pulls it
-      had made.  Since a capped run's stopping time is at least that, this is a lower bound on the
-      mean stopping time of all runs; when ``frac_capped > 0`` the stopped-run ``mean`` is biased
-      low (the capped runs are the slow ones) and ``mean_lower_bound`` is the honest figure;
+    * ``mean_counting_capped``: the mean over *all* runs with each capped run counted at the pulls
+      it had made.  Since a capped run's stopping time is at least that, this is a lower bound on
+      the mean stopping time of all runs (not the information-theoretic lower bound
+      sigma^2 T* kl(delta, 1 - delta)); when ``frac_capped > 0`` the stopped-run ``mean`` is biased
+      low (the capped runs are the slow ones) and ``mean_counting_capped`` is the honest figure;
     * ``error_rate`` with its Clopper-Pearson interval over the runs that stopped (a capped run
       returned no answer), or ``None`` (printed "n/a") when ``error_defined`` is False: the
       answer is correct by construction (e.g. an oracle that returns the true best arm), so an
@@ -104,5 +105,5 @@ def summarize(samples: np.ndarray, correct: np.ndarray, stopped: np.ndarray, lev
         error_lo=lo,
         error_hi=hi,
         frac_capped=float(1.0 - n / samples.size) if samples.size else float("nan"),
-        mean_lower_bound=float(samples.mean()) if samples.size else float("nan"),
+        mean_counting_capped=float(samples.mean()) if samples.size else float("nan"),
     )

@@ -67,6 +67,11 @@ class Generator:
     n_instances: int = 1
     fixed: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self):
+        from jaxbandits import validation
+
+        validation.check_generator(self)
+
     def points(self) -> list[dict]:
         names = list(self.grid)
         return [dict(zip(names, vals)) for vals in itertools.product(*(self.grid[n] for n in names))]
@@ -119,7 +124,7 @@ def sweep(
     key: jax.Array | int = 0,
     max_steps: int | Callable[[Algorithm, Instance], int] = 10**6,
     out: str | Path | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     lower_bound: bool = True,
     buckets: Buckets | None = Buckets(),
     paired: bool = False,
@@ -139,7 +144,8 @@ def sweep(
       max_steps: step cap per replication, or ``f(algorithm, instances) -> cap``.  Capped runs stay
         in the table with ``stopped = False`` (use :func:`summary`, which counts them).
       out: folder for ``rows.csv`` / ``instances.csv`` (append as it goes, resume on rerun).
-      progress: a progress bar over configurations (tqdm).
+      progress: a progress bar over configurations (tqdm): None (default) when stderr is a
+        terminal, True always, False never.
       lower_bound: compute T*(theta) per instance (best-arm identification; top-m rows get NaN).
       buckets: shape-bucket policy (default powers of two from 8); None runs every configuration
         at its own (K, M), one program per shape.
@@ -159,12 +165,15 @@ def sweep(
       A :class:`pandas.DataFrame` with one row per replication (see the module docstring).
     """
     import pandas as pd
-    from tqdm.auto import tqdm
 
+    from jaxbandits import progress as progress_bar, validation
     from jaxbandits.engine import simulate
 
+    # -- input checks (jaxbandits.validation): before anything is drawn or compiled --------------
+    validation.check_sweep(algorithms, generators, deltas=deltas, n_reps=n_reps, max_steps=max_steps, out=out,
+                           progress=progress)
     gens = [generators] if isinstance(generators, Generator) else list(generators)
-    base = jax.random.key(key) if isinstance(key, int) else key
+    base = validation.as_key(key)
     out = Path(out) if out is not None else None
     inst_path = meta_path = None
     store = Store()  # in memory only, unless ``out`` is given
@@ -222,75 +231,85 @@ def sweep(
     for (g, params, _, _), m in zip(configs, missing):
         point = point_of(g, params)
         pending[point] = pending.get(point, False) or m
-    bar = tqdm(total=len(configs), disable=not progress, desc="sweep", unit="config")
+    bar = progress_bar.Bar(len(configs), desc="sweep", unit="config", enabled=progress_bar.wanted(progress))
     frames = []
     drawn: dict[str, tuple[Instance | None, _PointInfo, np.ndarray]] = {}
-    for g, params, name, delta in configs:
-        point = point_of(g, params)
-        J = g.n_instances
-        if point not in drawn:
-            metas = [meta_cache.get((point, j)) for j in range(J)]
-            have_t = [tstar_cache.get((point, j)) for j in range(J)]
-            have_all_t = all(h is not None for h in have_t)
-            if not pending[point] and all(m is not None for m in metas) and (have_all_t or not lower_bound):
-                insts, info = None, _PointInfo(np.asarray([m["noise"] for m in metas], float), int(metas[0]["K"]),
-                                               int(metas[0]["d"]), int(metas[0]["M"]))
-            else:
-                insts = g.draw(key_for(base, point), params)
-                info = _PointInfo(np.asarray(jax.device_get(insts.noise), float).reshape(-1), insts.num_arms,
-                                  insts.dim, insts.num_items)
-                if meta_path is not None and not all(m is not None for m in metas):
-                    new = not meta_path.exists()
-                    pd.DataFrame(dict(point=point, instance=np.arange(J), noise=info.noise, K=info.K, d=info.d,
-                                      M=info.M)).to_csv(meta_path, mode="a", header=new, index=False)
-            tstar = np.full(J, np.nan)
-            if lower_bound:
-                if have_all_t:
-                    tstar = np.asarray(have_t, float)
+    try:
+        for g, params, name, delta in configs:
+            point = point_of(g, params)
+            J = g.n_instances
+            if point not in drawn:
+                metas = [meta_cache.get((point, j)) for j in range(J)]
+                have_t = [tstar_cache.get((point, j)) for j in range(J)]
+                have_all_t = all(h is not None for h in have_t)
+                if not pending[point] and all(m is not None for m in metas) and (have_all_t or not lower_bound):
+                    insts, info = None, _PointInfo(np.asarray([m["noise"] for m in metas], float), int(metas[0]["K"]),
+                                                   int(metas[0]["d"]), int(metas[0]["M"]))
                 else:
-                    tstar = _characteristic_times(insts if buckets is None else pad_to(insts, *buckets.shape_for(insts)))
-                    if inst_path is not None:
-                        new = not inst_path.exists()
-                        pd.DataFrame(dict(point=point, instance=np.arange(J), T_star=tstar)).to_csv(
-                            inst_path, mode="a", header=new, index=False)
-            drawn[point] = (insts, info, tstar)
-        insts, info, tstar = drawn[point]
-        alg = algorithm_at(name, delta)
-        label = label_of(name, point, delta)
-        todo = store.todo(label, J, n_reps)
-        recs = store.records(label, J, n_reps)
-        bar.set_postfix_str(f"{name} {g.name} {params} delta={delta}")
-        if todo.size:
-            cap = max_steps(alg, insts) if callable(max_steps) else int(max_steps)
-            # the keys hash the configuration's label as a JSON string (as sweeps always have, so
-            # that a sweep's numbers reproduce across versions); paired: without the algorithm
-            key_config = json.dumps(dict(point=point, delta=delta) if paired else config_of(name, point, delta),
-                                    sort_keys=True, default=str)
-            simulate(alg, insts, key_for(base, key_config), n_reps, cap, tasks=todo,
-                     on_chunk=store.recorder(label, n_reps, also=recs.extend), record_pulls=False, buckets=buckets,
-                     **simulate_kw)
-        df = pd.DataFrame(recs, columns=["instance", "rep", "samples", "steps", "correct", "stopped", "answer"])
-        df.insert(0, "algorithm", name)
-        df.insert(1, "generator", g.name)
-        for k, v in params.items():
-            df[k] = v
-        df["delta"] = delta if delta is not None else getattr(alg, "delta", np.nan)
-        df["noise"] = info.noise[df["instance"].to_numpy()]
-        df["K"], df["d"], df["M"] = info.K, info.d, info.M
-        padded = buckets is not None and alg.supports_padding
-        df["K_bucket"], df["M_bucket"] = ((buckets.size(info.K) if buckets.arms else info.K,
-                                           buckets.size(info.M) if buckets.items else info.M) if padded
-                                          else (info.K, info.M))
-        bai = alg.top_m == 1 and alg.slack == 0.0 and not alg.fixed_budget
-        ts = tstar[df["instance"].to_numpy()]
-        df["T_star"] = ts if bai else np.nan
-        d_ = float(df["delta"].iloc[0]) if len(df) else np.nan
-        df["lower_bound"] = df["noise"] ** 2 * df["T_star"] * (_kl(d_) if d_ == d_ else np.nan)
-        lead = ["algorithm", "generator", *params, "delta", "instance", "rep"]
-        df = df[lead + [c for c in df.columns if c not in lead]]
-        frames.append(df.sort_values(["instance", "rep"]))
-        bar.update(1)
-    bar.close()
+                    insts = g.draw(key_for(base, point), params)
+                    info = _PointInfo(np.asarray(jax.device_get(insts.noise), float).reshape(-1), insts.num_arms,
+                                      insts.dim, insts.num_items)
+                    if meta_path is not None and not all(m is not None for m in metas):
+                        new = not meta_path.exists()
+                        pd.DataFrame(dict(point=point, instance=np.arange(J), noise=info.noise, K=info.K, d=info.d,
+                                          M=info.M)).to_csv(meta_path, mode="a", header=new, index=False)
+                tstar = np.full(J, np.nan)
+                if lower_bound:
+                    if have_all_t:
+                        tstar = np.asarray(have_t, float)
+                    else:
+                        tstar = _characteristic_times(insts if buckets is None else pad_to(insts, *buckets.shape_for(insts)))
+                        if inst_path is not None:
+                            new = not inst_path.exists()
+                            pd.DataFrame(dict(point=point, instance=np.arange(J), T_star=tstar)).to_csv(
+                                inst_path, mode="a", header=new, index=False)
+                drawn[point] = (insts, info, tstar)
+            insts, info, tstar = drawn[point]
+            alg = algorithm_at(name, delta)
+            label = label_of(name, point, delta)
+            todo = store.todo(label, J, n_reps)
+            recs = store.records(label, J, n_reps)
+            bar.status(f"{name} {g.name} {params} delta={delta}")
+            if todo.size:
+                cap = max_steps(alg, insts) if callable(max_steps) else int(max_steps)
+                # the keys hash the configuration's label as a JSON string (as sweeps always have, so
+                # that a sweep's numbers reproduce across versions); paired: without the algorithm
+                key_config = json.dumps(dict(point=point, delta=delta) if paired else config_of(name, point, delta),
+                                        sort_keys=True, default=str)
+                simulate(alg, insts, key_for(base, key_config), n_reps, cap, tasks=todo,
+                         on_chunk=store.recorder(label, n_reps, also=recs.extend), record_pulls=False, buckets=buckets,
+                         progress=False, **simulate_kw)
+            df = pd.DataFrame(recs, columns=["instance", "rep", "samples", "steps", "correct", "stopped", "answer"])
+            df.insert(0, "algorithm", name)
+            df.insert(1, "generator", g.name)
+            for k, v in params.items():
+                df[k] = v
+            df["delta"] = delta if delta is not None else getattr(alg, "delta", np.nan)
+            df["noise"] = info.noise[df["instance"].to_numpy()]
+            df["K"], df["d"], df["M"] = info.K, info.d, info.M
+            padded = buckets is not None and alg.supports_padding
+            df["K_bucket"], df["M_bucket"] = ((buckets.size(info.K) if buckets.arms else info.K,
+                                               buckets.size(info.M) if buckets.items else info.M) if padded
+                                              else (info.K, info.M))
+            bai = alg.top_m == 1 and alg.slack == 0.0 and not alg.fixed_budget
+            ts = tstar[df["instance"].to_numpy()]
+            df["T_star"] = ts if bai else np.nan
+            d_ = float(df["delta"].iloc[0]) if len(df) else np.nan
+            df["lower_bound"] = df["noise"] ** 2 * df["T_star"] * (_kl(d_) if d_ == d_ else np.nan)
+            lead = ["algorithm", "generator", *params, "delta", "instance", "rep"]
+            df = df[lead + [c for c in df.columns if c not in lead]]
+            frames.append(df.sort_values(["instance", "rep"]))
+            bar.update(1)
+    except KeyboardInterrupt:
+        bar.close()
+        import sys
+
+        saved = (f"finished chunks are saved in {store.path}; the same call resumes from there" if store.path
+                 else "nothing was saved (pass out=... to keep finished chunks and resume)")
+        print(f"sweep interrupted after {len(frames)} of {len(configs)} configurations: {saved}", file=sys.stderr)
+        raise
+    finally:
+        bar.close()
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -298,12 +317,13 @@ def sweep(
 # summaries and the standard figures
 # ------------------------------------------------------------------------------------------------
 def summary(df, by: Sequence[str], level: float = 0.95):
-    """One row per group: :func:`jaxbandits.stats.summarize` of its runs (runs, stopped, capped
-    fraction, mean over stopped runs with its SE and quantiles, the lower bound on the mean that
-    counts capped runs, the error rate with its Clopper-Pearson interval over stopped runs), the
-    mean lower bound, and ``ratio`` = mean / lower bound (NaN when some runs were capped: the
-    stopped-run mean is then biased low) with ``ratio_at_least`` = mean_lower_bound / lower bound
-    (always a valid lower bound on the ratio)."""
+    """One row per group: :func:`jaxbandits.stats.summarize` of its runs (runs, stopped, capped fraction, mean (over stopped runs) with its SE,
+    ``mean_counting_capped`` (the mean over all runs, capped runs at their pulls so far: a lower
+    bound on the mean stopping time), the error rate with its Clopper-Pearson interval (over
+    stopped runs), the mean lower bound sigma^2 T* kl(delta, 1 - delta) (``lower_bound``), and
+    ``ratio`` = mean / lower bound (NaN when some runs were capped: the stopped-run mean is then
+    biased low) with ``ratio_at_least`` = mean_counting_capped / lower bound (always a valid lower
+    bound on the ratio)."""
     import pandas as pd
 
     from jaxbandits.stats import summarize
@@ -315,7 +335,7 @@ def summary(df, by: Sequence[str], level: float = 0.95):
         lb = float(g["lower_bound"].mean()) if "lower_bound" in g else math.nan
         finite = bool(lb) and lb == lb
         s.update(lower_bound=lb, ratio=s["mean"] / lb if finite and s["frac_capped"] == 0 else math.nan,
-                 ratio_at_least=s["mean_lower_bound"] / lb if finite else math.nan)
+                 ratio_at_least=s["mean_counting_capped"] / lb if finite else math.nan)
         out.append(dict(zip(by, keys), **s))
     return pd.DataFrame(out)
 

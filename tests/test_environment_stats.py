@@ -109,8 +109,8 @@ def test_summarize_excludes_capped_runs():
     assert s["stopped"] == 2 and s["mean"] == 15 and s["error_rate"] == 0.5
     assert abs(s["frac_capped"] - 1 / 3) < 1e-12
     # the capped run is counted in the lower bound on the mean, at the pulls it had made
-    assert abs(s["mean_lower_bound"] - 1030 / 3) < 1e-9
-    assert s["mean_lower_bound"] >= s["mean"]
+    assert abs(s["mean_counting_capped"] - 1030 / 3) < 1e-9
+    assert s["mean_counting_capped"] >= s["mean"]
 
 
 def test_summarize_error_rate_na_when_correct_by_construction():

@@ -22,6 +22,8 @@ from jaxbandits.engine.layout import (CHUNK_LANES, Layout, _pow2_floor, choose_b
 from jaxbandits.engine.results import Results, _counts
 from jaxbandits.instances.base import Buckets, Instance, as_batch, pad_to
 from jaxbandits.watchdog import run_guarded, timeout_for
+from jaxbandits import progress as progress_bar
+from jaxbandits import validation
 
 
 def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_steps, lanes, chunk_per_dev,
@@ -58,6 +60,8 @@ def _with_precision(fn):
 
     @functools.wraps(fn)
     def wrapper(algorithm, instances, *args, precision: str | None = None, **kwargs):
+        validation.check_algorithm(algorithm)  # input checks (jaxbandits.validation) before any cast
+        validation.check_instances(instances)
         prec = precision_policy.resolve(precision, algorithm, instances)
         with precision_policy.context(prec):
             if isinstance(instances, Instance):
@@ -66,16 +70,6 @@ def _with_precision(fn):
         return dataclasses.replace(res, precision=prec)
 
     return wrapper
-
-
-def _validate_run(algorithm, instances, n_reps, max_steps):
-    if not isinstance(instances, Instance):
-        raise TypeError(f"instances must be an Instance (or a batch of them), got {type(instances)}")
-    if int(max_steps) < 1:
-        raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-    if int(n_reps) < 1:
-        raise ValueError(f"n_reps must be >= 1, got {n_reps}")
-    algorithm.validate(instances)
 
 
 def _prepare(algorithm, instances, stall_timeout):
@@ -94,8 +88,7 @@ def _task_list(tasks, T: int) -> np.ndarray:
     if T >= 2**31:
         raise ValueError("too many replications for int32 task ids; split the run")
     all_tasks = np.arange(T, dtype=np.int64) if tasks is None else np.unique(np.asarray(tasks, np.int64))
-    if all_tasks.size and (all_tasks[0] < 0 or all_tasks[-1] >= T):
-        raise ValueError("task ids out of range")
+    validation.check_task_range(all_tasks, T)
     return distributed.process_share(all_tasks)  # this process's share (all of them on one host)
 
 
@@ -124,8 +117,6 @@ def _plan_and_compile(algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, 
         chunk_per_dev = max(1, math.ceil(int(chunk_size) / D))
     L = min(L, chunk_per_dev)
     S = int(block_steps) if block_steps else choose_block_steps(platform)
-    if S < 1:
-        raise ValueError(f"block_steps must be >= 1, got {block_steps}")
     static_algorithm, _ = algorithm.split_dynamic()
     compile_time = 0.0
     while True:
@@ -191,19 +182,20 @@ def simulate(
     refill_min: int | None = None,
     devices: list | None = None,
     tasks: np.ndarray | None = None,
-    progress: bool | Callable[[str], None] = False,
+    progress: bool | None | Callable[[str], None] = None,
     on_chunk: Callable[[np.ndarray, dict], None] | None = None,
     stall_timeout: float | None = None,
     precision: str | None = None,
     buckets: Buckets | None = None,
     block_steps: int | None = None,
+    allow_ties: bool = False,
 ) -> Results:
     """Run ``n_reps`` replications of ``algorithm`` on every instance of ``instances``.
 
     Args:
       algorithm: a configured :class:`~jaxbandits.algorithms.base.Algorithm`.
       instances: one :class:`~jaxbandits.instances.base.Instance` or a batch (leading axis).
-      key: PRNG key; replication i of instance j uses ``fold_in(fold_in(key, j), i)`` only.
+      key: PRNG key or int seed; replication i of instance j uses ``fold_in(fold_in(key, j), i)`` only.
       n_reps: replications per instance.
       max_steps: cap on ``step`` calls per replication; runs reaching it are reported with
         ``stopped = False`` and never counted as stops.
@@ -222,7 +214,9 @@ def simulate(
       devices: devices to spread over (default: all of ``jax.devices()``; in a ``jax.distributed``
         run, this process's ``jax.local_devices()``).
       tasks: flat task ids ``j * n_reps + i`` to run (default all): resume support.
-      progress: True to print progress after every chunk, or a callable receiving the line.
+      progress: a progress bar of replications (done, rate, time left; :mod:`jaxbandits.progress`)
+        when the run lasts more than a few seconds: None (default) shows it when stderr is a
+        terminal, True always, False never; a callable receives one line after every chunk instead.
       on_chunk: called after every chunk with (task ids, dict of flat per-task arrays).
       stall_timeout: guard against the XLA:CPU deadlock of jaxlib 0.10.x (:mod:`jaxbandits.watchdog`):
         if the process makes no CPU progress for this many seconds while a chunk is pending,
@@ -236,11 +230,36 @@ def simulate(
       block_steps: steps every lane takes between two checks for finished lanes (a loop with a
         trip count fixed at compile time; default :func:`choose_block_steps`, from the backend).
         Lanes that finish inside a block idle until it ends.  Results never depend on it.
+      allow_ties: run instances whose best item (or top-m boundary) is tied; refused by default,
+        since the answer is not unique and an exact-identification run may never stop.
 
     Returns:
       :class:`Results`.
     """
-    _validate_run(algorithm, instances, n_reps, max_steps)
+    # -- input checks (jaxbandits.validation): before anything is compiled ----------------------
+    validation.check_simulate(algorithm, instances, n_reps, max_steps, lanes=lanes, chunk_size=chunk_size,
+                              refill_min=refill_min, devices=devices, tasks=tasks, progress=progress,
+                              stall_timeout=stall_timeout, buckets=buckets, record_pulls=record_pulls,
+                              allow_ties=allow_ties)
+    if block_steps is not None and (isinstance(block_steps, bool) or int(block_steps) < 1):
+        raise ValueError(f"block_steps must be an int >= 1, got {block_steps!r}")
+    key = validation.as_key(key)
+    # -- progress bar (jaxbandits.progress): shown once the run lasts a few seconds -------------
+    bar = progress_bar.Bar(None, desc=type(algorithm).__name__, unit="rep",
+                           enabled=progress_bar.wanted(progress), status="preparing")
+    try:
+        return _simulate(algorithm, instances, key, n_reps, max_steps, lanes=lanes, chunk_size=chunk_size,
+                         record_pulls=record_pulls, refill_min=refill_min, devices=devices, tasks=tasks,
+                         say=progress_bar.lines(progress), bar=bar, on_chunk=on_chunk,
+                         stall_timeout=stall_timeout, precision=precision, buckets=buckets,
+                         block_steps=block_steps)
+    finally:
+        bar.close()
+
+
+def _simulate(algorithm, instances, key, n_reps, max_steps, *, lanes, chunk_size, record_pulls, refill_min,
+              devices, tasks, say, bar, on_chunk, stall_timeout, precision, buckets, block_steps) -> Results:
+    """The body of :func:`simulate`, on checked arguments."""
     if devices is None:
         devices = jax.local_devices() if distributed.process_count() > 1 else jax.devices()
     devices = list(devices)
@@ -259,17 +278,18 @@ def simulate(
     n_reps_arr = jnp.asarray(int(n_reps), jnp.int32)
     # steps are int32; a larger cap is never reached
     max_steps_arr = jnp.asarray(min(int(max_steps), 2**31 - 1), jnp.int32)
+    bar.status("compiling")
     compiled, layout, compile_time = _plan_and_compile(
         algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, devices, lanes, chunk_size, refill_min,
         record_pulls, block_steps, all_tasks.size)
     D, L, chunk_per_dev = layout.devices, layout.lanes, layout.chunk_per_device
 
     got = _Collected(J * int(n_reps), inst.num_arms, inst.num_items, record_pulls)
-    say = progress if callable(progress) else (print if progress else None)
     per_call = D * chunk_per_dev
     lane_steps = 0
     t_start = time.perf_counter()
     done_count = 0
+    bar.set_total(all_tasks.size, status="")
     for c0 in range(0, all_tasks.size, per_call):
         ids = all_tasks[c0:c0 + per_call]
         # Spread a short last chunk evenly over devices so no device idles on padding alone.
@@ -290,6 +310,7 @@ def simulate(
         if on_chunk is not None:
             on_chunk(tid, dict(samples=got.samples[tid], steps=got.steps[tid], correct=got.correct[tid],
                                stopped=got.stopped[tid], answer=got.answer[tid, :M_real]))
+        bar.update(tid.size)
         if say is not None:
             el = time.perf_counter() - t_start
             rate = done_count / el if el > 0 else float("inf")

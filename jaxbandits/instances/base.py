@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxbandits import validation
 from jaxbandits.precision import float64_entry
 
 REWARD_MODELS = ("gaussian", "bernoulli", "logistic")
@@ -136,12 +137,15 @@ def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", d
     """
     if model not in REWARD_MODELS:
         raise ValueError(f"unknown reward model {model!r}; expected one of {REWARD_MODELS}")
+    validation.check_instance_shapes(arms, arms if items is None else items, theta, noise, model)
     dtype = dtype or jnp.result_type(float)
     arms = jnp.asarray(arms, dtype)
     theta = jnp.asarray(theta, dtype)
     items = arms if items is None else jnp.asarray(items, dtype)
     noise = jnp.broadcast_to(jnp.asarray(noise, dtype), theta.shape[:-1])
-    return Instance(arms=arms, items=items, theta=theta, noise=noise, model=model)
+    inst = Instance(arms=arms, items=items, theta=theta, noise=noise, model=model)
+    validation.check_bernoulli_means(inst, "theta")
+    return inst
 
 
 @float64_entry

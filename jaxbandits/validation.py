@@ -1,0 +1,402 @@
+"""Argument checks of the public entry points, run on the host before anything is compiled.
+
+Every check raises ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind, value not
+allowed) with a message that starts with the argument's name, then its value, then what is
+allowed, e.g. ``n_reps must be an integer >= 1, got -3``.  :func:`jaxbandits.engine.simulate`,
+:func:`jaxbandits.sweep`, :class:`jaxbandits.Generator`, :func:`jaxbandits.make_instance` and the
+command line (``python -m experiments``) call these functions first, so a mistake costs no
+compilation.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: relative gap under which two item values count as tied (float64 rounding of z^T theta)
+TIE_RTOL = 1e-12
+
+
+# ------------------------------------------------------------------------------------------------
+# scalars
+# ------------------------------------------------------------------------------------------------
+def _show(value: Any) -> str:
+    r = repr(value)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
+def _is_tracer(value) -> bool:
+    import jax
+
+    return isinstance(value, jax.core.Tracer)
+
+
+def as_int(name: str, value: Any, *, minimum: int | None = None, allow_none: bool = False) -> int | None:
+    """``value`` as a Python int (an int, a NumPy integer or a 0-d integer array; never a bool, a
+    float or a string), at least ``minimum``."""
+    if value is None and allow_none:
+        return None
+    allowed = "an integer" + (f" >= {minimum}" if minimum is not None else "") + (" or None" if allow_none else "")
+    v = value
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v.item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be {allowed}, got {_show(value)} ({type(value).__name__})")
+    v = int(v)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be {allowed}, got {v}")
+    return v
+
+
+def as_real(name: str, value: Any, *, low: float | None = None, high: float | None = None,
+            low_open: bool = True, high_open: bool = True, allow_none: bool = False) -> float | None:
+    """``value`` as a finite float (an int, a float, a NumPy scalar or a 0-d array; never a bool or
+    a string) inside the interval given by ``low`` / ``high`` (open ends by default)."""
+    if value is None and allow_none:
+        return None
+    if low is not None and high is not None:
+        rng = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    elif low is not None:
+        rng = f"{'>' if low_open else '>='} {low:g}"
+    elif high is not None:
+        rng = f"{'<' if high_open else '<='} {high:g}"
+    else:
+        rng = "finite"
+    allowed = f"a number {rng}" + (" or None" if allow_none else "")
+    if _is_tracer(value):  # a traced value inside a user's jit: checked when concrete
+        return value
+    v = value
+    if hasattr(v, "shape") and hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0:
+        v = np.asarray(v).item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name} must be {allowed}, got {_show(value)} ({type(value).__name__})")
+    v = float(v)
+    bad = not math.isfinite(v)
+    if low is not None:
+        bad |= v <= low if low_open else v < low
+    if high is not None:
+        bad |= v >= high if high_open else v > high
+    if bad:
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return v
+
+
+def as_key(value: Any, name: str = "key"):
+    """A PRNG key from an int seed or a key: ``jax.random.key(seed)`` for an int, a typed key
+    unchanged, a raw ``uint32[2]`` key wrapped as a typed key (the same bits, so the same draws)."""
+    import jax
+    import jax.numpy as jnp
+
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int seed or a PRNG key (jax.random.key(seed)), got {value!r}")
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+        if not -(2**63) <= v < 2**64:
+            raise ValueError(f"{name} must be an int seed in [-2**63, 2**64) or a PRNG key, got {v}")
+        return jax.random.key(v)
+    if isinstance(value, jax.Array) or isinstance(value, np.ndarray):
+        if jnp.issubdtype(value.dtype, jax.dtypes.prng_key):
+            if value.shape != ():
+                raise ValueError(f"{name} must be a single PRNG key (shape ()), got a key array of shape "
+                                 f"{value.shape}")
+            return value
+        if value.dtype == np.uint32 and value.shape == (2,):
+            return jax.random.wrap_key_data(jnp.asarray(value))
+        raise TypeError(f"{name} must be an int seed or a PRNG key (jax.random.key(seed)), got an array of "
+                        f"shape {value.shape} and dtype {value.dtype}")
+    raise TypeError(f"{name} must be an int seed or a PRNG key (jax.random.key(seed)), got {_show(value)} "
+                    f"({type(value).__name__})")
+
+
+# ------------------------------------------------------------------------------------------------
+# algorithms
+# ------------------------------------------------------------------------------------------------
+#: ranges of hyperparameters shared by many algorithms: name -> as_real keyword arguments
+FIELD_RANGES: dict[str, dict] = {
+    "delta": dict(low=0.0, high=1.0),
+    "sigma": dict(low=0.0),
+    "epsilon": dict(low=0.0, low_open=False),
+    "budget": dict(low=0.0),
+}
+
+
+def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
+    """``algorithm`` is a configured :class:`~jaxbandits.algorithms.base.Algorithm` whose numeric
+    hyperparameters (its ``dynamic_fields``, and delta / sigma / epsilon / budget / m wherever an
+    algorithm has them) are numbers in their ranges; wrapped algorithms are checked too."""
+    from jaxbandits.algorithms.base import Algorithm
+
+    if isinstance(algorithm, type) and issubclass(algorithm, Algorithm):
+        raise TypeError(f"{name} must be a configured algorithm, got the class {algorithm.__name__}; "
+                        f"call it: {algorithm.__name__}()")
+    if not isinstance(algorithm, Algorithm):
+        raise TypeError(f"{name} must be an Algorithm (e.g. jaxbandits.algorithms.RAGE()), got "
+                        f"{_show(algorithm)} ({type(algorithm).__name__})")
+    cls = type(algorithm).__name__
+    for f in dataclasses.fields(algorithm):
+        v = getattr(algorithm, f.name)
+        if isinstance(v, Algorithm):
+            check_algorithm(v, f"{cls}.{f.name}")
+            continue
+        if v is None or _is_tracer(v):
+            continue
+        label = f"{cls}.{f.name}" if name == "algorithm" else f"{name}.{f.name}"
+        if f.name in FIELD_RANGES:
+            as_real(label, v, **FIELD_RANGES[f.name])
+            if f.name == "budget" and float(v) != int(float(v)):
+                raise ValueError(f"{label} must be a whole number of pulls, got {v!r}")
+        elif f.name in algorithm.dynamic_fields:
+            a = np.asarray(v) if not isinstance(v, (str, bytes)) else None
+            if a is None or isinstance(v, (bool, np.bool_)) or not np.issubdtype(a.dtype, np.number):
+                raise TypeError(f"{label} must be a number, got {_show(v)} ({type(v).__name__})")
+            if np.any(np.isnan(a)):
+                raise ValueError(f"{label} must be a number, got {v!r}")
+        elif f.name == "m":
+            as_int(label, v, minimum=1)
+
+
+def check_instances(instances: Any, name: str = "instances") -> None:
+    """``instances`` is an :class:`~jaxbandits.instances.base.Instance` (or a batch); its shapes,
+    finiteness and noise are checked by the algorithm's ``validate``."""
+    from jaxbandits.instances.base import Instance
+
+    if not isinstance(instances, Instance):
+        raise TypeError(f"{name} must be an Instance or a batch of them (jaxbandits.make_instance, "
+                        f"jaxbandits.instances.seeds), got {_show(instances)} ({type(instances).__name__})")
+
+
+def check_bernoulli_means(instances, name: str = "instances") -> None:
+    """Bernoulli rewards need every real arm's mean x^T theta in [0, 1]."""
+    if instances.model != "bernoulli" or _is_tracer(instances.theta):
+        return
+    mu = np.asarray(instances.arm_means())
+    mu = np.where(np.asarray(instances.valid_arms()), mu, 0.5)
+    if np.any((mu < 0) | (mu > 1)):
+        bad = mu[(mu < 0) | (mu > 1)]
+        raise ValueError(f"{name}: Bernoulli rewards need arm means x^T theta in [0, 1], got "
+                         f"{bad.size} outside (e.g. {float(bad.flat[0]):g}); use model='gaussian' or "
+                         "rescale theta")
+
+
+def tied_instances(instances, m: int = 1) -> np.ndarray:
+    """Indices (in the batch) of the instances whose m-th and (m+1)-th best item values tie: the
+    best item (or the top-m set) is then not unique."""
+    from jaxbandits.instances.base import as_batch
+
+    b = as_batch(instances)
+    v = np.asarray(b.masked_item_values(), np.float64)
+    if v.shape[-1] <= m:
+        return np.zeros(0, np.int64)
+    s = -np.sort(-v, axis=-1)
+    a, c = s[:, m - 1], s[:, m]
+    scale = np.maximum(np.abs(a), 1.0)
+    return np.flatnonzero(np.isfinite(c) & (a - c <= TIE_RTOL * scale))
+
+
+def check_ties(algorithm, instances, allow_ties: bool, name: str = "instances") -> None:
+    """Refuse instances whose answer is not unique (the best item, or the top-m set at its
+    boundary, tied) unless ``allow_ties``: an exact-identification run cannot stop there, and
+    which answer counts as correct is a convention.  Tolerated epsilon > 0 makes ties harmless."""
+    if allow_ties:
+        return
+    slack = algorithm.slack
+    if not _is_tracer(slack) and float(slack) > 0:
+        return
+    m = algorithm.top_m
+    tied = tied_instances(instances, m)
+    if tied.size:
+        what = "best items" if m == 1 else f"items ranked {m} and {m + 1}"
+        where = "" if not instances.is_batched else f" (instance(s) {', '.join(map(str, tied[:5]))}" + \
+            (" ..." if tied.size > 5 else "") + " of the batch)"
+        raise ValueError(f"{name}: the {what} have tied values{where}, so the answer is not unique and an "
+                         "exact-identification run may never stop; pass allow_ties=True to run it anyway "
+                         "(tied items all count as correct)")
+
+
+def check_simulate(algorithm, instances, n_reps, max_steps, *, lanes=None, chunk_size=None, refill_min=None,
+                   devices=None, tasks=None, progress=None, stall_timeout=None, buckets=None,
+                   record_pulls=True, allow_ties=False) -> None:
+    """Every argument of :func:`jaxbandits.engine.simulate`, checked before anything runs."""
+    from jaxbandits.instances.base import Buckets
+
+    check_algorithm(algorithm)
+    check_instances(instances)
+    as_int("n_reps", n_reps, minimum=1)
+    as_int("max_steps", max_steps, minimum=1)
+    as_int("lanes", lanes, minimum=1, allow_none=True)
+    as_int("chunk_size", chunk_size, minimum=1, allow_none=True)
+    as_int("refill_min", refill_min, minimum=1, allow_none=True)
+    if devices is not None:
+        if isinstance(devices, (str, bytes)) or not hasattr(devices, "__len__") or len(devices) == 0:
+            raise ValueError(f"devices must be a non-empty list of JAX devices (e.g. jax.devices()) or None, "
+                             f"got {_show(devices)}")
+        if not all(hasattr(d, "platform") for d in devices):
+            raise TypeError(f"devices must hold JAX devices (jax.devices()), got {_show(devices)}")
+    if tasks is not None:
+        t = np.asarray(tasks)
+        if t.ndim != 1 or not (t.size == 0 or np.issubdtype(t.dtype, np.integer)):
+            raise TypeError(f"tasks must be a 1-d array of integer task ids, got {_show(tasks)}")
+        J = instances.batch_shape[0] if instances.is_batched else 1
+        check_task_range(np.sort(t), J * int(n_reps))
+    if not (progress is None or isinstance(progress, (bool, np.bool_)) or callable(progress)):
+        raise TypeError(f"progress must be True, False, None (a bar when stderr is a terminal) or a "
+                        f"callable receiving a line, got {_show(progress)}")
+    if stall_timeout is not None:
+        as_real("stall_timeout", stall_timeout, low=0.0, low_open=False)
+    if buckets is not None and not isinstance(buckets, Buckets):
+        raise TypeError(f"buckets must be a jaxbandits.Buckets or None, got {_show(buckets)}")
+    if not isinstance(record_pulls, (bool, np.bool_)):
+        raise TypeError(f"record_pulls must be True or False, got {_show(record_pulls)}")
+    if not isinstance(allow_ties, (bool, np.bool_)):
+        raise TypeError(f"allow_ties must be True or False, got {_show(allow_ties)}")
+    check_bernoulli_means(instances)
+    algorithm.validate(instances)
+    check_ties(algorithm, instances, bool(allow_ties))
+
+
+def check_task_range(tasks: np.ndarray, total: int) -> None:
+    if tasks.size and (tasks[0] < 0 or tasks[-1] >= total):
+        raise ValueError(f"tasks must be task ids in [0, n_instances * n_reps) = [0, {total}), got ids from "
+                         f"{int(tasks[0])} to {int(tasks[-1])}")
+
+
+# ------------------------------------------------------------------------------------------------
+# sweeps
+# ------------------------------------------------------------------------------------------------
+def check_generator(gen) -> None:
+    """A :class:`jaxbandits.Generator`'s fields."""
+    if not isinstance(gen.name, str) or not gen.name:
+        raise TypeError(f"Generator.name must be a non-empty string, got {_show(gen.name)}")
+    if not callable(gen.fn):
+        raise TypeError(f"Generator.fn must be a callable fn(key, **params) -> Instance, got {_show(gen.fn)}")
+    as_int("Generator.n_instances", gen.n_instances, minimum=1)
+    if not hasattr(gen.grid, "items"):
+        raise TypeError(f"Generator.grid must be a dict parameter -> list of values, got {_show(gen.grid)}")
+    for k, vals in gen.grid.items():
+        if isinstance(vals, (str, bytes)) or not hasattr(vals, "__iter__"):
+            raise TypeError(f"Generator.grid[{k!r}] must be a list of values to sweep, got {_show(vals)}")
+        if len(list(vals)) == 0:
+            raise ValueError(f"Generator.grid[{k!r}] must hold at least one value, got {_show(vals)}")
+
+
+def check_sweep(algorithms, generators, *, deltas, n_reps, max_steps, out, progress) -> None:
+    """Every argument of :func:`jaxbandits.sweep`, checked before anything runs."""
+    from jaxbandits.algorithms.base import Algorithm
+    from jaxbandits.sweeps import Generator
+
+    if not hasattr(algorithms, "items") or len(algorithms) == 0:
+        raise TypeError(f"algorithms must be a non-empty dict name -> algorithm (or factory delta -> algorithm), "
+                        f"got {_show(algorithms)}")
+    for k, a in algorithms.items():
+        if isinstance(a, Algorithm):
+            check_algorithm(a, f"algorithms[{k!r}]")
+        elif isinstance(a, type) or not callable(a):
+            raise TypeError(f"algorithms[{k!r}] must be a configured algorithm or a factory delta -> algorithm, "
+                            f"got {_show(a)}")
+    gens = [generators] if isinstance(generators, Generator) else generators
+    if isinstance(gens, (str, bytes)) or not hasattr(gens, "__iter__"):
+        raise TypeError(f"generators must be a Generator or a list of them, got {_show(generators)}")
+    gens = list(gens)
+    if not gens or not all(isinstance(g, Generator) for g in gens):
+        raise TypeError(f"generators must be a Generator or a non-empty list of them, got {_show(generators)}")
+    if isinstance(deltas, (str, bytes)) or not hasattr(deltas, "__iter__"):
+        raise TypeError(f"deltas must be a list of confidence levels in (0, 1) (or [None]), got {_show(deltas)}")
+    deltas = list(deltas)
+    if not deltas:
+        raise ValueError("deltas must hold at least one confidence level (or None), got []")
+    for d in deltas:
+        as_real("deltas", d, low=0.0, high=1.0, allow_none=True)
+    as_int("n_reps", n_reps, minimum=1)
+    if not callable(max_steps):
+        as_int("max_steps", max_steps, minimum=1)
+    if out is not None:
+        check_out_dir(out, "out")
+    if not isinstance(progress, (bool, np.bool_)) and progress is not None:
+        raise TypeError(f"progress must be True, False or None (a bar when stderr is a terminal), got "
+                        f"{_show(progress)}")
+
+
+def check_out_dir(out, name: str = "out") -> Path:
+    """A folder that exists or can be made (not a file, not under a file)."""
+    if not isinstance(out, (str, Path)) or str(out) == "":
+        raise TypeError(f"{name} must be a folder path (str or pathlib.Path), got {_show(out)}")
+    p = Path(out)
+    for q in (p, *p.parents):
+        if q.exists():
+            if not q.is_dir():
+                raise ValueError(f"{name} must be a folder, but {str(q)!r} is a file")
+            break
+    return p
+
+
+# ------------------------------------------------------------------------------------------------
+# instances
+# ------------------------------------------------------------------------------------------------
+def check_instance_shapes(arms, items, theta, noise, model: str = "gaussian") -> None:
+    """Shapes given to :func:`jaxbandits.make_instance`: arms [..., K, d], items [..., M, d],
+    theta [..., d] with the same d and batch shape, noise broadcastable to the batch shape."""
+    X, Z, th = np.shape(arms), np.shape(items), np.shape(theta)
+    if len(X) < 2:
+        raise ValueError(f"arms must be an array [K, d] (or [batch, K, d]), got shape {X}")
+    if len(th) < 1:
+        raise ValueError(f"theta must be an array [d] (or [batch, d]), got shape {th}")
+    if th[-1] != X[-1]:
+        raise ValueError(f"theta must have the arms' dimension d = {X[-1]}, got shape {th} (arms {X})")
+    if X[:-2] != th[:-1]:
+        raise ValueError(f"theta's batch shape {th[:-1]} must match the arms' {X[:-2]} (arms {X}, theta {th})")
+    if len(Z) < 2 or Z[-1] != X[-1] or Z[:-2] != X[:-2]:
+        raise ValueError(f"items must be an array [M, d] with the arms' d = {X[-1]} and batch shape {X[:-2]}, "
+                         f"got shape {Z}")
+    try:
+        np.broadcast_shapes(np.shape(noise), th[:-1])
+    except ValueError:
+        raise ValueError(f"noise must be a scalar or broadcast to the batch shape {th[:-1]}, got shape "
+                         f"{np.shape(noise)}") from None
+    if model == "gaussian" and not _is_tracer(noise):
+        nz = np.asarray(noise)
+        if np.issubdtype(nz.dtype, np.number) and np.any(~np.isfinite(nz) | (nz <= 0)):
+            raise ValueError(f"noise must be > 0 (the reward noise's standard deviation), got {_show(noise)}")
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+# ------------------------------------------------------------------------------------------------
+def cli_positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (--reps, --devices)."""
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {v}")
+    return v
+
+
+def cli_seed(text: str) -> int:
+    """argparse type: a seed, an integer >= 0."""
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {v}")
+    return v
+
+
+def cli_out_dir(text: str) -> str:
+    """argparse type: a folder that exists or can be made."""
+    import argparse
+
+    try:
+        check_out_dir(text, "--out")
+    except (TypeError, ValueError) as e:
+        raise argparse.ArgumentTypeError(str(e).replace("--out must be", "must be")) from None
+    return text

@@ -1,0 +1,174 @@
+"""Every bad input is refused with a clear error (naming the argument) before anything compiles."""
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+
+import jax
+import numpy as np
+import pytest
+
+import jaxbandits as jb
+from jaxbandits import engine, programs
+from jaxbandits.algorithms import GSE, MLinGapE, UniformGLR
+from jaxbandits.engine import simulate
+from jaxbandits.instances.base import Instance
+
+ARMS = np.array([[1.0, 0.0], [0.0, 1.0], [0.7071, 0.7071]])
+GOOD = dict(arms=ARMS, theta=np.array([1.0, 0.5]))
+
+
+def inst(theta=(1.0, 0.5), model="gaussian", arms=ARMS):
+    return jb.make_instance(arms, theta, model=model)
+
+
+def raw_instance(theta, model):
+    """An instance built without make_instance's checks (as a user's own pytree code could)."""
+    a = jax.numpy.asarray(ARMS)
+    return Instance(arms=a, items=a, theta=jax.numpy.asarray(theta), noise=jax.numpy.asarray(1.0), model=model)
+
+
+def sim(alg=None, instances=None, key=0, n_reps=4, max_steps=100, **kw):
+    return lambda: simulate(alg or UniformGLR(), inst() if instances is None else instances, key, n_reps,
+                            max_steps, **kw)
+
+
+def tiny_gen(**kw):
+    from jaxbandits.instances import seeds
+
+    return jb.Generator("sphere", seeds.unit_sphere, {"dim": [2], "num_arms": [4]}, **kw)
+
+
+def swp(**kw):
+    args = dict(algorithms={"U": UniformGLR()}, generators=tiny_gen(), n_reps=2, progress=False)
+    args.update(kw)
+    return lambda: jb.sweep(args.pop("algorithms"), args.pop("generators"), **args)
+
+
+def cli(*argv):
+    def run():
+        from experiments._runner import main
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                main(["seed000_table1", *argv])
+            except SystemExit as e:
+                raise ValueError(err.getvalue().strip().splitlines()[-1]) from e
+        raise AssertionError("the command line accepted " + " ".join(argv))
+    return run
+
+
+@pytest.fixture(scope="module")
+def a_file(tmp_path_factory):
+    p = tmp_path_factory.mktemp("v") / "a_file.txt"
+    p.write_text("x")
+    return str(p)
+
+
+# (case id, thunk factory taking the temporary file's path, exception type, the argument's name)
+CASES = [
+    # simulate: the run's own arguments
+    ("n_reps negative", lambda f: sim(n_reps=-3), ValueError, "n_reps"),
+    ("n_reps zero", lambda f: sim(n_reps=0), ValueError, "n_reps"),
+    ("n_reps float", lambda f: sim(n_reps=2.5), TypeError, "n_reps"),
+    ("n_reps string", lambda f: sim(n_reps="10"), TypeError, "n_reps"),
+    ("max_steps zero", lambda f: sim(max_steps=0), ValueError, "max_steps"),
+    ("max_steps float", lambda f: sim(max_steps=1e6), TypeError, "max_steps"),
+    ("key string", lambda f: sim(key="0"), TypeError, "key"),
+    ("key float", lambda f: sim(key=1.5), TypeError, "key"),
+    ("key bool", lambda f: sim(key=True), TypeError, "key"),
+    ("key batch of keys", lambda f: sim(key=jax.random.split(jax.random.key(0), 3)), ValueError, "key"),
+    ("key wrong array", lambda f: sim(key=np.zeros(3, np.float32)), TypeError, "key"),
+    ("lanes zero", lambda f: sim(lanes=0), ValueError, "lanes"),
+    ("chunk_size negative", lambda f: sim(chunk_size=-1), ValueError, "chunk_size"),
+    ("refill_min zero", lambda f: sim(refill_min=0), ValueError, "refill_min"),
+    ("devices empty", lambda f: sim(devices=[]), ValueError, "devices"),
+    ("devices not devices", lambda f: sim(devices=["cpu"]), TypeError, "devices"),
+    ("tasks out of range", lambda f: sim(tasks=np.array([0, 99])), ValueError, "tasks"),
+    ("tasks floats", lambda f: sim(tasks=np.array([0.5])), TypeError, "tasks"),
+    ("progress string", lambda f: sim(progress="yes"), TypeError, "progress"),
+    ("stall_timeout negative", lambda f: sim(stall_timeout=-1), ValueError, "stall_timeout"),
+    ("precision unknown", lambda f: sim(precision="float16"), ValueError, "precision"),
+    ("buckets string", lambda f: sim(buckets="pow2"), TypeError, "buckets"),
+    ("record_pulls string", lambda f: sim(record_pulls="no"), TypeError, "record_pulls"),
+    ("allow_ties string", lambda f: sim(allow_ties="yes"), TypeError, "allow_ties"),
+    # simulate: the algorithm
+    ("algorithm class", lambda f: sim(alg=UniformGLR), TypeError, "algorithm"),
+    ("algorithm string", lambda f: lambda: simulate("RAGE", inst(), 0, 4, 100), TypeError, "algorithm"),
+    ("delta string", lambda f: sim(alg=UniformGLR(delta="0.05")), TypeError, "delta"),
+    ("delta zero", lambda f: sim(alg=UniformGLR(delta=0.0)), ValueError, "delta"),
+    ("delta above one", lambda f: sim(alg=UniformGLR(delta=1.5)), ValueError, "delta"),
+    ("delta nan", lambda f: sim(alg=UniformGLR(delta=math.nan)), ValueError, "delta"),
+    ("sigma negative", lambda f: sim(alg=UniformGLR(sigma=-1.0)), ValueError, "sigma"),
+    ("sigma zero", lambda f: sim(alg=UniformGLR(sigma=0.0)), ValueError, "sigma"),
+    ("dynamic field string", lambda f: sim(alg=UniformGLR(u="1")), TypeError, "u"),
+    ("budget negative", lambda f: sim(alg=GSE(budget=-10)), ValueError, "budget"),
+    ("budget fractional", lambda f: sim(alg=GSE(budget=100.5)), ValueError, "budget"),
+    ("m too large", lambda f: sim(alg=MLinGapE(m=5)), ValueError, "m"),
+    ("epsilon negative", lambda f: lambda: simulate(MLinGapE(m=1, epsilon=-0.1), inst(), 0, 4, 100),
+     ValueError, "epsilon"),
+    # simulate: the instances
+    ("instances array", lambda f: sim(instances=ARMS), TypeError, "instances"),
+    ("bernoulli means outside [0, 1]", lambda f: sim(instances=raw_instance([2.0, -0.5], "bernoulli")),
+     ValueError, "instances"),
+    ("tied best arms", lambda f: sim(instances=inst(theta=(1.0, 1.0), arms=ARMS[:2])), ValueError, "allow_ties"),
+    ("top-m tie at the boundary", lambda f: sim(alg=MLinGapE(m=2), instances=jb.make_instance(
+        np.eye(3), [1.0, 0.5, 0.5])), ValueError, "allow_ties"),
+    # make_instance
+    ("theta of the wrong dimension", lambda f: lambda: jb.make_instance(ARMS, [1.0, 0.0, 0.0]), ValueError, "theta"),
+    ("items of the wrong dimension", lambda f: lambda: jb.make_instance(ARMS, [1.0, 0.0], items=np.eye(3)),
+     ValueError, "items"),
+    ("arms a vector", lambda f: lambda: jb.make_instance([1.0, 2.0], [1.0]), ValueError, "arms"),
+    ("noise negative", lambda f: lambda: jb.make_instance(ARMS, [1.0, 0.5], noise=-1.0), ValueError, "noise"),
+    ("bernoulli theta outside [0, 1]", lambda f: lambda: jb.make_instance(ARMS, [2.0, -0.5], model="bernoulli"),
+     ValueError, "theta"),
+    # sweep and Generator
+    ("sweep n_reps zero", lambda f: swp(n_reps=0), ValueError, "n_reps"),
+    ("sweep deltas out of range", lambda f: swp(deltas=[0.05, 2.0]), ValueError, "deltas"),
+    ("sweep deltas a number", lambda f: swp(deltas=0.05), TypeError, "deltas"),
+    ("sweep key string", lambda f: swp(key="0"), TypeError, "key"),
+    ("sweep algorithms empty", lambda f: swp(algorithms={}), TypeError, "algorithms"),
+    ("sweep algorithm with bad sigma", lambda f: swp(algorithms={"U": UniformGLR(sigma=-1.0)}), ValueError, "sigma"),
+    ("sweep generators wrong type", lambda f: swp(generators="sphere"), TypeError, "generators"),
+    ("sweep max_steps zero", lambda f: swp(max_steps=0), ValueError, "max_steps"),
+    ("sweep out is a file", lambda f: swp(out=f), ValueError, "out"),
+    ("Generator n_instances zero", lambda f: lambda: tiny_gen(n_instances=0), ValueError, "n_instances"),
+    ("Generator grid not lists", lambda f: lambda: jb.Generator("g", lambda k: None, {"dim": 5}), TypeError, "grid"),
+    # the command line
+    ("--reps negative", lambda f: cli("--reps", "-3"), ValueError, "--reps"),
+    ("--reps zero", lambda f: cli("--reps", "0"), ValueError, "--reps"),
+    ("--seed negative", lambda f: cli("--seed", "-1"), ValueError, "--seed"),
+    ("--seed not a number", lambda f: cli("--seed", "abc"), ValueError, "--seed"),
+    ("--devices zero", lambda f: cli("--devices", "0"), ValueError, "--devices"),
+    ("--out is a file", lambda f: cli("--out", f), ValueError, "--out"),
+]
+
+
+def test_enough_cases():
+    assert len(CASES) >= 30
+    assert len({c[0] for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_refused_before_compiling(case, a_file):
+    _, make, exc, name = case
+    thunk = make(a_file)
+    before = (engine.programs_compiled(), len(programs.PREPARED))
+    with pytest.raises(exc) as info:
+        thunk()
+    first = str(info.value).splitlines()[0]
+    assert name in first, first
+    assert (engine.programs_compiled(), len(programs.PREPARED)) == before
+
+
+def test_int_seed_and_key_give_the_same_run():
+    a = simulate(UniformGLR(), inst(), 3, 4, 10_000, progress=False)
+    b = simulate(UniformGLR(), inst(), jax.random.key(3), 4, 10_000, progress=False)
+    np.testing.assert_array_equal(a.samples, b.samples)
+
+
+def test_ties_run_when_allowed():
+    res = simulate(UniformGLR(), inst(theta=(1.0, 1.0), arms=ARMS[:2]), 0, 2, 50, allow_ties=True, progress=False)
+    assert res.samples.shape == (1, 2)
