@@ -8,7 +8,8 @@ from one algorithm module into another (helpers that live inside an algorithm).
 
 Layers, lowest first (a module may import from its own layer and below):
 
-0. infrastructure: precision, stats, watchdog, compilation_cache, programs, store
+0. infrastructure: precision, stats, watchdog, compilation_cache, programs, store, progress,
+   validation (argument checks, called from every layer)
 1. instances (Instance, seeds, data)
 2. the environment (reward models) and execution helpers: environment, batching, distributed
 3. design (optimal-design solvers, lower bounds)
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "jaxbandits"
 
 LAYERS = [
-    ("precision", "stats", "watchdog", "compilation_cache", "programs", "store"),
+    ("precision", "stats", "watchdog", "compilation_cache", "programs", "store", "progress", "validation"),
     ("instances",),
     ("environment", "batching", "distributed"),
     ("design",),
