@@ -17,6 +17,9 @@ from typing import Any
 
 import numpy as np
 
+# the checks of make_instance live beside it (instances.base imports nothing from here: no cycle)
+from jaxbandits.instances.base import check_bernoulli_means, check_instance_shapes  # noqa: F401
+
 #: relative gap under which two item values count as tied (float64 rounding of z^T theta)
 TIE_RTOL = 1e-12
 
@@ -169,19 +172,6 @@ def check_instances(instances: Any, name: str = "instances") -> None:
                         f"jaxbandits.instances.seeds), got {_show(instances)} ({type(instances).__name__})")
 
 
-def check_bernoulli_means(instances, name: str = "instances") -> None:
-    """Bernoulli rewards need every real arm's mean x^T theta in [0, 1]."""
-    if instances.model != "bernoulli" or _is_tracer(instances.theta):
-        return
-    mu = np.asarray(instances.arm_means())
-    mu = np.where(np.asarray(instances.valid_arms()), mu, 0.5)
-    if np.any((mu < 0) | (mu > 1)):
-        bad = mu[(mu < 0) | (mu > 1)]
-        raise ValueError(f"{name}: Bernoulli rewards need arm means x^T theta in [0, 1], got "
-                         f"{bad.size} outside (e.g. {float(bad.flat[0]):g}); use model='gaussian' or "
-                         "rescale theta")
-
-
 def tied_instances(instances, m: int = 1) -> np.ndarray:
     """Indices (in the batch) of the instances whose m-th and (m+1)-th best item values tie: the
     best item (or the top-m set) is then not unique."""
@@ -283,10 +273,12 @@ def check_generator(gen) -> None:
             raise ValueError(f"Generator.grid[{k!r}] must hold at least one value, got {_show(vals)}")
 
 
-def check_sweep(algorithms, generators, *, deltas, n_reps, max_steps, out, progress) -> None:
-    """Every argument of :func:`jaxbandits.sweep`, checked before anything runs."""
+def check_sweep(algorithms, generators, *, deltas, n_reps, max_steps, out, progress, generator_type) -> None:
+    """Every argument of :func:`jaxbandits.sweep`, checked before anything runs (``generator_type``:
+    :class:`jaxbandits.Generator`, passed in so that this module does not import the sweeps)."""
     from jaxbandits.algorithms.base import Algorithm
-    from jaxbandits.sweeps import Generator
+
+    Generator = generator_type
 
     if not hasattr(algorithms, "items") or len(algorithms) == 0:
         raise TypeError(f"algorithms must be a non-empty dict name -> algorithm (or factory delta -> algorithm), "
@@ -336,32 +328,6 @@ def check_out_dir(out, name: str = "out") -> Path:
 # ------------------------------------------------------------------------------------------------
 # instances
 # ------------------------------------------------------------------------------------------------
-def check_instance_shapes(arms, items, theta, noise, model: str = "gaussian") -> None:
-    """Shapes given to :func:`jaxbandits.make_instance`: arms [..., K, d], items [..., M, d],
-    theta [..., d] with the same d and batch shape, noise broadcastable to the batch shape."""
-    X, Z, th = np.shape(arms), np.shape(items), np.shape(theta)
-    if len(X) < 2:
-        raise ValueError(f"arms must be an array [K, d] (or [batch, K, d]), got shape {X}")
-    if len(th) < 1:
-        raise ValueError(f"theta must be an array [d] (or [batch, d]), got shape {th}")
-    if th[-1] != X[-1]:
-        raise ValueError(f"theta must have the arms' dimension d = {X[-1]}, got shape {th} (arms {X})")
-    if X[:-2] != th[:-1]:
-        raise ValueError(f"theta's batch shape {th[:-1]} must match the arms' {X[:-2]} (arms {X}, theta {th})")
-    if len(Z) < 2 or Z[-1] != X[-1] or Z[:-2] != X[:-2]:
-        raise ValueError(f"items must be an array [M, d] with the arms' d = {X[-1]} and batch shape {X[:-2]}, "
-                         f"got shape {Z}")
-    try:
-        np.broadcast_shapes(np.shape(noise), th[:-1])
-    except ValueError:
-        raise ValueError(f"noise must be a scalar or broadcast to the batch shape {th[:-1]}, got shape "
-                         f"{np.shape(noise)}") from None
-    if model == "gaussian" and not _is_tracer(noise):
-        nz = np.asarray(noise)
-        if np.issubdtype(nz.dtype, np.number) and np.any(~np.isfinite(nz) | (nz <= 0)):
-            raise ValueError(f"noise must be > 0 (the reward noise's standard deviation), got {_show(noise)}")
-
-
 # ------------------------------------------------------------------------------------------------
 # command line
 # ------------------------------------------------------------------------------------------------

@@ -8,14 +8,13 @@ from one algorithm module into another (helpers that live inside an algorithm).
 
 Layers, lowest first (a module may import from its own layer and below):
 
-0. infrastructure: precision, stats, watchdog, compilation_cache, programs, store, progress,
-   validation (argument checks, called from every layer)
+0. infrastructure: precision, stats, watchdog, compilation_cache, programs, store, progress
 1. instances (Instance, seeds, data)
 2. the environment (reward models) and execution helpers: environment, batching, distributed
 3. design (optimal-design solvers, lower bounds)
 4. the algorithm contract and shared algorithm helpers: algorithms.base, algorithms.common
 5. algorithms (one module per algorithm or family, and the algorithms package)
-6. engine
+6. engine, and validation (the argument checks of simulate and sweep)
 7. jobs built on the engine: sweeps, calibration, and the top-level package
 """
 from __future__ import annotations
@@ -29,13 +28,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "jaxbandits"
 
 LAYERS = [
-    ("precision", "stats", "watchdog", "compilation_cache", "programs", "store", "progress", "validation"),
+    ("precision", "stats", "watchdog", "compilation_cache", "programs", "store", "progress"),
     ("instances",),
     ("environment", "batching", "distributed"),
     ("design",),
     ("algorithms.base", "algorithms.common"),
     ("algorithms",),
-    ("engine",),
+    ("engine", "validation"),
     ("sweeps", "calibration", ""),
 ]
 

@@ -28,7 +28,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits import validation
 from jaxbandits.precision import float64_entry
 
 REWARD_MODELS = ("gaussian", "bernoulli", "logistic")
@@ -127,6 +126,54 @@ class Instance:
         return self.batch_shape[0]
 
 
+def _show(value: Any) -> str:
+    r = repr(value)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
+def _is_tracer(value) -> bool:
+    return isinstance(value, jax.core.Tracer)
+
+
+def check_instance_shapes(arms, items, theta, noise, model: str = "gaussian") -> None:
+    """Shapes given to :func:`jaxbandits.make_instance`: arms [..., K, d], items [..., M, d],
+    theta [..., d] with the same d and batch shape, noise broadcastable to the batch shape."""
+    X, Z, th = np.shape(arms), np.shape(items), np.shape(theta)
+    if len(X) < 2:
+        raise ValueError(f"arms must be an array [K, d] (or [batch, K, d]), got shape {X}")
+    if len(th) < 1:
+        raise ValueError(f"theta must be an array [d] (or [batch, d]), got shape {th}")
+    if th[-1] != X[-1]:
+        raise ValueError(f"theta must have the arms' dimension d = {X[-1]}, got shape {th} (arms {X})")
+    if X[:-2] != th[:-1]:
+        raise ValueError(f"theta's batch shape {th[:-1]} must match the arms' {X[:-2]} (arms {X}, theta {th})")
+    if len(Z) < 2 or Z[-1] != X[-1] or Z[:-2] != X[:-2]:
+        raise ValueError(f"items must be an array [M, d] with the arms' d = {X[-1]} and batch shape {X[:-2]}, "
+                         f"got shape {Z}")
+    try:
+        np.broadcast_shapes(np.shape(noise), th[:-1])
+    except ValueError:
+        raise ValueError(f"noise must be a scalar or broadcast to the batch shape {th[:-1]}, got shape "
+                         f"{np.shape(noise)}") from None
+    if model == "gaussian" and not _is_tracer(noise):
+        nz = np.asarray(noise)
+        if np.issubdtype(nz.dtype, np.number) and np.any(~np.isfinite(nz) | (nz <= 0)):
+            raise ValueError(f"noise must be > 0 (the reward noise's standard deviation), got {_show(noise)}")
+
+
+def check_bernoulli_means(instances, name: str = "instances") -> None:
+    """Bernoulli rewards need every real arm's mean x^T theta in [0, 1]."""
+    if instances.model != "bernoulli" or _is_tracer(instances.theta):
+        return
+    mu = np.asarray(instances.arm_means())
+    mu = np.where(np.asarray(instances.valid_arms()), mu, 0.5)
+    if np.any((mu < 0) | (mu > 1)):
+        bad = mu[(mu < 0) | (mu > 1)]
+        raise ValueError(f"{name}: Bernoulli rewards need arm means x^T theta in [0, 1], got "
+                         f"{bad.size} outside (e.g. {float(bad.flat[0]):g}); use model='gaussian' or "
+                         "rescale theta")
+
+
 @float64_entry
 def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", dtype=None) -> Instance:
     """Build an :class:`Instance` from array-likes (items default to the arms: Z = X).
@@ -137,14 +184,14 @@ def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", d
     """
     if model not in REWARD_MODELS:
         raise ValueError(f"unknown reward model {model!r}; expected one of {REWARD_MODELS}")
-    validation.check_instance_shapes(arms, arms if items is None else items, theta, noise, model)
+    check_instance_shapes(arms, arms if items is None else items, theta, noise, model)
     dtype = dtype or jnp.result_type(float)
     arms = jnp.asarray(arms, dtype)
     theta = jnp.asarray(theta, dtype)
     items = arms if items is None else jnp.asarray(items, dtype)
     noise = jnp.broadcast_to(jnp.asarray(noise, dtype), theta.shape[:-1])
     inst = Instance(arms=arms, items=items, theta=theta, noise=noise, model=model)
-    validation.check_bernoulli_means(inst, "theta")
+    check_bernoulli_means(inst, "theta")
     return inst
 
 
