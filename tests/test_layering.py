@@ -176,7 +176,7 @@ def test_no_import_cycles():
     assert cycles(graph()) == []
 
 
-@pytest.mark.xfail(strict=False, reason="known upward and private imports (issue: one home per shared piece)")
+@pytest.mark.xfail(strict=False, reason="known upward and private imports: python tests/test_layering.py lists them")
 def test_no_upward_or_private_imports():
     g = graph()
     assert upward(g) == [] and private(g) == []
