@@ -22,11 +22,15 @@ then read, per algorithm on its seed instance (``benchmarks/devices.py``'s workl
   results of every kernel of a step).  Steps per replication come from a short CPU run
   (``--reps``); lane efficiency is taken as 0.9.
 
-The constants are fitted to H100 measurements of 2026-11-23 (jax 0.11.2, the library before
-block stepping): LT&S at K = 1000, 1,459 replications/s at 4,096 lanes with batched solves; RAGE
-on Soare d = 5, 87 per second with default lanes; m-LinGapE top-m, 47,488 at 100,000 lanes
-(docs/design.md, section 15.2).  They are starting points: when a GPU is available,
-``benchmarks/devices.py`` measures the same rows.
+The constants are fitted by hand to H100 measurements of 2026-11-23 (jax 0.11.2, the library at
+93f9a23, one step per iteration of the engine's loop), with the model applied to the programs as
+they were then: m-LinGapE top-m, 47,488 replications/s at 100,000 lanes (83 kernels and 2 syncs per
+step, as this script counts them on that version; 3,261 steps per replication) is predicted at
+57,900 (1.22x); LT&S at K = 1000, 1,459 per second at 4,096 lanes with batched solves (about
+3,650 kernels and 164 syncs per step once its Frank-Wolfe iterations are counted; 473 steps) at
+1,220 (0.84x).  The RAGE figure (87 per second) was taken at lanes that were not recorded and does
+not constrain them.  Two points and three constants: starting points, to be refitted from
+``benchmarks/devices.py`` the first time a GPU is lent.
 
 Usage (in an environment with the ``gpu-model`` extra)::
 
@@ -82,9 +86,9 @@ H100_FREE_BYTES = 79 * 2**30
 
 #: cost model (fitted, see the module docstring): seconds per kernel launch, per host round trip,
 #: and the HBM bandwidth reached by the step's kernels
-T_KERNEL = 4.0e-6
-T_SYNC = 25.0e-6
-BANDWIDTH = 2.0e12
+T_KERNEL = 1.3e-6
+T_SYNC = 10.0e-6
+BANDWIDTH = 0.8 * 3.35e12
 #: lane efficiency assumed for the predictions (refilled lanes, block tail)
 EFFICIENCY = 0.9
 #: mean steps per replication where no CPU run is asked for (``--reps 0``): LT&S many-arms K = 1000
