@@ -147,8 +147,17 @@ def measure_row(w: Workload, platform: str, lanes: int | None, budget: float, mi
 
     from jaxbandits.engine import simulate
 
+    from jaxbandits import engine
+    from jaxbandits.instances.base import as_batch
+
     devices = jax.devices(platform)[:1]
     n_reps = max(min_reps, 1)
+    if lanes is None:  # the default for the whole row (the first call below runs one replication)
+        with jaxbandits_precision():
+            inst = w.algorithm.prepare(as_batch(w.instance))
+            lanes = engine.choose_lanes(platform if platform == "cpu" else devices[0].platform,
+                                        engine.lane_bytes(w.algorithm, inst), engine.free_memory(devices[0]),
+                                        inst, tasks=n_reps)
     t_start = time.perf_counter()
     done = wall = useful = lane_steps = compile_s = 0.0
     samples, stopped, layout = [], [], None
@@ -185,6 +194,12 @@ def _summary(platform, layout, done, wall, useful, lane_steps, compile_s, device
                 program_bytes=layout.program_bytes, layout=dataclasses.asdict(layout),
                 mean_samples=sum(samples) / len(samples), stopped=sum(stopped) / len(stopped),
                 budget_spent=cut)
+
+
+def jaxbandits_precision():
+    from jaxbandits import precision
+
+    return precision.context("float64")
 
 
 def _mib(b):
@@ -243,9 +258,9 @@ def run_main(args) -> int:
         todo += [(w.name, lanes) for lanes in sweep]
     left = [(n, lanes) for n, lanes in todo if not os.path.exists(_row_path(args.out, n, args.platform, lanes))]
     print(f"# {len(todo) - len(left)} of {len(todo)} rows already in {args.out}", flush=True)
-    for name, lanes in left:
+    for started, (name, lanes) in enumerate(left):
         spent = time.perf_counter() - t0
-        if spent + args.row_budget > args.total:
+        if started and spent + args.row_budget > args.total:
             print(f"# time budget spent ({spent:.0f} s): run the same command again", flush=True)
             return 0
         cmd = [sys.executable, os.path.abspath(__file__), "row", name, "--out", args.out, "--platform", args.platform,

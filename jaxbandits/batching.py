@@ -75,7 +75,10 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None =
     Unbatched it is ``lax.cond``.  Batched (``custom_vmap``), the lanes with ``pred`` are gathered
     ``capacity`` at a time (``jnp.nonzero(size=capacity)``), the solver runs on that buffer and the
     results are scattered back; a ``while_loop`` repeats until every such lane is served, so it
-    runs zero times on steps where no lane needs ``fn``.  The solver is ``vmap(fn)`` when
+    runs zero times on steps where no lane needs ``fn``.  When the solver is batched and the
+    capacity holds every lane (the accelerator policy), there is no loop: one pass on the smallest
+    of a few buffer sizes (powers of ``SOLVE_BUCKET_FACTOR``) holding the flagged lanes, so a step
+    where few lanes solve pays for few solves.  The solver is ``vmap(fn)`` when
     ``batched_solve``, else ``lax.map`` (one lane after the other, each unbatched).  ``capacity``
     and ``batched_solve`` default to the :func:`current_policy` at trace time.  Results are
     identical to the ``cond`` version (tested).  ``fn`` must return a pytree with the structure of
@@ -128,6 +131,8 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None =
             res = [r.at[tgt].set(g.astype(r.dtype), mode="drop") for r, g in zip(res, got)]
             return res, served.at[tgt].set(True, mode="drop")
 
+        if batched_solve and C >= axis_size:
+            return _one_pass(p, ins, ins_b, outs, solver, axis_size), [True] * len(outs)
         res, _ = jax.lax.while_loop(lambda c: jnp.any(p & ~c[1]), chunk, (outs, jnp.zeros((axis_size,), bool)))
         return res, [True] * len(res)
 
@@ -152,6 +157,36 @@ def fixed_trip_while(cond: Callable, body: Callable, init, max_iters: int):
         return jax.tree.map(lambda a, b: jnp.where(go, a, b), new, c)
 
     return jax.lax.fori_loop(0, int(max_iters), step, init)
+
+
+#: buffer sizes of a batched one-pass solve grow by this factor (the buffer is at most this many
+#: times the lanes that need a solve)
+SOLVE_BUCKET_FACTOR = 8
+
+
+def _one_pass(p, ins, ins_b, outs, solver, axis_size):
+    """Every flagged lane served in one pass, on the smallest buffer of a few sizes (0, 1, 8, 64,
+    ..., every lane) that holds them: a ``switch``, no loop.  Buffer slots past the flagged lanes
+    repeat the first flagged lane's problem, so they never run longer than a real solve."""
+    sizes = [0]
+    while sizes[-1] < axis_size:
+        sizes.append(min(axis_size, max(1, sizes[-1] * SOLVE_BUCKET_FACTOR)))
+
+    def make(B):
+        def serve(outs):
+            if B == 0:
+                return list(outs)
+            idx = jnp.nonzero(p, size=B, fill_value=axis_size)[0]
+            valid = idx < axis_size
+            safe = jnp.where(valid, idx, idx[0])
+            got = solver(*[a[safe] if b else a for a, b in zip(ins, ins_b)])
+            tgt = jnp.where(valid, idx, axis_size)  # out of bounds: dropped
+            return [r.at[tgt].set(g.astype(r.dtype), mode="drop") for r, g in zip(outs, got)]
+        return serve
+
+    count = jnp.sum(p)
+    index = jnp.sum(count > jnp.asarray(sizes[:-1]))
+    return jax.lax.switch(index, [make(B) for B in sizes], list(outs))
 
 
 def in_smallest_bucket(count: jax.Array, buckets: tuple[int, ...], make: Callable, *args):

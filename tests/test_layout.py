@@ -92,3 +92,22 @@ def test_results_report_the_layout_and_match_across_policies():
     r2 = engine.simulate(LazyTrackAndStop(delta=0.1, solve_capacity=4), inst, jax.random.key(0), 12, 20_000)
     np.testing.assert_array_equal(r.samples, r2.samples)
     np.testing.assert_array_equal(r.answer, r2.answer)
+
+
+def test_batched_solve_serves_every_flag_count_in_one_pass_without_a_loop():
+    """The accelerator policy: one pass on the smallest buffer holding the flagged lanes (0, 1, 8,
+    64, ... lanes), no data-dependent loop, the cond result for any number of flagged lanes."""
+    def fn(x, k):
+        return jnp.sin(x) * k + x ** 2
+
+    n = 70
+    xs, olds = jnp.linspace(0.0, 1.0, n), -jnp.arange(float(n))
+    f = jax.jit(jax.vmap(lambda p, x, o: solve_where(p, fn, (x, 0.5), o)))
+    for count in (0, 1, 5, 8, 9, 64, 65, n):
+        preds = jnp.zeros((n,), bool).at[jnp.arange(count) * 7 % n].set(True) if count < n else jnp.ones((n,), bool)
+        ref = jax.vmap(lambda p, x, o: jax.lax.cond(p, lambda: fn(x, 0.5), lambda: o))(preds, xs, olds)
+        with batching.policy(batching.solve_for("gpu", n)):
+            got = f(preds, xs, olds)
+            jaxpr = str(jax.make_jaxpr(jax.vmap(lambda p, x, o: solve_where(p, fn, (x, 0.5), o)))(preds, xs, olds))
+        np.testing.assert_allclose(got, ref, rtol=1e-14)
+        assert "while" not in jaxpr

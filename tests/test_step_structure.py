@@ -26,10 +26,6 @@ from jaxbandits.instances.base import as_batch
 #: where a data-dependent loop may stay ("file.py:function" of the code that starts it, matched as
 #: a prefix) -> why it is still there
 ALLOWED = {
-    "batching.py:solve_where":
-        "serves only the lanes that need a design solve, a buffer at a time (LT&S's lazy updates, "
-        "RAGE's and the Oracle's phase designs): zero passes on the steps where no lane solves, one "
-        "when they fit in the buffer",
     "track_and_stop.py:paper_frank_wolfe":
         "LT&S's plug-in allocation by the Frank-Wolfe of seed 000's released code, stopped by its "
         "duality-gap test: the iteration count is part of the algorithm reproduced (paper(), "

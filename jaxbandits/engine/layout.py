@@ -50,7 +50,10 @@ UNKNOWN_MEMORY_LANES = 1 << 12
 #: on an accelerator, lanes follow the tasks per device in powers of two, with about this many
 #: replications per lane (refilled lanes keep busy until the chunk's tail)
 TASKS_PER_LANE = 4
-#: steps per block on a CPU (the per-step loop test is cheap there)
+#: steps per block on a CPU, where the loop's per-step test costs no host round trip.  Measured on 2
+#: shared cores (uniform GLR, m-LinGapE, LT&S on small instances, best of 3 runs each, S = 1, 2,
+#: 8, 16, 32): rep-steps/s within run-to-run noise of each other (0.2-1.1 M), no S consistently
+#: ahead; 1 wastes no masked steps
 CPU_BLOCK_STEPS = 1
 #: steps per block on an accelerator: each block ends in one host round trip (the "any lane
 #: running" test and the refill decision), amortised over this many steps; lanes finishing inside a
