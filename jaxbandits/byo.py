@@ -220,7 +220,7 @@ def calibrate(algorithm, *, size: str = "quick", n_reps: int | None = None, name
     if isinstance(algorithm, type):
         algorithm = as_algorithm(algorithm)
     reps = int(n_reps if n_reps is not None else SIZES[size])
-    probe = configure(algorithm, deltas[0])
+    probe = algorithm if isinstance(algorithm, Algorithm) and algorithm.fixed_budget else configure(algorithm, deltas[0])
     if probe.fixed_budget:
         raise ValueError(f"{type(probe).__name__} is a fixed-budget algorithm: calibrate checks fixed-confidence "
                          "delta-correctness (compare fixed-budget algorithms with benchmark(..., suite='fixed-budget'))")

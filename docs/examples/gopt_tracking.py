@@ -74,10 +74,13 @@ class GOptTracking(Algorithm):
         theta, L = common.least_squares(stats)
         z, best = common.glr_statistic(theta, L, instance.items, instance.item_mask)
         t = state.t + 1
-        sigma = common.noise_scale(self.sigma, instance)
-        beta = sigma**2 * jnp.log((1.0 + jnp.log(t.astype(theta.dtype))) / self.delta)
+        beta = self.threshold(t.astype(theta.dtype), common.noise_scale(self.sigma, instance))
         ready = jnp.all(jnp.where(support, stats.counts >= 1, True))   # A_t invertible
         return GOptState(stats, t, best.astype(jnp.int32), ready & (z > beta))
+
+    def threshold(self, t: jax.Array, sigma: jax.Array) -> jax.Array:
+        """sigma^2 beta(t, delta), beta = log((1 + log t) / delta)."""
+        return sigma**2 * jnp.log((1.0 + jnp.log(t)) / self.delta)
 
     def done(self, state: GOptState) -> jax.Array:
         return state.stopped
