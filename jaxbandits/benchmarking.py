@@ -636,9 +636,11 @@ def write_figures(rows, summ, s: Suite, root: Path) -> list[Path]:
         paths.append(p)
     if s.kind == "fixed-confidence":
         r = _per_run(rows)
-        per_inst = r.groupby(["algorithm", "set", "point", "instance"], sort=False)["ratio"].mean().reset_index()
-        labels = list(dict.fromkeys(per_inst["algorithm"]))
-        data = [per_inst.loc[per_inst["algorithm"] == a, "ratio"].dropna().to_numpy() for a in labels]
+        per_inst = r.groupby(["algorithm", "kind", "set", "point", "instance"], sort=False)["ratio"].mean().reset_index()
+        names = list(dict.fromkeys(per_inst["algorithm"]))
+        yours = set(per_inst.loc[per_inst["kind"] == "yours", "algorithm"])
+        labels = [a + (" (yours)" if a in yours else "") for a in names]
+        data = [per_inst.loc[per_inst["algorithm"] == a, "ratio"].dropna().to_numpy() for a in names]
         if any(len(d) for d in data):
             fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.5))
             ax.boxplot(data, orientation="horizontal", tick_labels=labels)

@@ -242,7 +242,7 @@ def calibrate(algorithm, *, size: str = "quick", n_reps: int | None = None, name
     gen = Generator("calibration", lambda k, sigma: cal.calibration_instance(inst_name, sigma),
                     {"sigma": list(sigmas)}, n_instances=1)
     df = sweep({name: algorithm}, gen, deltas=list(deltas), n_reps=reps, key=key, max_steps=int(max_steps),
-               out=folder, progress=progress, lower_bound=(m == 1), buckets=None, **simulate_kw)
+               out=folder, progress=progress, lower_bound=False, buckets=None, **simulate_kw)
     case = cal.Case(name, inst_name, lambda d: configure(algorithm, d), equivariant=scaling,
                     error_check=not probe.correct_by_construction, max_steps=int(max_steps))
     rows = []
