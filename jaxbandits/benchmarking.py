@@ -277,12 +277,12 @@ SUITES: dict[str, Suite] = {
     "top-m": Suite(
         "top-m", "1", "top-m",
         sets=(
-            InstanceSet("classic", _topm_classic, {"num_arms": [4]}, m=2, n_reps=(20, 500), max_steps=2_000_000,
+            InstanceSet("classic", _topm_classic, {"num_arms": [4]}, m=2, n_reps=(20, 500), max_steps=200_000,
                         description="seed 003 Fig. 1(a): K = 4, m = 2, omega = pi/6, sigma = 1/2"),
-            InstanceSet("hard-top1", _topm_hard, {}, m=1, n_reps=(20, 500), max_steps=2_000_000,
+            InstanceSet("hard-top1", _topm_hard, {}, m=1, n_reps=(20, 500), max_steps=200_000,
                         description="seed 003 Fig. 1(b): K = 3, m = 1, omega = 0.1, sigma = 1/2"),
             InstanceSet("random-gaussian", _topm_gaussian, {"num_arms": [10], "dim": [5]}, m=4,
-                        n_instances=(2, 50), n_reps=(5, 10), max_steps=2_000_000,
+                        n_instances=(2, 50), n_reps=(5, 10), max_steps=200_000,
                         description="seed 003 Table 4: K = 10, N = 5, m = 4, spectral normalisation, sigma = 1/2"),
         ),
         baselines=_Lazy(_topm_baselines),
@@ -611,7 +611,7 @@ def write_figures(rows, summ, s: Suite, root: Path) -> list[Path]:
             ycol, ylab, logy = "ratio", "E[tau] / lower bound", True
         else:
             ycol, ylab, logy = "mean", "E[tau]", True
-        for (alg, kind), g in sub.groupby(["algorithm", "kind"], sort=False):
+        for n_alg, ((alg, kind), g) in enumerate(sub.groupby(["algorithm", "kind"], sort=False)):
             idx = [points.index(p) for p in g["point"]]
             y = g[ycol].to_numpy(float)
             if ycol == "error_rate":
@@ -619,7 +619,7 @@ def write_figures(rows, summ, s: Suite, root: Path) -> list[Path]:
             else:
                 err = 2 * g["ratio_se" if ycol == "ratio" else "se"].to_numpy(float)
             mine = kind == "yours"
-            ax.errorbar(np.asarray(idx) + (0.0 if mine else 0.02 * (hash(alg) % 5 - 2)), y, yerr=err,
+            ax.errorbar(np.asarray(idx) + (0.0 if mine else 0.02 * (n_alg % 5 - 2)), y, yerr=err,
                         marker="o" if mine else ".", lw=2.5 if mine else 1.0, ls="-" if mine else "--",
                         capsize=3, label=alg + (" (yours)" if mine else ""), zorder=3 if mine else 2)
         ax.set_xticks(x, [_point_label(p) for p in points], rotation=30 if len(points) > 3 else 0, ha="right"
