@@ -29,7 +29,7 @@ error check when the threshold becomes too small for delta.  Measured (200 runs,
 Frank-Wolfe Sampling with its threshold divided by 3 stops after 216 +- 18 pulls against a lower
 bound of 583 at delta = 0.05 (FAIL, z = -20); G-optimal tracking (docs/examples/gopt_tracking.py)
 wastes about 3x the optimal allocation's samples, so with its threshold divided by 3 it stops at
-576 +- 20, at the bound, and errs 1/300 times: no finite test can call that run wrong.
+576 +- 30, at the bound, and errs 1/300 times: no finite test can call that run wrong.
 """
 from __future__ import annotations
 
