@@ -149,8 +149,7 @@ def library_version() -> str:
     or the version alone when it is not a git checkout."""
     import subprocess
 
-    import jaxbandits
-
+    version = sys.modules["jaxbandits"].__version__  # the package is loaded (its module imports this one)
     root = Path(__file__).resolve().parent.parent
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -159,7 +158,7 @@ def library_version() -> str:
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit, dirty = "", ""
-    return jaxbandits.__version__ + (f"+{commit}" if commit else "") + ("+dirty" if dirty else "")
+    return version + (f"+{commit}" if commit else "") + ("+dirty" if dirty else "")
 
 
 def _slug(s: str) -> str:
