@@ -12,4 +12,16 @@ from jaxbandits.sweeps import Generator, sweep  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["Instance", "make_instance", "stack", "pad_to", "Buckets", "environment", "precision", "sweep",
-           "Generator", "__version__"]
+           "Generator", "calibrate", "benchmark", "__version__"]
+
+
+def __getattr__(name):  # calibrate / benchmark are imported on first use (they load every algorithm)
+    if name == "calibrate":
+        from jaxbandits.byo import calibrate
+
+        return calibrate
+    if name == "benchmark":
+        from jaxbandits.benchmarking import benchmark
+
+        return benchmark
+    raise AttributeError(f"module 'jaxbandits' has no attribute {name!r}")
