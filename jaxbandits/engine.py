@@ -410,16 +410,6 @@ def _counts(x) -> np.ndarray:
     return np.where(np.isfinite(x) & (x < COUNT_LIMIT), np.maximum(x, 0.0), COUNT_LIMIT).astype(np.int64)
 
 
-def _validate_run(algorithm, instances, n_reps, max_steps):
-    if not isinstance(instances, Instance):
-        raise TypeError(f"instances must be an Instance (or a batch of them), got {type(instances)}")
-    if int(max_steps) < 1:
-        raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-    if int(n_reps) < 1:
-        raise ValueError(f"n_reps must be >= 1, got {n_reps}")
-    algorithm.validate(instances)
-
-
 _RUNNERS: dict = {}
 _COMPILES = [0]
 _COMPILE_SECONDS = [0.0]
