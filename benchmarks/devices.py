@@ -1,22 +1,37 @@
-"""Every algorithm of the library on its seed instance, on the default device and on the CPU
-(issue 13 item 7).
+"""Every algorithm of the library on its seed instance, on one accelerator and on the CPU, in
+commands short enough for a 30-minute lease of a GPU.
 
-One row per algorithm: replications per second with default settings (``simulate`` chooses lanes,
-chunks and solve batching; compilation excluded), lane efficiency (useful replication-steps /
-lane-steps), peak device memory (``memory_stats()["peak_bytes_in_use"]`` where the backend reports
-it: the process's running peak, so a row shows the largest so far; the CPU backend reports none),
-the compiled program's bytes (XLA's memory analysis) and the compile time.  When the default device
-is not a CPU, every row is also run on ``jax.devices("cpu")``, and the ratio is reported.
+One row per (algorithm, platform, lanes): replications per second with everything else at its
+default (``simulate`` chooses chunks, steps per block and solve batching; compilation excluded),
+replication-steps per second, lane efficiency (useful replication-steps / lane-steps), the row's
+peak device memory (``memory_stats()["peak_bytes_in_use"]``: every row runs in its own process, so
+it is that row's peak; the CPU backend reports none), the compiled program's bytes (XLA's memory
+analysis), the compile time and the layout, with the versions, XLA flags and commit.
+
+How a lease is used: every row is a subprocess with a time budget (``--row-budget``); it runs
+replications chunk by chunk until at least 16 x lanes replications are done or its budget is
+spent, and writes ``OUT/<row>.json`` when it finishes.  ``run`` skips the rows whose JSON exists
+and stops starting rows after ``--total`` seconds, so the same command, repeated, finishes the
+table in pieces of at most 9 minutes; one failed row (an error, an out-of-memory, a timeout) is
+written as such and never loses the others.  On the accelerator each algorithm runs at the
+default lanes and at each of ``--lanes`` (a lane sweep); the CPU column is a separate command,
+with few replications and its own budget.
 
 Instances: the seed instance each algorithm was written for (seed 000 many-arms for LT&S, seed 001
-Soare d = 5 for the elimination family, seed 003 top-m instances for the GIFA family, seed 002
-fixed-budget instances for GSE / OD-LinBAI / BayesGap / Peace / LinUCB / UCB-GLM, a sphere-uniform
-instance for the uniform GLR, seed 000 Sec 4.2's rotated basis for SphereBAI).  ``--quick`` shrinks replications (and K for LT&S) so
-the whole table runs on a CPU in a few minutes; replications/s from so few replications include
-the idle tail of the last chunk, so they understate long runs (the efficiency column says by how
-much).
+Soare d = 5 for the elimination family, FWS, Top Two and LinGame, seed 003 top-m instances for the
+GIFA family, seed 002 fixed-budget instances for GSE / OD-LinBAI / BayesGap / Peace / LinUCB /
+UCB-GLM, a sphere-uniform instance for the uniform GLR and elimination, seed 000 Sec 4.2's rotated
+basis for SphereBAI).
 
-Usage: ``python benchmarks/devices.py [--quick] [--only NAME ...] [--json PATH]``.
+Usage, on a machine with one GPU (each command at most 9 minutes; repeat it until it says
+"all rows done")::
+
+    python benchmarks/devices.py run --out devices_h100 --total 500
+    python benchmarks/devices.py run --out devices_h100 --platform cpu --total 500
+    python benchmarks/devices.py table devices_h100
+
+``--only NAME ...`` restricts the rows, ``--quick`` shrinks the instances (LT&S K = 100) for a
+smoke test on a CPU.
 """
 from __future__ import annotations
 
@@ -24,6 +39,9 @@ import argparse
 import dataclasses
 import json
 import math
+import os
+import re
+import subprocess
 import sys
 import time
 
@@ -66,6 +84,10 @@ def workloads(quick: bool) -> list[Workload]:
         Workload("ALBA, Soare d=5", A.ALBA(), soare, 1000, 50),
         Workload("Oracle, Soare d=5", A.Oracle(), soare, 1000, 100),
         Workload("uniform + GLR, sphere K=20 d=5", A.UniformGLR(), sphere, 1000, 20),
+        Workload("uniform + GLR + elimination, sphere K=20 d=5", A.Eliminate(A.UniformGLR()), sphere, 1000, 20),
+        Workload("FWS, Soare d=5", A.FWS(), soare, 1000, 4),
+        Workload("Top Two, Soare d=5", A.TopTwo(), soare, 1000, 4),
+        Workload("LinGame, Soare d=5", A.LinGame(), soare, 1000, 4),
         Workload("SphereBAI, sphere basis d=3", A.SphereBAI(epsilon=0.3, delta=0.3), basis, 1000, 100),
         Workload(f"LinGapE greedy, many-arms K={K_lts}", A.LinGapE(), many, 1000, 50),
         Workload("LinGapE (top-1), hard top-1 K=3", A.LinGapE(), top1, 10_000, 20),
@@ -83,6 +105,10 @@ def workloads(quick: bool) -> list[Workload]:
     ]
 
 
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
 def peak_bytes(device) -> int | None:
     try:
         st = device.memory_stats() or {}
@@ -91,22 +117,74 @@ def peak_bytes(device) -> int | None:
     return st.get("peak_bytes_in_use")
 
 
-def measure(w: Workload, reps: int, devices) -> dict:
+def environment() -> dict:
+    """Versions, flags, commit and device of this process."""
+    import jax
+    import jaxlib
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or None
+    except Exception:
+        commit = None
+    plugins = {}
+    for mod in ("jax_cuda12_plugin", "jax_cuda13_plugin"):
+        try:
+            plugins[mod] = __import__(mod).__version__
+        except Exception:
+            pass
+    dev = jax.devices()[0]
+    return dict(jax=jax.__version__, jaxlib=jaxlib.__version__, plugins=plugins, python=sys.version.split()[0],
+                xla_flags=os.environ.get("XLA_FLAGS", ""), commit=commit, device_kind=dev.device_kind,
+                platform=dev.platform, device_count=len(jax.devices()))
+
+
+def measure_row(w: Workload, platform: str, lanes: int | None, budget: float, min_reps: int, save=None) -> dict:
+    """Replications of ``w`` chunk by chunk (one program: the layout is fixed after the first
+    call) until ``min_reps`` are done or ``budget`` seconds are spent; ``save(row)`` receives the
+    row so far after every chunk (a row cut short by its time limit keeps what it measured)."""
     import jax
 
     from jaxbandits.engine import simulate
 
-    t0 = time.perf_counter()
-    r = simulate(w.algorithm, w.instance, jax.random.key(1), reps, w.max_steps, record_pulls=False,
-                 devices=devices)
-    total = time.perf_counter() - t0
-    lay = r.layout
-    return dict(platform=lay.platform if lay else devices[0].platform, reps=reps,
-                reps_per_s=reps / r.wall_time if r.wall_time > 0 else float("nan"),
-                efficiency=r.efficiency, lanes=r.lanes, compile_s=r.compile_time, wall_s=r.wall_time,
-                total_s=total, peak_bytes=peak_bytes(devices[0]),
-                program_bytes=lay.program_bytes if lay else None,
-                mean_samples=float(r.samples.mean()), stopped=float(r.stopped.mean()))
+    devices = jax.devices(platform)[:1]
+    n_reps = max(min_reps, 1)
+    t_start = time.perf_counter()
+    done = wall = useful = lane_steps = compile_s = 0.0
+    samples, stopped, layout = [], [], None
+    start = 0
+    while start < n_reps:
+        per_call = layout.devices * layout.chunk_per_device if layout else 1
+        tasks = list(range(start, min(n_reps, start + max(per_call, 1))))
+        r = simulate(w.algorithm, w.instance, jax.random.key(1), n_reps, w.max_steps, record_pulls=False,
+                     devices=devices, lanes=lanes, tasks=tasks)
+        if layout is None:  # the first call only compiles and runs one replication
+            layout = r.layout
+            lanes = r.lanes
+        compile_s += r.compile_time
+        wall += r.wall_time
+        useful += r.useful_steps
+        lane_steps += r.lane_steps
+        done += len(tasks)
+        samples += r.samples[r.ran].tolist()
+        stopped += r.stopped[r.ran].tolist()
+        start += len(tasks)
+        row = _summary(platform, layout, done, wall, useful, lane_steps, compile_s, devices, samples, stopped,
+                       time.perf_counter() - t_start > budget)
+        if save is not None:
+            save(row)
+        if time.perf_counter() - t_start > budget and done >= 2:
+            break
+    return row
+
+
+def _summary(platform, layout, done, wall, useful, lane_steps, compile_s, devices, samples, stopped, cut):
+    return dict(platform=platform, lanes=layout.lanes, reps=int(done), reps_per_s=done / wall if wall else None,
+                rep_steps_per_s=useful / wall if wall else None, efficiency=useful / lane_steps if lane_steps else None,
+                compile_s=compile_s, wall_s=wall, peak_bytes=peak_bytes(devices[0]),
+                program_bytes=layout.program_bytes, layout=dataclasses.asdict(layout),
+                mean_samples=sum(samples) / len(samples), stopped=sum(stopped) / len(stopped),
+                budget_spent=cut)
 
 
 def _mib(b):
@@ -114,52 +192,125 @@ def _mib(b):
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| algorithm, instance | reps | default device | reps/s | CPU reps/s | ratio | lane eff. | lanes "
-            "| peak MiB | program MiB | compile s |")
+    head = ("| algorithm, instance | platform | lanes | reps | reps/s | rep-steps/s | lane eff. | peak MiB "
+            "| program MiB | compile s |")
     out = [head, "|" + " --- |" * (head.count("|") - 1)]
-    for row in rows:
-        d, c = row["default"], row.get("cpu")
-        cpu_rate = d["reps_per_s"] if c is None else c["reps_per_s"]
-        out.append(
-            f"| {row['name']} | {d['reps']} | {d['platform']} | {d['reps_per_s']:,.1f} | {cpu_rate:,.1f} "
-            f"| {d['reps_per_s'] / cpu_rate:.2f} | {d['efficiency']:.2f} | {d['lanes']} | {_mib(d['peak_bytes'])} "
-            f"| {_mib(d['program_bytes'])} | {d['compile_s']:.1f} |")
+    for r in sorted(rows, key=lambda r: (r["name"], r["platform"], r.get("lanes_asked") or 0)):
+        if "error" in r:
+            out.append(f"| {r['name']} | {r['platform']} | {r.get('lanes_asked') or 'default'} | failed: "
+                       f"{r['error'][:100]} |" + " |" * 6)
+            continue
+        out.append(f"| {r['name']} | {r['platform']} | {r['lanes']:,} | {r['reps']:,} | {r['reps_per_s']:,.1f} "
+                   f"| {r['rep_steps_per_s']:,.0f} | {r['efficiency']:.2f} | {_mib(r['peak_bytes'])} "
+                   f"| {_mib(r['program_bytes'])} | {r['compile_s']:.1f} |")
     return "\n".join(out)
+
+
+def _row_path(out: str, name: str, platform: str, lanes: int | None) -> str:
+    return os.path.join(out, f"{slug(name)}__{platform}__{lanes or 'default'}.json")
+
+
+def row_main(args) -> int:
+    """One row in this process: writes its JSON (or the error) and exits."""
+    import jaxbandits.precision
+
+    jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
+    w = next(w for w in workloads(args.quick) if w.name == args.name)
+    path = _row_path(args.out, w.name, args.platform, args.lanes)
+    row = dict(name=w.name, platform=args.platform, lanes_asked=args.lanes, env=environment())
+
+    def save(part, complete=False):
+        with open(path + ".tmp", "w") as f:
+            json.dump(dict(row, **part, complete=complete), f, indent=1)
+        os.replace(path + ".tmp", path)
+
+    min_reps = w.quick_reps if args.platform == "cpu" else 16 * (args.lanes or 4096)
+    try:
+        save(measure_row(w, args.platform, args.lanes, args.budget, min_reps, save=save), complete=True)
+    except Exception as e:  # written, so that a rerun does not repeat a failing row
+        save(dict(error=f"{type(e).__name__}: {str(e)[:500]}"))
+    return 0
+
+
+def run_main(args) -> int:
+    os.makedirs(args.out, exist_ok=True)
+    t0 = time.perf_counter()
+    todo = []
+    for w in workloads(args.quick):
+        if args.only and not any(s.lower() in w.name.lower() for s in args.only):
+            continue
+        sweep = [None] if args.platform == "cpu" else [None] + list(args.lanes)
+        todo += [(w.name, lanes) for lanes in sweep]
+    left = [(n, lanes) for n, lanes in todo if not os.path.exists(_row_path(args.out, n, args.platform, lanes))]
+    print(f"# {len(todo) - len(left)} of {len(todo)} rows already in {args.out}", flush=True)
+    for name, lanes in left:
+        spent = time.perf_counter() - t0
+        if spent + args.row_budget > args.total:
+            print(f"# time budget spent ({spent:.0f} s): run the same command again", flush=True)
+            return 0
+        cmd = [sys.executable, os.path.abspath(__file__), "row", name, "--out", args.out, "--platform", args.platform,
+               "--budget", str(args.row_budget * 0.6)] + (["--lanes", str(lanes)] if lanes else []) + (
+            ["--quick"] if args.quick else [])
+        env = dict(os.environ)
+        if args.platform == "cpu":
+            env["JAX_PLATFORMS"] = "cpu"
+        t = time.perf_counter()
+        try:
+            subprocess.run(cmd, timeout=args.row_budget, env=env, check=False)
+        except subprocess.TimeoutExpired:  # a partial row (chunks done before the limit) is kept
+            if not os.path.exists(_row_path(args.out, name, args.platform, lanes)):
+                with open(_row_path(args.out, name, args.platform, lanes), "w") as f:
+                    json.dump(dict(name=name, platform=args.platform, lanes_asked=lanes,
+                                   error=f"timed out after {args.row_budget:.0f} s (compile + run)"), f)
+        path = _row_path(args.out, name, args.platform, lanes)
+        if os.path.exists(path):
+            with open(path) as f:
+                r = json.load(f)
+            msg = r.get("error") or (f"{r['reps_per_s']:,.1f} reps/s at {r['lanes']} lanes, efficiency "
+                                     f"{r['efficiency']:.2f}, peak {_mib(r['peak_bytes'])} MiB")
+        else:
+            msg = "no result (the process died)"
+        print(f"  {name} [{args.platform}, lanes {lanes or 'default'}] ({time.perf_counter() - t:.0f} s): {msg}",
+              flush=True)
+    print("# all rows done", flush=True)
+    return 0
+
+
+def table_main(args) -> int:
+    rows = []
+    for fn in sorted(os.listdir(args.out)):
+        if fn.endswith(".json"):
+            with open(os.path.join(args.out, fn)) as f:
+                rows.append(json.load(f))
+    envs = {json.dumps(r.get("env", {}), sort_keys=True) for r in rows if r.get("env")}
+    for e in envs:
+        print("#", e)
+    print(table(rows))
+    return 0
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="few replications: a few minutes on a CPU")
-    p.add_argument("--only", nargs="*", default=None, help="run the rows whose name contains one of these")
-    p.add_argument("--json", default=None, help="also write the rows as JSON here")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run the rows not yet in --out, each in its own process")
+    r.add_argument("--out", required=True)
+    r.add_argument("--platform", default="gpu", help="gpu (the accelerator) or cpu")
+    r.add_argument("--lanes", type=int, nargs="*", default=[4096, 16384, 65536], help="lane sweep (accelerator)")
+    r.add_argument("--row-budget", type=float, default=150.0, help="seconds per row, compilation included")
+    r.add_argument("--total", type=float, default=500.0, help="stop starting rows after this many seconds")
+    r.add_argument("--only", nargs="*", default=None, help="rows whose name contains one of these")
+    r.add_argument("--quick", action="store_true", help="small instances: a smoke test on a CPU")
+    o = sub.add_parser("row", help="one row in this process (used by run)")
+    o.add_argument("name")
+    o.add_argument("--out", required=True)
+    o.add_argument("--platform", default="gpu")
+    o.add_argument("--lanes", type=int, default=None)
+    o.add_argument("--budget", type=float, default=90.0)
+    o.add_argument("--quick", action="store_true")
+    t = sub.add_parser("table", help="print the table of the rows in --out")
+    t.add_argument("out")
     args = p.parse_args(argv)
-    import jax
-
-    import jaxbandits.precision
-
-    jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
-    default = jax.devices()
-    cpu = jax.devices("cpu")
-    print(f"# jax {jax.__version__}, default devices: {default[0].device_kind} x {len(default)} "
-          f"({default[0].platform}); CPU devices: {len(cpu)}", flush=True)
-    rows = []
-    for w in workloads(args.quick):
-        if args.only and not any(s.lower() in w.name.lower() for s in args.only):
-            continue
-        reps = w.quick_reps if args.quick else w.reps
-        row = dict(name=w.name, default=measure(w, reps, default))
-        if default[0].platform != "cpu":
-            row["cpu"] = measure(w, reps, cpu[:1])
-        rows.append(row)
-        d = row["default"]
-        print(f"  {w.name}: {d['reps_per_s']:,.1f} reps/s, efficiency {d['efficiency']:.2f}, compile "
-              f"{d['compile_s']:.1f} s, mean samples {d['mean_samples']:,.0f}, stopped {d['stopped']:.2f}",
-              flush=True)
-    print(table(rows))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-    return 0
+    return {"run": run_main, "row": row_main, "table": table_main}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ An experiment is a module ``experiments/<name>.py`` with ``NAME``, ``DESCRIPTION
 ``run(ctx)``; modules are discovered automatically.  A run writes, under ``--out`` (default
 ``results/<NAME>``):
 
-* ``results.csv``: one row per replication (label of the configuration as JSON, instance, rep,
-  samples, steps, correct, stopped, answer), appended chunk by chunk as the run goes;
+* ``results.csv``: one row per replication (label, instance, rep, samples, steps, correct,
+  stopped, answer; :mod:`jaxbandits.store`), appended chunk by chunk as the run goes;
 * ``metadata.json``: library, JAX and Python versions, devices, seed, arguments, the
   experiment's configuration (``ctx.config``) and wall time, enough to regenerate the results;
 * ``<table>.md``: the summary tables (also printed);
@@ -13,14 +13,14 @@ An experiment is a module ``experiments/<name>.py`` with ``NAME``, ``DESCRIPTION
 * ``<plot>.png``: the plots.
 
 Rerunning with the same arguments resumes: replications already in ``results.csv`` (matched by
-label, instance and replication index, under the same seed) are read back, not recomputed; since
-replication (j, i) depends only on (seed, label's key, j, i), the merged result is exactly what an
-uninterrupted run gives.
+the configuration's label, the seed, the code version of the algorithm, the instance and the
+replication index) are read back, not recomputed; since replication (j, i) depends only on (seed,
+label's key, j, i), the merged result is exactly what an uninterrupted run gives.  After a change
+of the code an algorithm's results depend on, its replications are computed again.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib
 import json
 import math
@@ -36,24 +36,23 @@ EXPERIMENTS_DIR = Path(__file__).resolve().parent
 
 
 def _set_cpu_devices(n: int | None) -> None:
-    """Expose ``n`` XLA CPU devices (must run before jax is imported): the engine then runs one
-    loop per device, 1.4-2.4x faster on 2 cores in DESIGN.md's probe.
+    """Expose ``n`` XLA CPU devices (``jax.config.update("jax_num_cpu_devices", n)``; must run
+    before JAX runs anything): the engine then runs one loop per device.
 
-    Not the default, because of a deadlock in jaxlib 0.10.x found with ``benchmarks/xla_cpu_stall.py``:
-    batched LAPACK calls (LU, Cholesky, eigh) split their batch over XLA's CPU thread pool (one
-    thread per core) and block the calling pool thread until the pieces finish; with one device
-    per core, every pool thread can be a device's program blocked in such a call, and nothing is
-    left to run the pieces.  Measured: 2 host devices stalled 5/5 (plain JAX reproducer), 2/2 (GSE,
-    LinUCB) on 0.10.2 whatever the XLA flags; 1 device 0/24; jaxlib 0.9.2 and older 0/16 (their
-    LAPACK kernels do not split batches).  No 2-device speed-up could be measured on a loaded
-    2-core machine, so pinning jaxlib < 0.10 to enable it is not worth its 1.2x single-device loss
-    (GSE) yet.
+    Not the default: no speed-up from a second device could be measured on a loaded 2-core
+    machine.  (With jaxlib 0.10.x it also deadlocked -- batched LAPACK calls on every pool thread
+    at once, :mod:`jaxbandits.watchdog` -- which the required jaxlib version rules out.)
     """
-    if "jax" in sys.modules or not n:
+    if not n:
         return
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_force_host_platform_device_count" not in flags and n > 1:
-        os.environ["XLA_FLAGS"] = (flags + f" --xla_force_host_platform_device_count={n}").strip()
+    import jax
+
+    try:
+        jax.config.update("jax_num_cpu_devices", int(n))
+    except RuntimeError:  # JAX already ran something in this process: its devices are fixed
+        if jax.default_backend() == "cpu" and len(jax.devices()) != n:
+            print(f"[experiments] --devices {n} ignored: JAX already started with {len(jax.devices())} "
+                  "device(s) in this process", file=sys.stderr, flush=True)
 
 
 def discover() -> dict[str, str]:
@@ -129,12 +128,11 @@ def markdown_table(rows: list[dict]) -> str:
 class Context:
     """What an experiment's ``run(ctx)`` gets: arguments, output folder, and the run helpers."""
 
-    CSV_FIELDS = ["label", "seed", "instance", "rep", "samples", "steps", "correct", "stopped", "answer"]
-
     def __init__(self, name: str, reps: int | None, seed: int, out: Path, quick: bool, quiet: bool = False,
                  started: float | None = None):
         import jax
 
+        from jaxbandits.store import Store
 
         self.name = name
         self.reps = reps
@@ -146,12 +144,7 @@ class Context:
         self.key = jax.random.key(seed)
         self.config: dict[str, Any] = {}
         self.csv_path = self.out / "results.csv"
-        self._done: dict[tuple[str, int], dict[tuple[int, int], dict]] = {}
-        if self.csv_path.exists():
-            with open(self.csv_path, newline="") as f:
-                for row in csv.DictReader(f):
-                    k = (row["label"], int(row["seed"]))
-                    self._done.setdefault(k, {})[(int(row["instance"]), int(row["rep"]))] = row
+        self.store = Store(self.csv_path)
         self._t0 = time.perf_counter()
         # wall time of the whole command, across restarts in fresh processes (_restart)
         self._started = time.time() if started is None else float(started)
@@ -207,64 +200,46 @@ class Context:
     def label_key(self, label: dict) -> "jax.Array":
         """A key derived from the seed and the configuration label only (stable across runs and
         orderings of configurations)."""
-        import zlib
+        from jaxbandits.store import key_for
 
-        import jax
-
-        h = zlib.crc32(json.dumps(label, sort_keys=True, default=str).encode()) & 0x7FFFFFFF
-        return jax.random.fold_in(self.key, h)
+        return key_for(self.key, label)
 
     def simulate(self, label: dict, algorithm, instances, n_reps: int, max_steps: int, **kw):
         """:func:`jaxbandits.engine.simulate` with per-replication CSV output and resume.
 
         ``label`` (a JSON-able dict) names the configuration; the PRNG key is derived from the
-        seed and the label, so configurations are independent and a rerun reproduces them.
+        seed and the label, so configurations are independent and a rerun reproduces them.  The
+        replications are stored under the label, the seed and the algorithm's code version
+        (:func:`jaxbandits.store.run_label`): a rerun after a change of the code computes them again.
         """
+        import dataclasses
+
         import numpy as np
 
         from jaxbandits.engine import Results, simulate
         from jaxbandits.instances.base import as_batch
+        from jaxbandits.store import answer_items, run_label
 
         lab = json.dumps(label, sort_keys=True, default=str)
+        stored = run_label(label, algorithm, self.seed)
         inst = as_batch(instances)
         J = inst.batch_shape[0]
-        have = self._done.get((lab, self.seed), {})
-        todo = [j * n_reps + i for j in range(J) for i in range(n_reps) if (j, i) not in have]
-        M, K = inst.num_items, inst.num_arms
+        todo = self.store.todo(stored, J, n_reps)
+        have = self.store.records(stored, J, n_reps)
+        M = inst.num_items
         self.log(f"[{self.name}] {lab}: {J} instance(s) x {n_reps} reps"
-                 + (f" ({J * n_reps - len(todo)} read back from disk)" if len(todo) < J * n_reps else ""))
-        new_file = not self.csv_path.exists()
-        f = open(self.csv_path, "a", newline="")
-        writer = csv.DictWriter(f, fieldnames=self.CSV_FIELDS)
-        if new_file:
-            writer.writeheader()
-
-        def on_chunk(tids, arrs):
-            for n, t in enumerate(tids):
-                j, i = divmod(int(t), n_reps)
-                writer.writerow(dict(label=lab, seed=self.seed, instance=j, rep=i,
-                                     samples=int(arrs["samples"][n]), steps=int(arrs["steps"][n]),
-                                     correct=int(arrs["correct"][n]), stopped=int(arrs["stopped"][n]),
-                                     answer=" ".join(map(str, np.flatnonzero(arrs["answer"][n])))))
-            f.flush()
-
-        key = self.label_key(label)
+                 + (f" ({len(have)} read back from disk)" if have else ""))
+        res = None
         bar = self._config_bar()
         bar.status(", ".join(f"{k}={v}" for k, v in label.items()))
-        try:
-            if todo:
-                res = simulate(algorithm, instances, key, n_reps, max_steps, tasks=np.asarray(todo),
-                               on_chunk=on_chunk, progress=(self.log if not self.quiet else False), **kw)
-            else:
-                res = None
-        finally:
-            f.close()
+        if todo.size:
+            res = simulate(algorithm, instances, self.label_key(label), n_reps, max_steps, tasks=todo,
+                           on_chunk=self.store.recorder(stored, n_reps),
+                           progress=(self.log if not self.quiet else False), **kw)
+            if res.layout is not None:
+                self.layouts[lab] = dataclasses.asdict(res.layout)
         self.configurations += 1
         bar.update(1)
-        if res is not None and res.layout is not None:
-            import dataclasses
-
-            self.layouts[lab] = dataclasses.asdict(res.layout)
         shape = (J, n_reps)
         if res is None:
             res = Results(samples=np.zeros(shape, np.int64), steps=np.zeros(shape, np.int64),
@@ -273,18 +248,17 @@ class Context:
                           efficiency=float("nan"), wall_time=0.0, compile_time=0.0, lane_steps=0,
                           useful_steps=0, devices=0, lanes=0, chunk_size=0,
                           error_defined=not algorithm.correct_by_construction)
-        for (j, i), row in have.items():
-            if j < J and i < n_reps:
-                res.samples[j, i] = int(row["samples"])
-                res.steps[j, i] = int(row["steps"])
-                res.correct[j, i] = bool(int(row["correct"]))
-                res.stopped[j, i] = bool(int(row["stopped"]))
-                res.answer[j, i] = False
-                for a in row["answer"].split():
-                    res.answer[j, i, int(a)] = True
-                res.ran[j, i] = True
-                res.pulls = None
-                self.resumed += 1
+        for row in have:
+            j, i = row["instance"], row["rep"]
+            res.samples[j, i] = row["samples"]
+            res.steps[j, i] = row["steps"]
+            res.correct[j, i] = row["correct"]
+            res.stopped[j, i] = row["stopped"]
+            res.answer[j, i] = False
+            res.answer[j, i, answer_items(row["answer"])] = True
+            res.ran[j, i] = True
+            res.pulls = None
+        self.resumed += len(have)
         return res
 
     def table(self, rows: list[dict], name: str = "summary", title: str | None = None) -> str:

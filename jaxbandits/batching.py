@@ -135,6 +135,25 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None =
     return jax.tree.unflatten(old_def, out)
 
 
+def fixed_trip_while(cond: Callable, body: Callable, init, max_iters: int):
+    """``lax.while_loop(cond, body, init)`` run as a loop of exactly ``max_iters`` iterations
+    (a static trip count), where an iteration whose ``cond`` fails leaves the carry unchanged.
+
+    The result is the ``while_loop``'s whenever that loop stops within ``max_iters`` iterations
+    (``cond`` should itself bound the count, so that both always agree).  On an accelerator a
+    ``while_loop`` whose trip count depends on data copies its predicate to the host every
+    iteration, and under ``vmap`` it runs until the slowest lane is done anyway; this loop asks the
+    host nothing.  The carry should report convergence (an iteration count, a residual) where
+    the caller needs it.
+    """
+    def step(_, c):
+        go = cond(c)
+        new = body(c)
+        return jax.tree.map(lambda a, b: jnp.where(go, a, b), new, c)
+
+    return jax.lax.fori_loop(0, int(max_iters), step, init)
+
+
 def in_smallest_bucket(count: jax.Array, buckets: tuple[int, ...], make: Callable, *args):
     """``make(B)(*args)`` for the smallest buffer size B of ``buckets`` (increasing, the last one
     holding every possible ``count``) with ``count <= B``.

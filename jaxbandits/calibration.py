@@ -51,14 +51,14 @@ Checks (:func:`calibration_row`), each at level ``ALPHA``:
    (:func:`jaxbandits.stats.binomial_test_upper`); runs that hit the step cap count as errors.
    Clopper-Pearson 95% interval reported.  The Oracle with ``check="true_best"`` stops only on the
    true best item (correct by construction): "n/a", excluded from this check.
-2. scaling (sigma != 1): Welch z-test on the means and two-sample Kolmogorov-Smirnov on the
-   distributions, against the unit-noise run; combined p = min(1, 2 min(p_welch, p_ks)).
+2. scaling (sigma != 1): Welch's t-test on the means (:func:`jaxbandits.stats.welch_test`) and
+   two-sample Kolmogorov-Smirnov on the distributions, against the unit-noise run; combined p = min(1, 2 min(p_welch, p_ks)).
 3. lower bound (best-arm instances): H0 "E[tau] >= sigma^2 T* kl(delta, 1 - delta)", which every
    algorithm that is delta-correct on every instance satisfies (seed 000 Thm 1); one-sided z-test
    of the mean.  Not applied to the Oracle with check="true_best" (it is not delta-correct on other
    instances; p reported).
-4. published (where a reference exists): two-sided z-test of the mean against the reference mean,
-   with SE^2 = ours^2 + reference's^2.  References: the released code of seed 003
+4. published (where a reference exists): two-sided Welch t-test of the mean against the reference's
+   (mean, standard deviation, number of runs).  References: the released code of seed 003
    (github.com/clreda/linear-top-m, commit 42f3eb3, ``Results/<setting>/<algorithm>.txt``, last
    row: mean and standard deviation over 500 runs), compared with the ``released_code()``
    configuration (pre-pull stopping pair, lambda S / sigma tail) when the library has it.
@@ -79,7 +79,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaxbandits.stats import binomial_test_upper, clopper_pearson
+from jaxbandits.stats import binomial_test_upper, clopper_pearson, welch_test
 
 SIGMA0 = 0.5                 #: the seeds' noise level; the instances are theirs at this sigma
 SIGMAS = (0.5, 1.0, 3.0)     #: the noise grid
@@ -254,21 +254,9 @@ def case_by_label(label: str) -> Case:
 
 
 # -- statistics ---------------------------------------------------------------------------------
-def _normal_two_sided(z: float) -> float:
-    return math.erfc(abs(z) / math.sqrt(2.0)) if math.isfinite(z) else 0.0
-
-
-def _mean_se(x: np.ndarray) -> tuple[float, float]:
+def _mean_sd(x: np.ndarray) -> tuple[float, float]:
     x = np.asarray(x, float)
-    return float(x.mean()), (float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else float("nan"))
-
-
-def z_test(mean: float, se: float, ref_mean: float, ref_se: float) -> float:
-    """Two-sided p-value of "same mean" from two means and their standard errors."""
-    s = math.sqrt(se**2 + ref_se**2)
-    if s == 0:
-        return 1.0 if mean == ref_mean else 0.0
-    return _normal_two_sided((mean - ref_mean) / s)
+    return float(x.mean()), (float(x.std(ddof=1)) if x.size > 1 else float("nan"))
 
 
 def ks_two_sample(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -296,9 +284,9 @@ def error_check(correct: np.ndarray, stopped: np.ndarray, delta: float) -> dict:
 
 def scaling_check(samples: np.ndarray, unit_samples: np.ndarray, equivariant: str = "exact") -> dict:
     """Two-sample comparison of stopping times with the unit-noise problem's (module docstring)."""
-    m, se = _mean_se(samples)
-    m1, se1 = _mean_se(unit_samples)
-    p_welch = z_test(m, se, m1, se1)
+    m, sd = _mean_sd(samples)
+    m1, sd1 = _mean_sd(unit_samples)
+    p_welch = welch_test(m, sd, np.size(samples), m1, sd1, np.size(unit_samples))
     _, p_ks = ks_two_sample(samples, unit_samples)
     out = dict(unit_mean=m1, ratio_to_unit=m / m1 if m1 > 0 else float("nan"), p_welch=p_welch, p_ks=p_ks,
                p_scaling=min(1.0, 2.0 * min(p_welch, p_ks)))
@@ -321,7 +309,8 @@ def calibration_row(case: Case, sigma: float, delta: float, samples, correct, st
     """
     samples = np.asarray(samples, float).ravel()
     stopped = np.asarray(stopped, bool).ravel()
-    mean, se = _mean_se(samples)
+    mean, sd = _mean_sd(samples)
+    se = sd / math.sqrt(samples.size) if samples.size > 1 else float("nan")
     row: dict[str, Any] = dict(algorithm=case.label, instance=case.instance, sigma=sigma, delta=delta,
                                option=option or "-", runs=int(samples.size))
     fails = []
@@ -357,7 +346,7 @@ def calibration_row(case: Case, sigma: float, delta: float, samples, correct, st
     else:
         row.update(unit_mean="-", ratio_to_unit="-", p_welch="-", p_ks="-", p_scaling="-", scaling="-")
     if published is not None:
-        p = z_test(mean, se, published.mean, published.se)
+        p = welch_test(mean, sd, samples.size, published.mean, published.sd, published.n)
         row.update(published=f"{published.mean:.1f} ± {published.se:.1f}", p_published=p,
                    source=published.source)
         if p < ALPHA:
@@ -437,38 +426,9 @@ def table1_lower_bound(instances, delta: float) -> float:
     return float(np.mean(np.asarray(jax.jit(lambda i: lb(i, delta))(instances))))
 
 
-# -- code version (safe resume) -------------------------------------------------------------------
-_SHARED_SOURCES = ("algorithms/base.py", "algorithms/common.py", "environment.py", "engine.py", "design")
+# -- code version (safe resume): every stored run's label carries it (jaxbandits.store) -----------
+from jaxbandits.store import code_version  # noqa: E402,F401
 
-
-def code_version(algorithm) -> str:
-    """A short hash of the configuration (its repr) and of the source files its results depend on:
-    the module defining its class (and its base classes' modules, and those of a wrapped ``base``) plus the shared layers
-    (:data:`_SHARED_SOURCES`).  The experiment puts it in each run's label, so a rerun into the same
-    output folder recomputes every configuration whose code changed instead of reading stale
-    replications back (the runner matches replications by label only)."""
-    import inspect
-    import zlib
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent
-    files = set()
-    layers, alg = [], algorithm
-    while alg is not None:  # a wrapper (e.g. Eliminate) and the algorithms it wraps
-        layers.append(alg)
-        alg = getattr(alg, "base", None)
-    for cls in (c for a in layers for c in type(a).__mro__):
-        mod = inspect.getmodule(cls)
-        f = getattr(mod, "__file__", None)
-        if f and Path(f).resolve().is_relative_to(root):
-            files.add(Path(f).resolve())
-    for rel in _SHARED_SOURCES:
-        p = root / rel
-        files.update(sorted(p.glob("*.py")) if p.is_dir() else [p])
-    h = zlib.crc32(repr(algorithm).encode())
-    for f in sorted(files):
-        h = zlib.crc32(f.read_bytes(), h)
-    return f"{h:08x}"
 
 # float64 inside the public functions, whatever the caller's x64 setting (jaxbandits.precision)
 from jaxbandits.precision import wrap_module as _wrap  # noqa: E402

@@ -7,6 +7,7 @@ statistical checks and the experiments.  The regularised incomplete beta functio
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import scipy.stats as _st
@@ -37,11 +38,29 @@ def binomial_test_upper(k: int, n: int, p0: float) -> float:
     return float(_st.binom.sf(k - 1, n, float(p0)))
 
 
-def kl_bernoulli(p: float, q: float) -> float:
-    """kl(p, q) = p log(p / q) + (1 - p) log((1 - p) / (1 - q)), the Bernoulli KL divergence."""
-    def term(a, b):
-        return 0.0 if a == 0 else a * math.log(a / b)
-    return term(p, q) + term(1 - p, 1 - q)
+def kl_bernoulli(p, q):
+    """kl(p, q) = p log(p / q) + (1 - p) log((1 - p) / (1 - q)), the Bernoulli KL divergence
+    (0 log 0 = 0).  Python or NumPy numbers give a Python float; JAX arrays (traced ones too, as in
+    :func:`jaxbandits.design.lower_bound` under ``jit``) give a JAX array."""
+    if isinstance(p, numbers.Real) and isinstance(q, numbers.Real):
+        def term(a, b):
+            return 0.0 if a == 0 else a * math.log(a / b)
+        return term(p, q) + term(1 - p, 1 - q)
+    import jax.numpy as jnp
+    from jax.scipy.special import xlogy
+
+    p = jnp.asarray(p, jnp.result_type(float))
+    q = jnp.asarray(q, jnp.result_type(float))
+    return xlogy(p, p / q) + xlogy(1 - p, (1 - p) / (1 - q))
+
+
+def welch_test(mean: float, sd: float, n: int, ref_mean: float, ref_sd: float, ref_n: int) -> float:
+    """Two-sided p-value of "same mean" from two samples' means, standard deviations and sizes:
+    Welch's t-test (``scipy.stats.ttest_ind_from_stats`` with ``equal_var=False``).  Two samples
+    without spread give 1 when their means are equal, 0 otherwise."""
+    if sd == 0 and ref_sd == 0:
+        return 1.0 if mean == ref_mean else 0.0
+    return float(_st.ttest_ind_from_stats(mean, sd, n, ref_mean, ref_sd, ref_n, equal_var=False).pvalue)
 
 
 def summarize(samples: np.ndarray, correct: np.ndarray, stopped: np.ndarray, level: float = 0.95,

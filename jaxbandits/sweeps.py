@@ -14,8 +14,10 @@ sigma^2 T*(theta) kl(delta, 1 - delta) of seed 000 Thm 1 (for best-arm identific
 Reproducibility: the instances of a grid point depend only on (key, generator name, parameters),
 so every algorithm and every delta sees the same instances (paired comparisons); the replications
 of a configuration depend only on (key, configuration label, instance, replication).  With ``out``
-every finished chunk is appended to ``out/rows.csv``, and a rerun reads back what is there and
-runs only what is missing (an interrupted sweep loses at most the chunk in flight); T*(theta) of
+every finished chunk is appended to ``out/rows.csv`` (:mod:`jaxbandits.store`, the experiments'
+store), and a rerun reads back what is there for the same key and the same code version of the
+algorithm and runs only what is missing (an interrupted sweep loses at most the chunk in flight;
+a change of the code an algorithm depends on reruns its configurations); T*(theta) of
 each instance is kept in ``out/instances.csv``, its noise scale and shapes in
 ``out/instance_meta.csv``, so that a grid point whose configurations are all finished is not
 drawn again.
@@ -32,7 +34,6 @@ import dataclasses
 import itertools
 import json
 import math
-import zlib
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
@@ -41,6 +42,7 @@ import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm
 from jaxbandits.instances.base import Buckets, Instance, pad_to
+from jaxbandits.store import Store, key_for, run_label
 
 ROW_FIELDS = ("algorithm", "generator", "params", "delta", "instance", "rep", "samples", "steps", "correct",
               "stopped", "answer")
@@ -87,10 +89,6 @@ class _PointInfo(NamedTuple):
     K: int
     d: int
     M: int
-
-
-def _hash(obj) -> int:
-    return zlib.crc32(json.dumps(obj, sort_keys=True, default=str).encode()) & 0x7FFFFFFF
 
 
 def _configure(alg, delta):
@@ -177,16 +175,14 @@ def sweep(
     gens = [generators] if isinstance(generators, Generator) else list(generators)
     base = validation.as_key(key)
     out = Path(out) if out is not None else None
-    rows_path = inst_path = meta_path = None
-    done: dict[str, dict[tuple[int, int], dict]] = {}
+    inst_path = meta_path = None
+    store = Store()  # in memory only, unless ``out`` is given
     tstar_cache: dict[tuple[str, int], float] = {}
     meta_cache: dict[tuple[str, int], dict] = {}
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        rows_path, inst_path, meta_path = out / "rows.csv", out / "instances.csv", out / "instance_meta.csv"
-        if rows_path.exists():
-            for r in pd.read_csv(rows_path, keep_default_na=False).to_dict("records"):
-                done.setdefault(r["label"], {})[(int(r["instance"]), int(r["rep"]))] = r
+        store = Store(out / "rows.csv")
+        inst_path, meta_path = out / "instances.csv", out / "instance_meta.csv"
         if inst_path.exists():
             for r in pd.read_csv(inst_path).to_dict("records"):
                 tstar_cache[(r["point"], int(r["instance"]))] = float(r["T_star"])
@@ -197,17 +193,29 @@ def sweep(
     def point_of(g, params):
         return json.dumps(dict(generator=g.name, **params), sort_keys=True, default=str)
 
-    def label_of(name, point, delta):  # paired runs are other replications: resumed apart
-        return json.dumps(dict(algorithm=name, point=point, delta=delta, **({"paired": True} if paired else {})),
-                          sort_keys=True, default=str)
+    def config_of(name, point, delta):  # paired runs are other replications: resumed apart
+        return dict(algorithm=name, point=point, delta=delta, **({"paired": True} if paired else {}))
+
+    configured: dict[tuple[str, Any], Algorithm] = {}
+
+    def algorithm_at(name, delta):
+        if (name, delta) not in configured:
+            configured[name, delta] = _configure(algorithms[name], delta)
+        return configured[name, delta]
+
+    # the seed in the stored labels: the int, or the key's data
+    seed = key if isinstance(key, int) else [int(v) for v in np.asarray(jax.random.key_data(base)).ravel()]
+
+    def label_of(name, point, delta):
+        return run_label(config_of(name, point, delta), algorithm_at(name, delta), seed)
 
     configs = [(g, p, name, d) for g in gens for p in g.points() for name in algorithms for d in deltas
                if where is None or where(name, p)]
     # grid points where some configuration still has replications to run: only there are the
     # instances drawn again on a rerun (a draw can cost minutes: seeds.sphere_calibrated solves
     # T* per instance); elsewhere the noise scales and shapes are read from instance_meta.csv
-    missing = [any((j, i) not in done.get(label_of(name, point_of(g, params), delta), {})
-                   for j in range(g.n_instances) for i in range(n_reps)) for g, params, name, delta in configs]
+    missing = [not store.complete(label_of(name, point_of(g, params), delta), g.n_instances, n_reps)
+               for g, params, name, delta in configs]
     if resume_only:
         if out is None:
             raise ValueError("resume_only needs out, the folder of an earlier sweep")
@@ -238,7 +246,7 @@ def sweep(
                     insts, info = None, _PointInfo(np.asarray([m["noise"] for m in metas], float), int(metas[0]["K"]),
                                                    int(metas[0]["d"]), int(metas[0]["M"]))
                 else:
-                    insts = g.draw(jax.random.fold_in(base, _hash(point)), params)
+                    insts = g.draw(key_for(base, point), params)
                     info = _PointInfo(np.asarray(jax.device_get(insts.noise), float).reshape(-1), insts.num_arms,
                                       insts.dim, insts.num_items)
                     if meta_path is not None and not all(m is not None for m in metas):
@@ -257,34 +265,21 @@ def sweep(
                                 inst_path, mode="a", header=new, index=False)
                 drawn[point] = (insts, info, tstar)
             insts, info, tstar = drawn[point]
-            alg = _configure(algorithms[name], delta)
+            alg = algorithm_at(name, delta)
             label = label_of(name, point, delta)
-            have = done.get(label, {})
-            todo = np.asarray([j * n_reps + i for j in range(J) for i in range(n_reps) if (j, i) not in have], np.int64)
-            recs = [dict(label=label, instance=j, rep=i, samples=r["samples"], steps=r["steps"],
-                         correct=bool(r["correct"]), stopped=bool(r["stopped"]), answer=str(r["answer"]))
-                    for (j, i), r in have.items() if j < J and i < n_reps]
+            todo = store.todo(label, J, n_reps)
+            recs = store.records(label, J, n_reps)
             bar.status(f"{name} {g.name} {params} delta={delta}")
             if todo.size:
                 cap = max_steps(alg, insts) if callable(max_steps) else int(max_steps)
-                fresh: list[dict] = []
-
-                def on_chunk(tids, arrs, fresh=fresh):
-                    chunk = [dict(label=label, instance=int(t) // n_reps, rep=int(t) % n_reps,
-                                  samples=int(arrs["samples"][k]), steps=int(arrs["steps"][k]),
-                                  correct=bool(arrs["correct"][k]), stopped=bool(arrs["stopped"][k]),
-                                  answer=" ".join(map(str, np.flatnonzero(arrs["answer"][k]))))
-                             for k, t in enumerate(tids)]
-                    fresh.extend(chunk)
-                    if rows_path is not None:
-                        new = not rows_path.exists()
-                        pd.DataFrame(chunk).to_csv(rows_path, mode="a", header=new, index=False)
-
-                key_label = json.dumps(dict(point=point, delta=delta), sort_keys=True, default=str) if paired else label
-                simulate(alg, insts, jax.random.fold_in(base, _hash(key_label)), n_reps, cap, tasks=todo,
-                         on_chunk=on_chunk, record_pulls=False, buckets=buckets, progress=False, **simulate_kw)
-                recs.extend(fresh)
-            df = pd.DataFrame(recs).drop(columns="label")
+                # the keys hash the configuration's label as a JSON string (as sweeps always have, so
+                # that a sweep's numbers reproduce across versions); paired: without the algorithm
+                key_config = json.dumps(dict(point=point, delta=delta) if paired else config_of(name, point, delta),
+                                        sort_keys=True, default=str)
+                simulate(alg, insts, key_for(base, key_config), n_reps, cap, tasks=todo,
+                         on_chunk=store.recorder(label, n_reps, also=recs.extend), record_pulls=False, buckets=buckets,
+                         progress=False, **simulate_kw)
+            df = pd.DataFrame(recs, columns=["instance", "rep", "samples", "steps", "correct", "stopped", "answer"])
             df.insert(0, "algorithm", name)
             df.insert(1, "generator", g.name)
             for k, v in params.items():
@@ -309,8 +304,8 @@ def sweep(
         bar.close()
         import sys
 
-        saved = f"finished chunks are saved in {rows_path}; the same call resumes from there" if rows_path \
-            else "nothing was saved (pass out=... to keep finished chunks and resume)"
+        saved = (f"finished chunks are saved in {store.path}; the same call resumes from there" if store.path
+                 else "nothing was saved (pass out=... to keep finished chunks and resume)")
         print(f"sweep interrupted after {len(frames)} of {len(configs)} configurations: {saved}", file=sys.stderr)
         raise
     finally:
@@ -322,7 +317,7 @@ def sweep(
 # summaries and the standard figures
 # ------------------------------------------------------------------------------------------------
 def summary(df, by: Sequence[str], level: float = 0.95):
-    """One row per group: runs, stopped, capped fraction, mean (over stopped runs) with its SE,
+    """One row per group: :func:`jaxbandits.stats.summarize` of its runs (runs, stopped, capped fraction, mean (over stopped runs) with its SE,
     ``mean_counting_capped`` (the mean over all runs, capped runs at their pulls so far: a lower
     bound on the mean stopping time), the error rate with its Clopper-Pearson interval (over
     stopped runs), the mean lower bound sigma^2 T* kl(delta, 1 - delta) (``lower_bound``), and
@@ -331,23 +326,17 @@ def summary(df, by: Sequence[str], level: float = 0.95):
     bound on the ratio)."""
     import pandas as pd
 
-    from jaxbandits.stats import clopper_pearson
+    from jaxbandits.stats import summarize
 
     out = []
     for keys, g in df.groupby(list(by), sort=False, dropna=False):
         keys = keys if isinstance(keys, tuple) else (keys,)
-        st = g[g["stopped"].astype(bool)]
-        n = len(st)
-        err = int((~st["correct"].astype(bool)).sum())
-        lo, hi = clopper_pearson(err, n, level)
-        mean = float(st["samples"].mean()) if n else math.nan
+        s = summarize(g["samples"].to_numpy(), g["correct"].to_numpy(bool), g["stopped"].to_numpy(bool), level)
         lb = float(g["lower_bound"].mean()) if "lower_bound" in g else math.nan
-        out.append(dict(zip(by, keys), runs=len(g), stopped=n, frac_capped=1 - n / len(g),
-                        mean=mean, se=float(st["samples"].std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan,
-                        mean_counting_capped=float(g["samples"].mean()), error_rate=err / n if n else math.nan,
-                        error_lo=lo, error_hi=hi, lower_bound=lb,
-                        ratio=mean / lb if (lb and lb == lb and n == len(g)) else math.nan,
-                        ratio_at_least=float(g["samples"].mean()) / lb if lb and lb == lb else math.nan))
+        finite = bool(lb) and lb == lb
+        s.update(lower_bound=lb, ratio=s["mean"] / lb if finite and s["frac_capped"] == 0 else math.nan,
+                 ratio_at_least=s["mean_counting_capped"] / lb if finite else math.nan)
+        out.append(dict(zip(by, keys), **s))
     return pd.DataFrame(out)
 
 

@@ -21,7 +21,8 @@ def test_alba_delta_correct_and_lower_bound():
     assert s["frac_capped"] == 0.0
     errors = int(np.sum(~res.correct))
     assert binomial_test_upper(errors, res.correct.size, delta) > 0.01
-    assert s["mean"] >= float(design.lower_bound(inst, delta)) - 3 * s["se"]
+    # E[tau] / (sigma^2 T* kl(delta, 1 - delta)): 47.5 +- 0.3 measured with this key (a threshold 3x too small or sigma ignored moves it about 3x)
+    assert 35 < s["mean"] / float(design.lower_bound(inst, delta)) < 63
 
 
 def test_span_mask():

@@ -1,6 +1,6 @@
 """Shape buckets: padded arms are never pulled, padded items never returned, a padded instance
 runs the same replications as the unpadded one, and a sweep over K compiles one program per
-bucket (issue 14 item 2)."""
+bucket."""
 import dataclasses
 
 import jax

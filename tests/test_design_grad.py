@@ -1,6 +1,6 @@
 """Gradients of design values (envelope theorem) against central finite differences, under jit,
 vmap, grad and jvp, including a kink where the inner max is not unique (subgradient); and the optax design
-solver (issue 6).  float64 throughout; tolerances: relative 1e-4 of the gradient's scale
+solver.  float64 throughout; tolerances: relative 1e-4 of the gradient's scale
 (finite-difference step 1e-6, solver tolerance 1e-10).  Finite differences are directional (along
 random directions, the same compiled function giving value and gradient) to keep compiles and
 solver calls few: a gradient error is missed only if orthogonal to every random direction

@@ -1,4 +1,4 @@
-"""simulate over the processes of a jax.distributed run (jaxbandits.distributed; issue 13 item 6):
+"""simulate over the processes of a jax.distributed run (jaxbandits.distributed):
 2 local CPU processes with a local coordinator give every process the one-process result."""
 import os
 import socket

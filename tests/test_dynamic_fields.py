@@ -1,4 +1,4 @@
-"""Hyperparameters as traced arguments (issue 14 item 1): a sweep over delta, epsilon, sigma or a
+"""Hyperparameters as traced arguments: a sweep over delta, epsilon, sigma or a
 tolerance, a change of n_reps, a resumed task list and more chunks all reuse one compiled program,
 and a traced field gives exactly the results of the same value baked into the program."""
 import dataclasses
@@ -78,6 +78,8 @@ def test_n_reps_resume_and_chunks_never_recompile():
     assert engine.programs_compiled() == n  # a resumed task list
     many = engine.simulate(alg, inst, key, 3 * full.chunk_size + 5, 3000, **kw)
     assert engine.programs_compiled() == n  # four chunks instead of one
+    engine.simulate(alg, inst, jax.random.key(5), 16, 3000, **kw)
+    assert engine.programs_compiled() == n  # another key
     default = engine.simulate(alg, inst, key, 16, 3000)
     n = engine.programs_compiled()
     engine.simulate(alg, inst, key, 17, 3000)
@@ -114,7 +116,7 @@ def test_traced_fields_reproduce_baked_in_values(alg, make, max_steps):
 
 
 def test_sweep_algorithms_deltas_K_compiles_once_per_algorithm_and_K():
-    """Issue 14, "done means": 3 algorithms x 4 deltas x 3 values of K compile at most 3 x 3
+    """3 algorithms x 4 deltas x 3 values of K compile at most 3 x 3
     programs, and running the sweep again compiles none."""
     algs = [UniformGLR, functools.partial(LinUCB, budget=30),
             functools.partial(XYStatic, design_method="paper")]  # the cheapest kernels to compile

@@ -1,8 +1,10 @@
 """The engine: reproducibility under any batching, correctness, caps, refills, compilation."""
+import dataclasses
 import os
 import subprocess
 import sys
 import textwrap
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +13,7 @@ import pytest
 
 import jaxbandits as jb
 from jaxbandits import engine
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR
 from jaxbandits.engine import simulate
 from jaxbandits.stats import binomial_test_upper
@@ -25,23 +28,56 @@ def two_instances():
     return jb.stack([small_instance((1.0, 0.0)), small_instance((0.0, 1.0), 0.5)])
 
 
-def test_results_independent_of_lanes_and_chunks():
+def test_results_independent_of_lanes_chunks_and_refills():
+    """Replication (j, i) is the same whatever the lanes, the chunk and the refill policy (n_reps,
+    resumed task lists and chunk counts: tests/test_dynamic_fields.py).  Refilling as soon as one
+    lane is free wastes fewer lane-steps than waiting until every lane is free."""
     alg = UniformGLR(delta=0.1)
     inst = two_instances()
     key = jax.random.key(3)
-    a = simulate(alg, inst, key, 60, 10**5, lanes=32)
+    a = simulate(alg, inst, key, 60, 10**5, lanes=32, chunk_size=120, refill_min=1)
     b = simulate(alg, inst, key, 60, 10**5, lanes=7, chunk_size=25)
-    for r in (b,):
+    c = simulate(alg, inst, key, 60, 10**5, lanes=32, chunk_size=120, refill_min=32)
+    for r in (b, c):
         np.testing.assert_array_equal(a.samples, r.samples)
         np.testing.assert_array_equal(a.answer, r.answer)
         np.testing.assert_array_equal(a.pulls, r.pulls)
-    # a subset of tasks (resume) gives the same replications
-    d = simulate(alg, inst, key, 60, 10**5, tasks=np.arange(50, 90))
-    np.testing.assert_array_equal(d.samples[d.ran], a.samples[d.ran])
-    assert d.ran.sum() == 40
-    # replication (j, i) does not depend on how many replications are run
-    e = simulate(alg, inst, key, 30, 10**5)
-    np.testing.assert_array_equal(e.samples, a.samples[:, :30])
+    assert (a.layout.refill_min, c.layout.refill_min) == (1, 32)
+    assert a.useful_steps == c.useful_steps and a.lane_steps < c.lane_steps
+    # out-of-range requests are clamped to [1, lanes]
+    assert simulate(alg, inst, key, 4, 10**5, lanes=8, refill_min=10**6).layout.refill_min == 8
+
+
+@dataclasses.dataclass(frozen=True)
+class Doubling(Algorithm):
+    """Never stops; its sample count doubles at every step, as a phase schedule ceil(gamma^t)
+    does when a capped run goes on, until float64 overflows to inf."""
+
+    needs_span: ClassVar[bool] = False
+
+    class State(NamedTuple):
+        samples: jax.Array
+
+    def init(self, key, instance):
+        return self.State(jnp.ones((), instance.arms.dtype))
+
+    def step(self, key, state, instance):
+        return self.State(2.0 * state.samples)
+
+    def done(self, state):
+        return jnp.asarray(False)
+
+    def outcome(self, state, instance):
+        return Outcome(answer_mask(0, instance.num_items), state.samples,
+                       jnp.zeros(instance.num_arms, jnp.int32))
+
+
+def test_counts_saturate_instead_of_wrapping():
+    inst = small_instance()
+    fits = simulate(Doubling(), inst, jax.random.key(0), 2, 40)
+    assert np.all(fits.samples == 2**40) and not fits.stopped.any()
+    huge = simulate(Doubling(), inst, jax.random.key(0), 2, 1100)  # 2^1100 = inf in float64
+    assert np.all(huge.samples == engine.COUNT_LIMIT) and np.all(huge.steps == 1100)
 
 
 def test_results_identical_on_two_devices(tmp_path):
@@ -117,25 +153,6 @@ def test_capped_runs_are_not_stops():
     assert np.all(res.steps == 5)
     s = res.summary()
     assert s["frac_capped"] == 1.0 and s["stopped"] == 0
-
-
-def test_no_recompilation_on_second_call():
-    alg = UniformGLR(delta=0.2)
-    inst = small_instance()
-    traces = []
-    orig = UniformGLR.step
-
-    class Counting(UniformGLR):
-        def step(self, key, state, instance):
-            traces.append(1)
-            return orig(self, key, state, instance)
-
-    c = Counting(delta=0.2)
-    simulate(c, inst, jax.random.key(0), 20, 10**4)
-    n, programs = len(traces), engine.programs_compiled()
-    simulate(c, inst, jax.random.key(5), 20, 10**4)
-    assert len(traces) == n and engine.programs_compiled() == programs
-    del alg
 
 
 @pytest.mark.parametrize("bad, match", [

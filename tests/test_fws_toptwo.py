@@ -183,7 +183,9 @@ def test_delta_correct_and_mutation_has_power(make):
     assert binomial_test_upper(errors, n, 0.05) > 1e-3, errors
     lb = cal.lower_bound("hard_top1", 0.05)
     s = plain.samples.ravel()
-    assert s.mean() > lb - 3 * s.std(ddof=1) / math.sqrt(n)
+    # E[tau] / LB measured with these keys: FWS 1.77, TopTwo 1.96 (a threshold 3x too small or sigma ignored moves it about 3x)
+    ratio = {"FWS": 1.77, "TopTwo": 1.96}[type(make()).__name__]
+    assert 0.75 * ratio < s.mean() / lb < ratio / 0.75, (s.mean() / lb, ratio)
     mutated = simulate(make(sigma=1.0), inst, jax.random.PRNGKey(6), n, MAX_STEPS, record_pulls=False)
     bad = int((~mutated.correct).sum()) + int((~mutated.stopped).sum())
     assert binomial_test_upper(bad, n, 0.05) < 1e-3, bad

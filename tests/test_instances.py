@@ -395,6 +395,15 @@ def test_from_data_csv(tmp_path):
     assert X3.shape == (3, 2) and names == ["a", "b"]
     with pytest.raises(ValueError, match="not found"):
         from_data(p3, target="price", noise=1.0)
+    # a row with more fields than the header, and an empty file: errors that name the file
+    p4 = tmp_path / "ragged.csv"
+    p4.write_text("a,b,y\n1,2,3\n1,2,3,4\n")
+    with pytest.raises(ValueError, match="ragged.csv"):
+        load_table(p4, target="y")
+    p5 = tmp_path / "empty.csv"
+    p5.write_text("")
+    with pytest.raises(ValueError, match="empty"):
+        load_table(p5)
 
 
 class _FakeFrame:

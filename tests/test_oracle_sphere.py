@@ -33,7 +33,7 @@ def test_round_counts_top_support_is_multinomial():
 
 def test_oracle_delta_correct_and_lower_bound():
     """Text version (empirical best can be wrong): error vs delta (binomial test, level 0.01),
-    mean >= LB - 3 SE.  delta = 0.3 on an instance with a small gap for power."""
+    mean / LB in a band.  delta = 0.3 on an instance with a small gap for power."""
     X = np.array([[1.0, 0.0], [0.0, 1.0], [math.cos(0.3), math.sin(0.3)]])
     inst = make_instance(X, [1.0, 0.0], 1.0)
     delta = 0.3
@@ -42,7 +42,8 @@ def test_oracle_delta_correct_and_lower_bound():
     errors = int((~r.correct).sum())
     assert binomial_test_upper(errors, r.correct.size, delta) > 0.01, errors
     s = r.samples.ravel()
-    assert s.mean() >= float(lower_bound(inst, delta)) - 3 * s.std(ddof=1) / math.sqrt(s.size)
+    # E[tau] / LB: 32.6 +- 0.9 measured with this key (a threshold 3x too small or sigma ignored moves it about 3x)
+    assert 24 < s.mean() / float(lower_bound(inst, delta)) < 43
 
 
 def test_oracle_table1_k1000_matches_paper():
@@ -108,7 +109,7 @@ def _run_sphere(alg, inst, key, n, cap):
 
 def test_sphere_eps_correct_and_above_lower_bound():
     """(eps, delta)-correctness of the returned direction (Definition 2): binomial test at level
-    0.01 (delta = 0.3, eps = 0.3 for power), and mean tau >= Thm 4's lower bound."""
+    0.01 (delta = 0.3, eps = 0.3 for power), and mean tau / Thm 4's lower bound in a band."""
     inst = sphere_instance(jax.random.PRNGKey(0), jnp.array([0.6, 0.3, 0.1]), num_items=50, random_basis=True)
     alg = SphereBAI(epsilon=0.3, delta=0.3)
     alg.validate(inst)
@@ -119,7 +120,9 @@ def test_sphere_eps_correct_and_above_lower_bound():
     assert binomial_test_upper(errors, reg.size, alg.delta) > 0.01, errors
     assert np.all(np.abs(np.linalg.norm(np.asarray(st.direction), axis=1) - 1) < 1e-12)
     t = np.asarray(st.t, float)
-    assert t.mean() >= float(sphere_lower_bound(inst, alg.epsilon, alg.delta)) - 3 * t.std() / math.sqrt(t.size)
+    # E[tau] / Thm 4's bound: 19,938 measured with this key (every run stops at the same t; Thm 4's
+    # bound is loose here), a band that catches a scale error (a threshold 3x too small or sigma ignored moves it about 3x)
+    assert 15_000 < t.mean() / float(sphere_lower_bound(inst, alg.epsilon, alg.delta)) < 26_500
     # epsilon_t in (0, eps), increasing to eps (Prop 3's requirement)
     e = np.asarray(alg.epsilon_t(jnp.array([2.0, 10.0, 1e3, 1e9]), jnp.asarray(1.0)))
     assert np.all((e > 0) & (e < alg.epsilon)) and np.all(np.diff(e) > 0)

@@ -1,4 +1,4 @@
-"""Precision policy (jaxbandits.precision, issue 13 item 4): importing the package sets no JAX
+"""Precision policy (jaxbandits.precision): importing the package sets no JAX
 option; the entry points run in float64 whatever the caller's setting; float32 is refused unless
 asked for an algorithm validated in float32, and there it keeps float64's distribution."""
 import subprocess

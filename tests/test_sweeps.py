@@ -97,3 +97,58 @@ def test_paired_sweep_gives_every_algorithm_the_same_keys():
     a, b, e = (df[df["algorithm"] == n].sort_values(["instance", "rep"])["samples"].to_numpy() for n in algs)
     np.testing.assert_array_equal(a, b)
     assert np.all(e <= a)
+
+
+def _table():
+    """A made-up sweep table: two algorithms x K in {4, 8} x 2 instances x 3 replications, with
+    stopping times, errors and one capped run known in advance."""
+    import pandas as pd
+
+    rows = []
+    for a, scale in (("A", 1.0), ("B", 3.0)):
+        for K in (4, 8):
+            for j in range(2):
+                for i in range(3):
+                    rows.append(dict(algorithm=a, num_arms=K, instance=j, rep=i, samples=scale * K * (10 + i + j),
+                                     correct=not (a == "B" and i == 0), stopped=not (a == "A" and K == 8 and i == 2),
+                                     lower_bound=2.0 * K))
+    return pd.DataFrame(rows)
+
+
+def _data_lines(ax):
+    """The data line of every error-bar series (not its caps and bars), in drawing order."""
+    return [c.lines[0] for c in ax.containers]
+
+
+def test_plots_draw_the_summary():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from jaxbandits.sweeps import plot_error_rate, plot_ratio_distribution, plot_sample_complexity
+
+    df = _table()
+    s = summary(df, ["algorithm", "num_arms"])
+    ax = plot_sample_complexity(df, "num_arms")
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_yscale()) == ("num_arms", "mean sample complexity", "log")
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["A", "B"]
+    for line, name in zip(_data_lines(ax), ["A", "B"]):
+        np.testing.assert_allclose(np.asarray(line.get_ydata(), float), s.loc[s["algorithm"] == name, "mean"])
+    plt.close(ax.figure)
+    ax = plot_sample_complexity(df, "num_arms", ratio=True, logy=False)
+    assert ax.get_ylabel() == "E[tau] / lower bound" and ax.get_yscale() == "linear"
+    # A at K = 8 has a capped run: its ratio is not defined (the stopped-run mean is biased low)
+    # (mean of K (10 + i + j) = 11.5 K, times 3 for B, over the lower bound 2 K)
+    np.testing.assert_allclose(np.asarray(_data_lines(ax)[0].get_ydata(), float), [5.75, np.nan])
+    np.testing.assert_allclose(np.asarray(_data_lines(ax)[1].get_ydata(), float), [17.25, 17.25])
+    plt.close(ax.figure)
+    ax = plot_error_rate(df, "num_arms", delta=0.1)
+    assert ax.get_ylabel() == "error rate (95 % Clopper-Pearson)"
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["A", "B", "delta = 0.1"]
+    np.testing.assert_allclose(np.asarray(_data_lines(ax)[1].get_ydata(), float), [1 / 3, 1 / 3])  # B errs on rep 0
+    plt.close(ax.figure)
+    ax = plot_ratio_distribution(df)
+    assert ax.get_xlabel() == "E[tau] / lower bound, per instance" and ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["A", "B"]
+    plt.close(ax.figure)

@@ -73,7 +73,7 @@ def test_config_validation():
 
 
 def test_delta_correct_and_above_lower_bound():
-    """Empirical error vs delta (one-sided binomial test, level 0.01) and mean tau >= LB - 3 SE.
+    """Empirical error vs delta (one-sided binomial test, level 0.01) and mean tau / LB in a band.
 
     delta = 0.2 so that the test has power: 400 replications detect an error rate of 0.27."""
     inst = small_instance()
@@ -85,7 +85,8 @@ def test_delta_correct_and_above_lower_bound():
     assert binomial_test_upper(errors, r.correct.size, delta) > 0.01, errors
     lb = float(lower_bound(inst, delta))
     s = r.samples.ravel()
-    assert s.mean() >= lb - 3 * s.std(ddof=1) / math.sqrt(s.size), (s.mean(), lb)
+    # E[tau] / LB: 58.0 +- 0.7 measured with this key (a threshold 3x too small or sigma ignored moves it about 3x)
+    assert 43 < s.mean() / lb < 77, (s.mean(), lb)
     # the same configuration again: the engine reuses the compiled program
     programs = programs_compiled()
     r2 = simulate(alg, inst, jax.random.PRNGKey(0), 400, 50_000)
@@ -135,7 +136,7 @@ def test_paper_frank_wolfe_matches_general_solver():
 
 
 # ------------------------------------------------------------------------------------------------
-# averaging vs no averaging (issue 12 item 4)
+# averaging vs no averaging
 # ------------------------------------------------------------------------------------------------
 def test_averaging_coincides_when_w_never_moves():
     """If w(s) is the same in every round, sum_{s <= t} w(s) = t w(t) and Algorithm 1's rule and
@@ -187,7 +188,7 @@ def test_averaging_differs_when_w_moves():
 
 
 def test_averaging_barely_matters_on_table1_instance():
-    """The finding behind issue 12 item 4, pinned: on the many-arms instance of Table 1 the
+    """Averaging against no averaging, pinned: on the many-arms instance of Table 1 the
     plug-in allocation is the same at every update once mu_hat ranks e_1 first, so sum_s w(s)
     differs from t w(t) by a few early rounds only, and paired runs of the two variants differ by
     a few pulls out of T (not the ~17% of the paper)."""

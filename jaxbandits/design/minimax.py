@@ -39,6 +39,7 @@ import jax.numpy as jnp
 
 from jaxbandits.design.core import (DesignSolution, as_float, design_matrix, full_mask, initial_design,
                                     inverse_design, masked_argmax, masked_argmin, null_projector, pair_table, quad_norms)
+from jaxbandits.stats import kl_bernoulli
 
 _TOPK = 512
 _BISECT = 40
@@ -594,13 +595,6 @@ def characteristic_time(inst, *, tol: float = 1e-4, max_iters: int = 5_000) -> j
     if inst.is_batched:
         fn = jax.vmap(fn, in_axes=(0, 0, 0, None if inst.arm_mask is None else 0, None if inst.item_mask is None else 0))
     return fn(inst.arms, inst.items, inst.theta, inst.arm_mask, inst.item_mask)
-
-
-def kl_bernoulli(p, q):
-    """kl(p, q) = p log(p/q) + (1-p) log((1-p)/(1-q))."""
-    p = jnp.asarray(p, jnp.result_type(float))
-    q = jnp.asarray(q, jnp.result_type(float))
-    return p * jnp.log(p / q) + (1 - p) * jnp.log((1 - p) / (1 - q))
 
 
 def lower_bound(inst, delta, *, tol: float = 1e-4, max_iters: int = 5_000) -> jax.Array:

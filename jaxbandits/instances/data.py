@@ -8,12 +8,11 @@ The recipe follows the seed papers' real-data experiments:
   with regularization 0.01, X = Z = the rows, K = 40 arms including the best row, the others drawn
   among rows whose gap to it is at least 0.01, Bernoulli rewards (``model="bernoulli"``).
 
-Inputs are duck-typed: anything with ``.to_numpy()`` (a pandas DataFrame; pandas is not a
-dependency), a NumPy array, or the path of a CSV file (read with the ``csv`` module).
+Inputs are duck-typed: anything with ``.to_numpy()`` (a pandas DataFrame), a NumPy array, or the
+path of a CSV file (read with :func:`pandas.read_csv`).
 """
 from __future__ import annotations
 
-import csv
 import functools
 import os
 from typing import Sequence
@@ -44,27 +43,21 @@ def _to_float(a: np.ndarray) -> np.ndarray:
         return out
 
 
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
-
-
 def _read_csv(path, delimiter: str):
-    with open(path, newline="") as f:
-        rows = [r for r in csv.reader(f, delimiter=delimiter) if any(c.strip() for c in r)]
-    if not rows:
-        raise ValueError(f"{path}: empty CSV file")
-    header = not all(_is_number(c) for c in rows[0])
-    names = [c.strip() for c in rows[0]] if header else None
-    body = rows[1:] if header else rows
-    width = len(rows[0])
-    bad = [i for i, r in enumerate(body) if len(r) != width]
-    if bad:
-        raise ValueError(f"{path}: row {bad[0] + 1 + header} has {len(body[bad[0]])} fields, expected {width}")
-    return np.array([[c.strip() for c in r] for r in body], dtype=object).reshape(len(body), width), names
+    """The table of a CSV file (strings) and its column names; the first row is a header when
+    some of its entries are not numbers."""
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(path, sep=delimiter, header=None, dtype=str, skipinitialspace=True, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: empty CSV file") from None
+    except pd.errors.ParserError as e:
+        raise ValueError(f"{path}: {e}") from None
+    first = df.iloc[0].str.strip()
+    if pd.to_numeric(first, errors="coerce").isna().any():
+        return df.iloc[1:].to_numpy(object), list(first)
+    return df.to_numpy(object), None
 
 
 def _resolve(col, names, width, what):

@@ -11,7 +11,8 @@ O(K d^2 + d^3), whatever the number of pulls (seed 002 Sec 5 cites IRLS, Wolke &
 Newton's method on the (optionally ridge-penalised) negative log-likelihood is IRLS.  Here each
 Newton direction is followed by a line search over a fixed grid of step sizes (1, 1/2, ..., 2^-7,
 evaluated at once), which keeps the iteration monotone when the data are (quasi-)separable, where
-the plain Newton step overshoots.  The loop is a bounded ``lax.while_loop`` (jit and vmap safe)
+the plain Newton step overshoots.  The loop runs ``max_iters`` passes, those after convergence
+masked (:func:`jaxbandits.batching.fixed_trip_while`: jit and vmap safe, a static trip count)
 returning a convergence flag; when the MLE does not exist (separable data, a real possibility with
 a few pulls per arm), the penalty ``reg`` (default 1e-6, negligible otherwise) keeps the estimate
 finite and the flag says whether the gradient norm reached the tolerance.
@@ -26,6 +27,8 @@ from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+
+from jaxbandits.batching import fixed_trip_while
 
 _STEPS = 2.0 ** -jnp.arange(8.0)
 
@@ -112,6 +115,9 @@ def logistic_mle(X: jax.Array, counts: jax.Array, successes: jax.Array, *, init:
             g_new = g_new - extra @ g_new
         return new, it + 1, jnp.max(jnp.abs(g_new))
 
-    theta, it, gnorm = jax.lax.while_loop(cond, body, (theta0, jnp.asarray(0), jnp.asarray(jnp.inf, dt)))
+    # max_iters passes with the converged ones masked: no host round trip per Newton step on an
+    # accelerator, the same fit as a loop stopping at convergence
+    theta, it, gnorm = fixed_trip_while(cond, body, (theta0, jnp.asarray(0), jnp.asarray(jnp.inf, dt)),
+                                        max_iters)
     _, H = grad_hess(theta)
     return GLMFit(theta, gnorm <= scale_tol, it, H)

@@ -237,6 +237,13 @@ class BudgetCapped(Algorithm):
     def slack(self) -> float:
         return self.inner.slack
 
+    @property
+    def correct_by_construction(self) -> bool:
+        return self.inner.correct_by_construction
+
+    def prepare(self, instances: Instance) -> Instance:
+        return self.inner.prepare(instances)
+
     def validate(self, instance: Instance) -> None:
         self.inner.validate(instance)
         if int(self.budget) < instance.num_arms:

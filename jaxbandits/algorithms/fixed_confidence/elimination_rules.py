@@ -1,7 +1,7 @@
 """Elimination at stopping and at sampling: Tirinzoni & Degenne, "On elimination strategies for
 bandit fixed-confidence identification", NeurIPS 2022 (arXiv 2205.10936), as one wrapper,
 :class:`Eliminate`, around any fixed-confidence best-arm algorithm that implements the elimination
-protocol (``/work/wt/PROTOCOL.md``; ``docs/design.md``):
+protocol (``docs/design.md``, section 5):
 
 * ``linear_stats(state) -> LinearStats``: counts, A_t = sum_s x_s x_s^T, b_t = sum_s x_s r_s;
 * ``step_masked(key, state, instance, active)``: one step of the sampling rule whose closest-

@@ -45,7 +45,7 @@ gradient (compared with r_t, which is in KL units) and the threshold sigma^2 bet
 prior fixed (not scaled with sigma) the estimate, f_j / sigma^2-units and Z / sigma^2 are
 equivariant under (theta, sigma) -> (theta / sigma, 1): exactly sigma-equivariant.
 
-Elimination protocol (PROTOCOL.md): :meth:`FWS.linear_stats` and :meth:`FWS.step_masked` (the
+Elimination protocol (docs/design.md, section 5; :class:`~jaxbandits.algorithms.Eliminate`): :meth:`FWS.linear_stats` and :meth:`FWS.step_masked` (the
 pieces j of the r-subdifferential range over active items only).
 
 Measured (delta = 0.05, shared 2-core machine at load ~11, compile excluded): Soare d = 2

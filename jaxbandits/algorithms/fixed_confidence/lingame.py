@@ -57,7 +57,7 @@ are Gaussian log-likelihood ratios, 1/(2 sigma^2) ||.||^2 (Sec 2).  It enters th
 against beta) and the optimistic gains (item 4); with a fixed ``reg`` the algorithm is exactly
 equivariant under (theta, sigma) -> (theta / sigma, 1).
 
-Elimination protocol (``PROTOCOL.md``; Tirinzoni & Degenne 2022): :meth:`LinGame.linear_stats`
+Elimination protocol (docs/design.md, section 5; Tirinzoni & Degenne 2022): :meth:`LinGame.linear_stats`
 and :meth:`LinGame.step_masked` (the best response ranges over the pieces y = z_j - z_i whose
 challenger j is active; for Top-m the members of the empirical answer are always active).
 
@@ -345,12 +345,12 @@ class LinGame(Algorithm):
     # -- the elimination protocol --------------------------------------------------------------
     @staticmethod
     def linear_stats(state: LinGameState) -> common.LinearStats:
-        """Counts, sums, V_{N_t} and b_t of every observation (PROTOCOL.md)."""
+        """Counts, sums, V_{N_t} and b_t of every observation (the elimination protocol)."""
         return state.stats
 
     def step_masked(self, key, state: LinGameState, inst: Instance, active: jax.Array) -> LinGameState:
         """One round in which nature's best response ranges over the pieces whose challenger j is
-        ``active`` [M] (members of the empirical answer always count as active; PROTOCOL.md)."""
+        ``active`` [M] (members of the empirical answer always count as active)."""
         X, Z = inst.arms, inst.items
         K, d = X.shape
         dt = X.dtype

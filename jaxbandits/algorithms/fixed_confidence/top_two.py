@@ -48,7 +48,7 @@ Noise scale sigma: enters the TS posterior sigma^2 V_t^-1 and the threshold sigm
 leader/challenger argmins, the designs and the tracking are scale-free.  The estimate is least
 squares (``reg`` = 0; any fixed ridge keeps sigma-equivariance).
 
-Elimination protocol (PROTOCOL.md): :meth:`TopTwo.linear_stats`, :meth:`TopTwo.step_masked`.
+Elimination protocol (docs/design.md, section 5; :class:`~jaxbandits.algorithms.Eliminate`): :meth:`TopTwo.linear_stats`, :meth:`TopTwo.step_masked`.
 
 Measured (delta = 0.05, shared 2-core machine at load ~11, compile excluded): Soare d = 2
 (omega = 0.01, theta = 2 e_1, sigma = 1): 32 runs, mean 97,514 +- 11,867 pulls, 1.82 +- 0.22 x the

@@ -46,7 +46,7 @@ switch         paper text (Sec 3.4, 5; Algorithm 1)        released code (lazy_t
 The threshold switches (``u``, ``anytime``, and the prior's det) set the sample complexity on the
 Table 1 instance: the sampling rule is the same in both columns.
 
-Averaging vs no averaging (issue 12 item 4).  Both rules are implemented as Algorithm 1 and Sec 5
+Averaging vs no averaging.  Both rules are implemented as Algorithm 1 and Sec 5
 state them; they differ only through sum_s w(s) - t w(t), i.e. only when w(t) moves between lazy
 updates.  On the Table 1 many-arms instance it does not: for every direction y_b = e_1 - x_b
 (angles in [0.78, 0.88)) the c-optimal design (Elfving) lies on the chord between -x_2

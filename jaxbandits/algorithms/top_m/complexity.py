@@ -104,7 +104,7 @@ def min_l1_representation(X: jax.Array, y: jax.Array, *, active=True, max_iters:
     rows = jnp.arange(d + 2)
 
     def first_min(v, size):
-        # argmin as min + where: cheaper than jnp.argmin under vmap on CPU (DESIGN.md)
+        # argmin as min + where: cheaper than jnp.argmin under vmap on CPU (measured)
         mn = jnp.min(v)
         return jnp.min(jnp.where(v == mn, jnp.arange(size), size))
 

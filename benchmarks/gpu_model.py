@@ -1,0 +1,377 @@
+"""What every algorithm's chunk program costs on an NVIDIA H100, from the compiled program alone.
+
+XLA compiles for an H100 without one: with the CUDA plugin installed (``pip install -e
+".[gpu-model]"``; never needed to use the library) and ``JAX_PLATFORMS=cpu``, a device made by
+``jax.experimental.topologies.get_topology_desc`` from an H100 target description receives the
+engine's chunk runner, lowered exactly as :func:`jaxbandits.engine.simulate` lowers it for an
+accelerator (accelerator lanes, steps per block and batched solves).  The optimised GPU HLO is
+then read, per algorithm on its seed instance (``benchmarks/devices.py``'s workloads):
+
+* **kernels per step**: operations that launch a kernel (fusions, library calls, copies, sorts,
+  ...), in the engine's block divided by its steps, loops with a known trip count multiplied out;
+* **host syncs per step**: a ``while`` whose trip count XLA cannot infer copies its predicate to the
+  host and waits, every iteration; a ``conditional`` does the same once.  Loops that remain inside
+  a step are counted at ``--unknown-trips`` iterations (1 by default: a lower bound on the cost);
+* **loops left**: the data-dependent ``while`` loops inside a step, named by the JAX operation they
+  come from;
+* **bytes per lane** (:func:`jaxbandits.engine.lane_bytes`), **lanes on 80 GB**
+  (:func:`jaxbandits.engine.choose_lanes` with the H100's memory) and the compiled program's bytes
+  at those lanes (XLA's memory analysis: arguments, outputs and temporaries);
+* **predicted replications/s**: ``lanes * efficiency / (steps per replication * step time)`` with
+  step time ``kernels * T_KERNEL + syncs * T_SYNC + HBM bytes / BANDWIDTH`` (HBM bytes: operands and
+  results of every kernel of a step).  Steps per replication come from a short CPU run
+  (``--reps``); lane efficiency is taken as 0.9.
+
+The constants are fitted to H100 measurements of 2026-11-23 (jax 0.11.2, the library before
+block stepping): LT&S at K = 1000, 1,459 replications/s at 4,096 lanes with batched solves; RAGE
+on Soare d = 5, 87 per second with default lanes; m-LinGapE top-m, 47,488 at 100,000 lanes
+(docs/design.md, section 15.2).  They are starting points: when a GPU is available,
+``benchmarks/devices.py`` measures the same rows.
+
+Usage (in an environment with the ``gpu-model`` extra)::
+
+    python benchmarks/gpu_model.py [--only NAME ...] [--json PATH] [--reps N] [--lanes L]
+
+Triton GEMM is turned off (``--xla_gpu_enable_triton_gemm=false``): with it, some float64 matrix
+products of the elimination family fail to find tile sizes when compiled without a device.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+_FLAG = "--xla_gpu_enable_triton_gemm=false"
+if _FLAG not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
+
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+#: an H100 SXM 80 GB as XLA describes it (GpuTargetConfigProto, text form): NVIDIA's published
+#: figures (132 SMs, 3.35 TB/s, 50 MiB L2, compute capability 9.0)
+H100_TARGET = """gpu_device_info {
+  threads_per_block_limit: 1024
+  threads_per_warp: 32
+  shared_memory_per_block: 49152
+  shared_memory_per_core: 233472
+  threads_per_core_limit: 2048
+  core_count: 132
+  fpus_per_core: 128
+  block_dim_limit_x: 2147483647
+  block_dim_limit_y: 65535
+  block_dim_limit_z: 65535
+  memory_bandwidth: 3352320000000
+  l2_cache_size: 52428800
+  clock_rate_ghz: 1.98
+  device_memory_size: 84929347584
+  shared_memory_per_block_optin: 232448
+  cuda_compute_capability { major: 9 }
+  registers_per_core_limit: 65536
+  registers_per_block_limit: 65536
+}
+platform_name: "CUDA"
+dnn_version_info { major: 9 minor: 7 }
+device_description_str: "NVIDIA H100 80GB HBM3"
+"""
+#: free memory assumed on an idle 80 GB H100 (what the allocator reports as its limit)
+H100_FREE_BYTES = 79 * 2**30
+
+#: cost model (fitted, see the module docstring): seconds per kernel launch, per host round trip,
+#: and the HBM bandwidth reached by the step's kernels
+T_KERNEL = 4.0e-6
+T_SYNC = 25.0e-6
+BANDWIDTH = 2.0e12
+#: lane efficiency assumed for the predictions (refilled lanes, block tail)
+EFFICIENCY = 0.9
+
+_NO_KERNEL = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "while", "conditional",
+              "call", "after-all", "partition-id", "replica-id", "opt-barrier", "add-dependency",
+              "get-dimension-size", "domain"}
+_DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
+                "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s([\w\-]+)\((.*)$")
+_SHAPE = re.compile(r"\b(pred|[sufc]\d+|bf16)\[([\d,]*)\]")
+
+
+def _shape_bytes(text: str) -> int:
+    total = 0
+    for dt, dims in _SHAPE.findall(text):
+        n = 1
+        for d in filter(None, dims.split(",")):
+            n *= int(d)
+        total += n * _DTYPE_BYTES.get(dt, 8)
+    return total
+
+
+@dataclasses.dataclass
+class Instr:
+    name: str
+    op: str
+    out_bytes: int
+    operands: list
+    called: dict  # role -> computation names (body/condition/branches/calls)
+    trip: int | None  # known trip count of a while
+    label: str  # op_name metadata
+
+
+def parse_hlo(text: str) -> tuple[dict, str]:
+    """Computations of an optimised HLO module (name -> instructions) and the entry's name."""
+    comps, cur, entry = {}, None, None
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith("//"):
+            continue
+        m = re.match(r"^(ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->.*\{$", s)
+        if m and not _INSTR.match(s):
+            cur = m.group(2)
+            comps[cur] = []
+            if m.group(1):
+                entry = cur
+            continue
+        if s == "}":
+            cur = None
+            continue
+        if cur is None:
+            continue
+        im = _INSTR.match(s)
+        if not im:
+            continue
+        name, shape, op, rest = im.groups()
+        args = rest.split("),", 1)[0] if ")," in rest else rest.rsplit(")", 1)[0]
+        operands = re.findall(r"%([\w.\-]+)", args)
+        called = {}
+        for role in ("condition", "body", "calls", "to_apply", "true_computation", "false_computation"):
+            cm = re.search(role + r"=%?([\w.\-]+)", rest)
+            if cm:
+                called[role] = [cm.group(1)]
+        bm = re.search(r"branch_computations=\{([^}]*)\}", rest)
+        if bm:
+            called["branches"] = re.findall(r"%?([\w.\-]+)", bm.group(1))
+        tm = re.search(r'"known_trip_count":\{"n":"(\d+)"', rest)
+        lm = re.search(r'op_name="([^"]*)"', rest)
+        comps[cur].append(Instr(name, op, _shape_bytes(shape), operands, called, int(tm.group(1)) if tm else None,
+                                lm.group(1) if lm else ""))
+    return comps, entry
+
+
+@dataclasses.dataclass
+class Cost:
+    kernels: float = 0.0
+    syncs: float = 0.0
+    bytes: float = 0.0
+    loops: list = dataclasses.field(default_factory=list)  # data-dependent whiles: labels
+
+    def __add__(self, o):
+        return Cost(self.kernels + o.kernels, self.syncs + o.syncs, self.bytes + o.bytes, self.loops + o.loops)
+
+    def __mul__(self, k):
+        return Cost(self.kernels * k, self.syncs * k, self.bytes * k, self.loops)
+
+
+def cost(comps: dict, name: str, unknown_trips: float, memo=None) -> Cost:
+    """Kernels, host syncs and HBM bytes of one execution of computation ``name``."""
+    memo = {} if memo is None else memo
+    if name in memo:
+        return memo[name]
+    shapes = {i.name: i.out_bytes for i in comps.get(name, [])}
+    c = Cost()
+    for i in comps.get(name, []):
+        if i.op == "while":
+            body = cost(comps, i.called["body"][0], unknown_trips, memo) + cost(
+                comps, i.called["condition"][0], unknown_trips, memo)
+            if i.trip is not None:
+                c = c + body * i.trip
+            else:
+                c = c + (body + Cost(syncs=1)) * unknown_trips
+                c.loops = c.loops + [i.label or i.name]
+        elif i.op == "conditional":
+            branches = [cost(comps, b, unknown_trips, memo)
+                        for b in i.called.get("branches", []) + i.called.get("true_computation", [])
+                        + i.called.get("false_computation", [])]
+            worst = max(branches, key=lambda b: b.kernels, default=Cost())
+            c = c + worst + Cost(syncs=1)
+        elif i.op == "call":
+            c = c + cost(comps, i.called["to_apply"][0] if "to_apply" in i.called else i.called["calls"][0],
+                         unknown_trips, memo)
+        elif i.op not in _NO_KERNEL:
+            c = c + Cost(kernels=1, bytes=i.out_bytes + sum(shapes.get(o, 0) for o in i.operands))
+    memo[name] = c
+    return c
+
+
+def step_cost(text: str, block_steps: int, unknown_trips: float) -> tuple[Cost, Cost]:
+    """(cost per step, data-dependent loops inside a step) of an engine chunk program: its
+    largest data-dependent ``while`` is the engine's loop over blocks; a block is
+    ``block_steps`` steps plus one test of that loop."""
+    comps, entry = parse_hlo(text)
+    memo: dict = {}
+    outer, best = None, -1.0
+    stack, seen = [entry], set()
+    while stack:  # the entry and what it calls (a shard_map body, a call)
+        cname = stack.pop()
+        if cname in seen:
+            continue
+        seen.add(cname)
+        for i in comps.get(cname, []):
+            if i.op == "while" and i.trip is None:
+                k = cost(comps, i.called["body"][0], 1.0, memo).kernels
+                if k > best:
+                    outer, best = i, k
+            elif i.op == "call":
+                stack.extend(i.called.get("to_apply", []) + i.called.get("calls", []))
+    memo = {}
+    block = cost(comps, outer.called["body"][0], unknown_trips, memo) + cost(
+        comps, outer.called["condition"][0], unknown_trips, memo) + Cost(syncs=1)
+    per_step = block * (1.0 / block_steps)
+    per_step.loops = block.loops
+    return per_step, block
+
+
+def h100_device():
+    from jax.experimental import topologies
+
+    topo = topologies.get_topology_desc("h100", platform="cuda", target_config=H100_TARGET, topology="1x1x1")
+    return topo.devices[0]
+
+
+def compile_for_h100(w, lanes: int | None, n_tasks: int):
+    """Lower and compile ``w``'s chunk program as the engine would on an 80 GB H100."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbandits import batching, engine
+    from jaxbandits.instances.base import as_batch
+
+    dev = h100_device()
+    sh = jax.sharding.SingleDeviceSharding(dev)
+    alg = w.algorithm
+    inst = alg.prepare(as_batch(w.instance))
+    bpl = engine.lane_bytes(alg, inst)
+    try:
+        L80 = engine.choose_lanes("gpu", bpl, H100_FREE_BYTES, inst, tasks=n_tasks)
+    except TypeError:  # a layout policy without task buckets
+        L80 = engine.choose_lanes("gpu", bpl, H100_FREE_BYTES, inst)
+    L = int(lanes) if lanes else L80
+    chunk = engine.CHUNK_LANES * L
+    S = engine.choose_block_steps("gpu") if hasattr(engine, "choose_block_steps") else 1
+    static, dynamic = alg.split_dynamic()
+    rmin = max(1, L // 16)
+    try:
+        from jaxbandits.engine.lanes import make_chunk_runner
+        run = make_chunk_runner(static, L, chunk, False, rmin, S)
+    except ImportError:  # the single-module engine
+        run = engine._make_chunk_runner(static, L, chunk, False, rmin)
+
+    def spec(a):
+        a = jnp.asarray(a)
+        return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sh)
+
+    args = (jax.ShapeDtypeStruct((chunk,), jnp.int32, sharding=sh), jax.tree.map(spec, inst),
+            jax.ShapeDtypeStruct((), jax.random.key(0).dtype, sharding=sh), jax.tree.map(spec, dynamic),
+            jax.ShapeDtypeStruct((), jnp.int32, sharding=sh), jax.ShapeDtypeStruct((), jnp.int32, sharding=sh))
+    t0 = time.perf_counter()
+    with batching.policy(batching.solve_for("gpu", L)):
+        compiled = jax.jit(run).lower(*args).compile()
+    ct = time.perf_counter() - t0
+    try:
+        m = compiled.memory_analysis()
+        pbytes = int(m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes)
+    except Exception:
+        pbytes = None
+    return compiled.as_text(), dict(lanes=L, lanes_80gb=L80, bytes_per_lane=bpl, block_steps=S,
+                                    program_bytes=pbytes, compile_s=ct)
+
+
+def steps_per_rep(w, reps: int) -> float:
+    """Mean steps per replication from a short CPU run."""
+    import jax
+
+    from jaxbandits.engine import simulate
+
+    r = simulate(w.algorithm, w.instance, jax.random.key(1), reps, w.max_steps, record_pulls=False)
+    return float(r.steps.mean())
+
+
+def predict(per_step: Cost, lanes: int, steps: float) -> float:
+    t = per_step.kernels * T_KERNEL + per_step.syncs * T_SYNC + per_step.bytes / BANDWIDTH
+    return lanes * EFFICIENCY / (steps * t)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--only", nargs="*", default=None, help="rows whose name contains one of these")
+    p.add_argument("--json", default=None, help="write the rows here (rows already in it are kept)")
+    p.add_argument("--reps", type=int, default=0, help="CPU replications to measure steps per replication "
+                   "(0: use the rows of --json, else skip the prediction)")
+    p.add_argument("--lanes", type=int, default=None, help="compile at this many lanes (default: 80 GB's)")
+    p.add_argument("--tasks", type=int, default=10**6, help="replications the lanes are sized for")
+    p.add_argument("--unknown-trips", type=float, default=1.0, help="iterations assumed per data-dependent loop")
+    p.add_argument("--quick", action="store_true", help="the quick workloads of devices.py")
+    args = p.parse_args(argv)
+    import jax
+
+    import jaxbandits.precision
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from devices import workloads
+
+    jaxbandits.precision.enable_globally()
+    rows = {}
+    if args.json and os.path.exists(args.json):
+        with open(args.json) as f:
+            rows = {r["name"]: r for r in json.load(f)}
+    print(f"# jax {jax.__version__}, H100 target (compiled, not run); T_KERNEL {T_KERNEL * 1e6:.1f} us, "
+          f"T_SYNC {T_SYNC * 1e6:.1f} us, {BANDWIDTH / 1e12:.1f} TB/s", flush=True)
+    for w in workloads(args.quick):
+        if args.only and not any(s.lower() in w.name.lower() for s in args.only):
+            continue
+        row = rows.get(w.name, dict(name=w.name))
+        try:
+            text, info = compile_for_h100(w, args.lanes, args.tasks)
+        except Exception as e:  # one row's failure is reported, the others still run
+            row.update(error=f"{type(e).__name__}: {str(e)[:300]}")
+            rows[w.name] = row
+            print(f"  {w.name}: {row['error']}", flush=True)
+            continue
+        per_step, _ = step_cost(text, info["block_steps"], args.unknown_trips)
+        row.update(info, kernels_per_step=per_step.kernels, syncs_per_step=per_step.syncs,
+                   hbm_bytes_per_step=per_step.bytes, loops_left=sorted(set(per_step.loops)))
+        row.pop("error", None)
+        if args.reps:
+            row["steps_per_rep"] = steps_per_rep(w, args.reps)
+        if row.get("steps_per_rep"):
+            row["predicted_reps_per_s"] = predict(per_step, info["lanes"], row["steps_per_rep"])
+        rows[w.name] = row
+        print(f"  {w.name}: {per_step.kernels:.1f} kernels, {per_step.syncs:.2f} syncs per step, "
+              f"{len(row['loops_left'])} loops left, {info['lanes']} lanes, compile {info['compile_s']:.1f} s",
+              flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(list(rows.values()), f, indent=1)
+    print(table(list(rows.values())))
+    return 0
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| algorithm, instance | kernels / step | host syncs / step | loops left | bytes / lane "
+            "| lanes (80 GB) | program GiB | steps / rep | predicted reps/s |")
+    out = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for r in rows:
+        if "error" in r:
+            out.append(f"| {r['name']} | compile failed: {r['error'][:80]} |" + " |" * 7)
+            continue
+        pred = r.get("predicted_reps_per_s")
+        pb = r.get("program_bytes")
+        out.append(f"| {r['name']} | {r['kernels_per_step']:,.1f} | {r['syncs_per_step']:.2f} "
+                   f"| {len(r['loops_left'])} | {r['bytes_per_lane']:,} | {r['lanes_80gb']:,} "
+                   f"| {'n/a' if pb is None else f'{pb / 2**30:.2f}'} "
+                   f"| {r.get('steps_per_rep', float('nan')):,.0f} | {'n/a' if pred is None else f'{pred:,.0f}'} |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
