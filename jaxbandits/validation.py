@@ -177,7 +177,7 @@ def check_bernoulli_means(instances, name: str = "instances") -> None:
     mu = np.where(np.asarray(instances.valid_arms()), mu, 0.5)
     if np.any((mu < 0) | (mu > 1)):
         bad = mu[(mu < 0) | (mu > 1)]
-        raise ValueError(f"{name}: Bernoulli rewards need arm means x^T theta in [0, 1], got "
+        raise ValueError(f"{name}: Bernoulli rewards need arm means x^T theta in [0, 1] (outside, they are clipped), got "
                          f"{bad.size} outside (e.g. {float(bad.flat[0]):g}); use model='gaussian' or "
                          "rescale theta")
 

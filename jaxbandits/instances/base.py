@@ -143,9 +143,9 @@ def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", d
     theta = jnp.asarray(theta, dtype)
     items = arms if items is None else jnp.asarray(items, dtype)
     noise = jnp.broadcast_to(jnp.asarray(noise, dtype), theta.shape[:-1])
-    inst = Instance(arms=arms, items=items, theta=theta, noise=noise, model=model)
-    validation.check_bernoulli_means(inst, "theta")
-    return inst
+    # Bernoulli means outside [0, 1] are allowed here (the environment clips them; algorithms that
+    # need them in [0, 1] say so in validate) and refused by simulate (jaxbandits.validation)
+    return Instance(arms=arms, items=items, theta=theta, noise=noise, model=model)
 
 
 @float64_entry
