@@ -83,9 +83,12 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "design_sensitivity": (19, 120, "estimate"),
     "seed000_table1": (49, 3400, "measured"),
     "seed001_fig2": (40, 3390, "estimate"),
+    "seed002_adaptive": (14, 1410, "estimate"),
+    "seed002_logistic": (24, 17820, "estimate"),
     "seed002_real_data": (15, 2130, "estimate"),
     "seed002_static": (15, 1300, "estimate"),
     "seed003_fig1": (None, 465, "measured"),
+    "seed003_table3": (33, 210, "estimate"),
     "seed003_table4": (9, 430, "estimate"),
 }
 
