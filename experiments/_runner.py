@@ -88,6 +88,7 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "seed002_real_data": (15, 2130, "estimate"),
     "seed002_static": (15, 1300, "estimate"),
     "seed003_fig1": (None, 465, "measured"),
+    "seed003_real_data": (22, 160, "estimate"),
     "seed003_table3": (33, 210, "estimate"),
     "seed003_table4": (9, 430, "estimate"),
 }
