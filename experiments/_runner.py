@@ -86,6 +86,7 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "seed002_adaptive": (14, 1410, "estimate"),
     "seed002_logistic": (24, 17820, "estimate"),
     "seed002_real_data": (15, 2130, "estimate"),
+    "seed002_sphere": (34, 10380, "estimate"),
     "seed002_static": (15, 1300, "estimate"),
     "seed003_fig1": (None, 465, "measured"),
     "seed003_real_data": (22, 160, "estimate"),
