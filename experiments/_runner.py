@@ -67,10 +67,32 @@ def discover() -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-#: wall time of each experiment on 2 CPU cores, first run (empty compilation cache, nothing on
-#: disk): (--quick seconds, full-size seconds, how the full size was obtained: "measured" or
-#: "estimate" -- scaled from the quick run by the ratio of their work, not run)
-TIMES: dict[str, tuple[float, float, str]] = {}
+#: time of each experiment on 2 CPU cores, first run (empty compilation cache, nothing on disk):
+#: (--quick seconds, full-size seconds, how the full size was obtained).  --quick: the CPU seconds
+#: (user + system) of a cold run, measured on a 2-core machine shared with other jobs, where wall
+#: time was several times longer than on an idle one (JAX's CPU programs here use about one core,
+#: so CPU seconds are close to an idle machine's wall time).  Full size: "measured" for full runs
+#: timed on the shared 2-core machine (the experiment's docstring gives the run); "estimate" for
+#: the quick run's compilation seconds plus its replication seconds scaled by the ratio of the
+#: full size's replications x points x algorithms to the quick run's (not run; rough, within a
+#: factor of a few).  None: not measured.
+TIMES: dict[str, tuple[float | None, float | None, str]] = {
+    "calibration": (None, 1512, "measured"),
+    "design_hardest_theta": (None, 524, "measured"),
+    "design_probe_set": (None, 414, "measured"),
+    "design_sensitivity": (19, 120, "estimate"),
+    "seed000_table1": (49, 3400, "measured"),
+    "seed001_fig2": (40, 3390, "estimate"),
+    "seed002_adaptive": (14, 1410, "estimate"),
+    "seed002_logistic": (24, 17820, "estimate"),
+    "seed002_real_data": (15, 2130, "estimate"),
+    "seed002_sphere": (34, 10380, "estimate"),
+    "seed002_static": (15, 1300, "estimate"),
+    "seed003_fig1": (None, 465, "measured"),
+    "seed003_real_data": (22, 160, "estimate"),
+    "seed003_table3": (33, 210, "estimate"),
+    "seed003_table4": (9, 430, "estimate"),
+}
 
 
 def _duration(seconds: float | None) -> str:
@@ -88,7 +110,8 @@ def listing(found: dict[str, str]) -> str:
     lines = ["Experiments: python -m experiments NAME [--quick] [--reps N] [--seed S] [--out DIR] [--devices N]",
              "",
              "Times on 2 CPU cores, first run (a rerun loads compiled programs from the cache and reads",
-             "finished replications back: much faster); ~ marks a full-size time estimated from the quick run.",
+             "finished replications back: much faster); ~ marks a full-size time estimated from the quick run,",
+             "? a time not measured.",
              "",
              f"  {'name':22s} {'--quick':>8s} {'full':>8s}  description"]
     for name, mod in found.items():

@@ -122,8 +122,9 @@ CASES = [
      ValueError, "items"),
     ("arms a vector", lambda f: lambda: jb.make_instance([1.0, 2.0], [1.0]), ValueError, "arms"),
     ("noise negative", lambda f: lambda: jb.make_instance(ARMS, [1.0, 0.5], noise=-1.0), ValueError, "noise"),
-    ("bernoulli theta outside [0, 1]", lambda f: lambda: jb.make_instance(ARMS, [2.0, -0.5], model="bernoulli"),
-     ValueError, "theta"),
+    ("bernoulli built by make_instance", lambda f: sim(instances=jb.make_instance(ARMS, [2.0, -0.5],
+                                                                                  model="bernoulli")),
+     ValueError, "instances"),
     # sweep and Generator
     ("sweep n_reps zero", lambda f: swp(n_reps=0), ValueError, "n_reps"),
     ("sweep deltas out of range", lambda f: swp(deltas=[0.05, 2.0]), ValueError, "deltas"),

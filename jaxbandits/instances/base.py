@@ -169,7 +169,7 @@ def check_bernoulli_means(instances, name: str = "instances") -> None:
     mu = np.where(np.asarray(instances.valid_arms()), mu, 0.5)
     if np.any((mu < 0) | (mu > 1)):
         bad = mu[(mu < 0) | (mu > 1)]
-        raise ValueError(f"{name}: Bernoulli rewards need arm means x^T theta in [0, 1], got "
+        raise ValueError(f"{name}: Bernoulli rewards need arm means x^T theta in [0, 1] (outside, they are clipped), got "
                          f"{bad.size} outside (e.g. {float(bad.flat[0]):g}); use model='gaussian' or "
                          "rescale theta")
 
@@ -190,9 +190,9 @@ def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", d
     theta = jnp.asarray(theta, dtype)
     items = arms if items is None else jnp.asarray(items, dtype)
     noise = jnp.broadcast_to(jnp.asarray(noise, dtype), theta.shape[:-1])
-    inst = Instance(arms=arms, items=items, theta=theta, noise=noise, model=model)
-    check_bernoulli_means(inst, "theta")
-    return inst
+    # Bernoulli means outside [0, 1] are allowed here (the environment clips them; algorithms that
+    # need them in [0, 1] say so in validate) and refused by simulate (jaxbandits.validation)
+    return Instance(arms=arms, items=items, theta=theta, noise=noise, model=model)
 
 
 @float64_entry
