@@ -111,16 +111,26 @@ def test_lingame_stopping_threshold_is_its_stopping_rule():
 
 
 # -- LinGame / MisLid: one learner, no optimism -------------------------------------------------------
-def test_single_learner_uses_one_slot_and_no_optimism_changes_sampling():
+def test_single_learner_uses_one_slot():
     inst = make_instance(np.eye(4), np.array([1.0, 0.9, 0.85, 0.8]), 1.0)  # hard: the answer changes
     single = LinGame.tirinzoni_degenne(m=2, delta=0.1)
     per = LinGame(m=2, delta=0.1)
     s1, s2 = final_states(single, inst, 4, cap=300), final_states(per, inst, 4, cap=300)
     assert np.all((np.asarray(s1.keys) >= 0).sum(1) == 1)   # one learner, keyed 0
     assert np.all((np.asarray(s2.keys) >= 0).sum(1) >= 2)   # one per answer visited (several here)
+
+
+def test_no_optimism_changes_the_gains():
+    """Without optimism the gains are 1/2 (x^T (theta_hat - lambda))^2: compare one step's learner
+    losses with and without it from the same state."""
+    inst = make_instance(np.eye(4), np.array([1.0, 0.9, 0.85, 0.8]), 1.0)
+    plain = LinGame.tirinzoni_degenne(m=2, delta=0.1)
     opt = LinGame.tirinzoni_degenne(m=2, delta=0.1, optimism=True)
-    s3 = final_states(opt, inst, 4, cap=300)
-    assert not np.array_equal(np.asarray(s1.stats.counts), np.asarray(s3.stats.counts))
+    st = jax.jit(plain.init)(KEY, inst)
+    a = jax.jit(plain.step)(KEY, st, inst)
+    b = jax.jit(opt.step)(KEY, st, inst)
+    la, lb = np.asarray(a.losses[0]), np.asarray(b.losses[0])
+    assert np.all(lb <= la - 1e-6)   # optimistic gains are larger (losses are -gains)
 
 
 def test_lingame_preset_correct_on_easy_instances():
