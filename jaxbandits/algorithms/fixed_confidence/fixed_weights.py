@@ -59,7 +59,7 @@ class FixedWeightsOracle(Algorithm):
     design_tol: float = 1e-6
     design_iters: int = 20_000
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "reg", "sigma")
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "reg", "sigma", "design_tol")
 
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "FixedWeightsOracle":
@@ -77,9 +77,10 @@ class FixedWeightsOracle(Algorithm):
     def prepare(self, instances: Instance) -> Instance:
         from jaxbandits.design import oracle_allocation
 
-        tol, iters = float(self.design_tol), int(self.design_iters)
-        solve = jax.jit(jax.vmap(lambda X, Z, th: oracle_allocation(X, Z, th, tol=tol, max_iters=iters).allocation))
-        w = solve(instances.arms, instances.items, instances.theta)
+        iters = int(self.design_iters)
+        solve = jax.jit(jax.vmap(lambda X, Z, th, tol: oracle_allocation(X, Z, th, tol=tol, max_iters=iters).allocation,
+                                 in_axes=(0, 0, 0, None)))
+        w = solve(instances.arms, instances.items, instances.theta, jnp.asarray(self.design_tol, instances.arms.dtype))
         return with_cache(instances, w.astype(instances.arms.dtype))
 
     def weights(self, instance: Instance) -> jax.Array:
