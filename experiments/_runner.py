@@ -39,15 +39,9 @@ def _set_cpu_devices(n: int | None) -> None:
     """Expose ``n`` XLA CPU devices (must run before jax is imported): the engine then runs one
     loop per device, 1.4-2.4x faster on 2 cores in DESIGN.md's probe.
 
-    Not the default, because of a deadlock in jaxlib 0.10.x found with ``benchmarks/xla_cpu_stall.py``:
-    batched LAPACK calls (LU, Cholesky, eigh) split their batch over XLA's CPU thread pool (one
-    thread per core) and block the calling pool thread until the pieces finish; with one device
-    per core, every pool thread can be a device's program blocked in such a call, and nothing is
-    left to run the pieces.  Measured: 2 host devices stalled 5/5 (plain JAX reproducer), 2/2 (GSE,
-    LinUCB) on 0.10.2 whatever the XLA flags; 1 device 0/24; jaxlib 0.9.2 and older 0/16 (their
-    LAPACK kernels do not split batches).  No 2-device speed-up could be measured on a loaded
-    2-core machine, so pinning jaxlib < 0.10 to enable it is not worth its 1.2x single-device loss
-    (GSE) yet.
+    Not the default: no speed-up from a second device could be measured on a loaded 2-core
+    machine.  (With jaxlib 0.10.x it also deadlocked -- batched LAPACK calls on every pool thread
+    at once, :mod:`jaxbandits.watchdog` -- which the required jaxlib version rules out.)
     """
     if "jax" in sys.modules or not n:
         return

@@ -1,4 +1,10 @@
-"""Compiled programs and the kernel's limit on memory mappings (XLA:CPU).
+"""Compiled programs: the engine's program cache, its counters, and the kernel's limit on memory
+mappings (XLA:CPU).
+
+The engine's chunk runners are compiled ahead of time and kept in :data:`RUNNERS`, keyed on
+everything that changes the program (:func:`compiled`); :func:`programs_compiled` and
+:func:`compile_seconds` count the misses.  This module imports nothing from the engine or the
+algorithms, which import it.
 
 XLA:CPU loads every kernel of a compiled program into its own executable, read-only and writable
 pages: about 1,000 memory mappings per engine program here (jaxlib 0.10.2; measured with
@@ -23,6 +29,8 @@ from __future__ import annotations
 
 import gc
 import os
+import time
+from typing import Any, Callable, Hashable
 
 #: fraction of ``vm.max_map_count`` above which compiled programs are dropped before the next
 #: compilation (about 30 programs' worth of room is left above it)
@@ -33,6 +41,13 @@ RELEASE_FRACTION = 0.5
 #: as compile time)
 PREPARED: dict = {}
 PREPARE_COMPILE_SECONDS = [0.0]
+
+#: the engine's compiled chunk runners, by signature (:func:`compiled`)
+RUNNERS: dict = {}
+#: bound on the number of cached runners where the mapping count is unknown (off Linux)
+MAX_RUNNERS = 64
+_COMPILES = [0]
+_COMPILE_SECONDS = [0.0]
 
 _RELEASES = [0]
 _PEAK = [0]
@@ -71,9 +86,7 @@ def release() -> None:
     the caller stay valid."""
     import jax
 
-    from jaxbandits import engine
-
-    engine._RUNNERS.clear()
+    RUNNERS.clear()
     PREPARED.clear()
     jax.clear_caches()
     gc.collect()
@@ -88,3 +101,48 @@ def release_if_high(fraction: float = RELEASE_FRACTION) -> bool:
         return False
     release()
     return True
+
+
+def programs_compiled() -> int:
+    """Number of engine programs compiled so far in this process (a cache miss of
+    :func:`jaxbandits.engine.simulate`): tests and experiments count recompilations with it instead
+    of timing them.  A program loaded from the persistent compilation cache
+    (:mod:`jaxbandits.compilation_cache`) counts too: it is traced and lowered again, only XLA's
+    compilation is skipped."""
+    return _COMPILES[0]
+
+
+def compile_seconds() -> float:
+    """Seconds this process spent tracing, lowering and compiling (or loading from the persistent
+    cache) engine programs."""
+    return _COMPILE_SECONDS[0]
+
+
+def program_bytes(compiled_program) -> int | None:
+    """Temporary + argument + output bytes of a compiled program, when the backend reports them."""
+    try:
+        m = compiled_program.memory_analysis()
+        return int(m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes)
+    except Exception:  # not every backend implements it
+        return None
+
+
+def compiled(signature: Hashable, build: Callable[[], Any]) -> tuple[Any, float]:
+    """The program cached under ``signature``, or ``build()`` (which traces, lowers and compiles
+    it) cached and counted; returns (program, seconds spent compiling: 0 on a hit).
+
+    Near the kernel's limit on memory mappings, the compiled programs are dropped first
+    (:func:`release_if_high`), so a long job never dies at the limit nor restarts.
+    """
+    if signature in RUNNERS:
+        return RUNNERS[signature], 0.0
+    if not release_if_high() and len(RUNNERS) >= MAX_RUNNERS:  # off Linux: a bound on the count
+        release()
+    t0 = time.perf_counter()
+    program = build()
+    _COMPILES[0] += 1
+    mapping_usage()  # records the peak (right after a compile)
+    seconds = time.perf_counter() - t0
+    _COMPILE_SECONDS[0] += seconds
+    RUNNERS[signature] = program
+    return program, seconds

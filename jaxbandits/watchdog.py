@@ -1,37 +1,42 @@
-"""Run a compiled computation and re-dispatch it if the XLA:CPU runtime wedges.
+"""Guard against the XLA:CPU batched-LAPACK deadlock of jaxlib 0.10.x, where that runtime is installed.
 
-Cause (found after this module was written, ``benchmarks/xla_cpu_stall.py``): in jaxlib 0.10.x
-batched LAPACK kernels split their batch over XLA's CPU thread pool and block the calling pool
-thread until the pieces finish; when every pool thread is such a caller (one device per core, each
-in a batched solve) nothing runs the pieces: a deadlock, reproduced every time with 2 host devices
-on 2 cores and never with 1 device or with jaxlib <= 0.9.2.  The engine therefore uses one XLA:CPU
-device by default; the guard below stays for what remains unexplained (an LT&S stall at K = 1000
-on one device, seen once before).
+The cause.  jaxlib 0.10.0-0.10.2 run a batched LAPACK call (Cholesky ``potrf``, triangular solve
+``trsm``, LU ``getrf``, symmetric eigendecomposition ``syevd``, ...) on CPU by splitting its batch
+over XLA:CPU's intra-op thread pool (``jax::ParallelBatchMap`` in ``jaxlib/cpu/_lapack.so``) and
+blocking the calling pool thread in ``absl::BlockingCounter::Wait`` until the pieces are done.  The
+pool has one thread per core.  When every pool thread is such a caller, nothing is left to run the
+pieces, and the process deadlocks with 0 % CPU.  Every pool thread becomes a caller whenever a
+program holds as many independent batched LAPACK calls as there are cores and XLA:CPU runs them
+concurrently: on one device, LinGame's step (two independent Gram inverses) with 32 lanes at
+d = 20 on a 2-core machine; with one device per core, any two devices that enter a batched solve
+together.  Native stacks of a wedged ``simulate(LinGame(delta=0.01), <d = 20, K = 50>, ...)``
+(``gdb -p``): both ``tf_XLAEigen`` pool threads in ``BlockingCounter::Wait`` <- ``ParallelBatchMap``
+<- ``TriMatrixEquationSolver::Kernel`` <- ``lapack_dtrsm_ffi``, the Python thread in
+``tsl::BlockUntilReady``, every other thread idle.  The same process then never exits: the
+runtime's destructor (``PjRtCpuClient::~PjRtCpuClient`` -> ``ThreadPool::~ThreadPool``) joins the
+wedged threads forever.  ``benchmarks/xla_cpu_lapack_deadlock.py`` reproduces it in plain JAX;
+``docs/investigations/xla_cpu_stall.md`` has the full investigation; jaxlib <= 0.9.2 has no such
+code path (no ``ParallelBatchMap`` in its ``_lapack.so``) and never wedged.
 
-Why this exists.  On this project's 2-core CPU machines (jax/jaxlib 0.10.2), long batched runs
-occasionally never finish: every XLA worker thread sits idle in ``Eigen::ThreadPool::WaitForWork``,
-the main thread waits forever in ``tsl::BlockUntilReady`` under ``PyArray_bf_getbuffer`` (the
-host copy of an output, ``np.asarray``), and the process burns no CPU at all (native stacks taken
-with ``gdb -p``; seen with LT&S at K = 1000 with 300-1000 vmapped lanes, GSE on 2 host devices,
-LinUCB with an LU solve).  In one stall the outputs had already reported ``is_ready()``: the
-lost wake-up is in the runtime's buffer hand-over, not in a slow program.
-``--xla_cpu_multi_thread_eigen=false`` and turning off the XNNPACK / YNNPACK fusions did not
-avoid it, and the same program with the same inputs completes on a rerun (it is timing
-dependent).  A computation or copy that makes progress always uses CPU time, so the symptom is
-detectable from outside: the process's CPU time stops advancing while a result is pending.
-
-:func:`run_guarded` polls the outputs (``jax.Array.is_ready``, pauses of 2 % of the time waited,
-at most 0.25 s, so a healthy call is seen at most ~2 % late), then copies them to the host in a
-helper thread; when the process has used less than 1 % of one core for ``stall_timeout``
-seconds while waiting for either, it raises :class:`StalledComputation` instead of hanging forever.  Re-dispatching
-the same pure computation in the same process (``retries``) was tried on a real wedge and did
-not recover (all three re-dispatches wedged too: the runtime stays broken), so the default is no
-retry; the experiment runner (``python -m experiments``) catches the error and restarts the
-process, which resumes from the results already on disk and loses only the chunk in flight.
+The fix is the version: jaxbandits requires a jaxlib outside 0.10.x (``pyproject.toml``), so on a
+supported install nothing here runs.  :func:`lapack_can_deadlock` looks for the batch-parallel code
+in the installed ``_lapack.so`` (it does not trust version numbers), and only where it is present
+(a jaxlib forced past the requirement) does :func:`timeout_for` turn the guard on: :func:`run_guarded`
+then polls the outputs (``jax.Array.is_ready``; pauses of 2 % of the time waited), copies them to the
+host in a helper thread, and raises :class:`StalledComputation` when the process has used less than
+1 % of one core for ``stall_timeout`` seconds while a result is pending.  A wedged runtime stays
+wedged in its process (re-dispatching was tried: every re-dispatch wedged too), so the error is
+final: the experiment runner restarts the command in a fresh process, which resumes from disk, and
+a process that saw a wedge exits at its end without the runtime's shutdown
+(:func:`exit_without_runtime_shutdown`), which would otherwise hang.
 """
 from __future__ import annotations
 
+import atexit
+import functools
+import importlib.util
 import os
+import sys
 import threading
 import time
 import warnings
@@ -39,12 +44,72 @@ from typing import Any, Callable
 
 import jax
 
-#: seconds without CPU progress before a pending computation is declared wedged
+#: seconds without CPU progress before a pending computation is declared wedged (where guarded)
 DEFAULT_STALL_TIMEOUT = float(os.environ.get("JAXBANDITS_STALL_TIMEOUT", "30"))
+#: exit status of a process that saw a wedge (its runtime cannot shut down)
+WEDGED_EXIT_STATUS = 3
 
 
 class StalledComputation(RuntimeError):
-    """Raised when a computation wedged on every retry."""
+    """A pending computation made no CPU progress: the XLA:CPU runtime wedged."""
+
+
+@functools.cache
+def lapack_can_deadlock() -> bool:
+    """Whether the installed jaxlib splits batched CPU LAPACK calls over XLA:CPU's thread pool (the
+    deadlock above): read from its ``_lapack.so`` (the ``ParallelBatchMap`` symbol), or, if that
+    file cannot be read, from the version (0.10.x)."""
+    try:
+        spec = importlib.util.find_spec("jaxlib.cpu._lapack")
+        with open(spec.origin, "rb") as f:
+            return b"ParallelBatchMap" in f.read()
+    except (ImportError, AttributeError, TypeError, OSError):
+        import jaxlib
+
+        return jaxlib.__version__.startswith("0.10.")
+
+
+_warned = False
+
+
+def _warn_affected_runtime() -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        import jaxlib
+
+        warnings.warn(f"jaxlib {jaxlib.__version__} splits batched CPU LAPACK calls over XLA:CPU's "
+                      "thread pool and can deadlock (see jaxbandits.watchdog); jaxbandits requires "
+                      "a jaxlib outside 0.10.x (pip install 'jaxlib!=0.10.*' 'jax!=0.10.*'). "
+                      f"Runs are guarded: a wedge raises StalledComputation after "
+                      f"{DEFAULT_STALL_TIMEOUT:.0f} s without CPU progress.", RuntimeWarning, stacklevel=3)
+
+
+_exit_registered = False
+
+
+def exit_without_runtime_shutdown() -> None:
+    """Make this process end without the XLA:CPU runtime's shutdown.
+
+    After a wedge the runtime's destructor waits forever for the wedged pool threads, so a process
+    that has raised :class:`StalledComputation` would hang at exit.  This registers an exit handler
+    (run before JAX's own, which were registered earlier) that flushes the standard streams and
+    ends the process with :data:`WEDGED_EXIT_STATUS` at once."""
+    global _exit_registered
+    if _exit_registered:
+        return
+    _exit_registered = True
+
+    def _exit():
+        try:
+            sys.stdout.flush()
+            print("jaxbandits: a computation wedged in this process (StalledComputation); exiting "
+                  f"with status {WEDGED_EXIT_STATUS} without the XLA:CPU runtime's shutdown, which "
+                  "would wait forever for the wedged threads", file=sys.stderr, flush=True)
+        finally:
+            os._exit(WEDGED_EXIT_STATUS)
+
+    atexit.register(_exit)
 
 
 def _cpu_seconds() -> float:
@@ -95,52 +160,54 @@ def _fetch_in_thread(out: Any, fetch: Callable[[Any], Any]):
     return th, box
 
 
-def timeout_for(devices, stall_timeout: float | None = None) -> float:
-    """The stall timeout to use on ``devices``: the guard belongs to XLA:CPU only.
+def timeout_for(devices=None, stall_timeout: float | None = None) -> float:
+    """The stall timeout to use on ``devices`` (default: ``jax.devices()``); 0 means unguarded.
 
-    It judges a stall by the host's CPU time, which is right on XLA:CPU (the host threads *are*
-    the device) and wrong on an accelerator, where the host idles by design while a long chunk
-    runs: there a chunk simply completes, however long it takes.  An explicit ``stall_timeout``
-    wins; otherwise 0 (off) when any device is not a CPU, else the default.
+    An explicit ``stall_timeout`` wins, and so does ``JAXBANDITS_STALL_TIMEOUT`` in the
+    environment.  Otherwise the guard is on only where the deadlock can happen: XLA:CPU devices
+    with a jaxlib whose LAPACK kernels split batches over the thread pool
+    (:func:`lapack_can_deadlock`; a supported install has none, so the default path is a plain
+    blocking call).  It is never on for accelerators, whose host idles by design while a chunk
+    runs: CPU time says nothing about their progress.
     """
     if stall_timeout is not None:
         return float(stall_timeout)
-    if any(getattr(d, "platform", "cpu") != "cpu" for d in devices):
+    if "JAXBANDITS_STALL_TIMEOUT" in os.environ:
+        return DEFAULT_STALL_TIMEOUT
+    devices = jax.devices() if devices is None else devices
+    if any(getattr(d, "platform", "cpu") != "cpu" for d in devices) or not lapack_can_deadlock():
         return 0.0
+    _warn_affected_runtime()
     return DEFAULT_STALL_TIMEOUT
 
 
-def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, retries: int = 0,
-                what: str = "computation", fetch: Callable[[Any], Any] | None = None, **kwargs):
-    """``fn(*args, **kwargs)`` brought to completion, or :class:`StalledComputation` if it wedges
-    (after ``retries`` re-dispatches; see the module docstring for why the default is none).
+def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, what: str = "computation",
+                fetch: Callable[[Any], Any] | None = None, **kwargs):
+    """``fn(*args, **kwargs)`` brought to completion (and to the host with ``fetch``, e.g.
+    ``jax.device_get``), or :class:`StalledComputation` if it wedges.
 
-    ``fn`` must be pure and dispatch asynchronously (a jitted or AOT-compiled JAX function).
-    With ``fetch`` (e.g. ``jax.device_get``), the result is also brought to the host under the
-    guard, in a helper thread: the wedge has been seen *after* the outputs reported ready, with
-    the host copy (``np.asarray`` on the output) blocking forever in the runtime; a wedged fetch
-    is abandoned with its thread.  ``stall_timeout``
-    defaults to ``JAXBANDITS_STALL_TIMEOUT`` (30 s); 0 or less disables the guard (plain call,
-    blocking).
+    ``fn`` must dispatch asynchronously (a jitted or AOT-compiled JAX function).  ``stall_timeout``
+    defaults to :func:`timeout_for` on the default devices; 0 or less is a plain blocking call.
+    Guarded, the outputs are polled and then fetched in a helper thread (a wedge has been seen in
+    the host copy of outputs that had reported ready; a wedged fetch is abandoned with its daemon
+    thread).  On a wedge the error is final for the process (a wedged runtime stays wedged), and
+    the process is set to exit without the runtime's shutdown
+    (:func:`exit_without_runtime_shutdown`).
     """
-    timeout = DEFAULT_STALL_TIMEOUT if stall_timeout is None else float(stall_timeout)
+    timeout = timeout_for(None, stall_timeout)
     if timeout <= 0:
         out = jax.block_until_ready(fn(*args, **kwargs))
         return fetch(out) if fetch is not None else out
-    for attempt in range(retries + 1):
-        out = fn(*args, **kwargs)
-        if wait_ready(out, timeout):
-            if fetch is None:
-                return out
-            th, box = _fetch_in_thread(out, fetch)
-            if wait_until(lambda: not th.is_alive(), timeout):
-                if "error" in box:
-                    raise box["error"]
-                return box["value"]
-        if attempt < retries:
-            warnings.warn(f"jaxbandits: {what} made no CPU progress for {timeout:.0f} s (XLA:CPU runtime "
-                          f"wedged, see jaxbandits.watchdog); re-dispatching (retry {attempt + 1}/{retries})",
-                          RuntimeWarning, stacklevel=2)
-    raise StalledComputation(f"{what} made no CPU progress for {timeout:.0f} s ({retries + 1} "
-                             f"dispatch(es)): the XLA:CPU runtime wedged (see jaxbandits.watchdog); "
-                             f"rerun: experiments resume from disk")
+    out = fn(*args, **kwargs)
+    if wait_ready(out, timeout):
+        if fetch is None:
+            return out
+        th, box = _fetch_in_thread(out, fetch)
+        if wait_until(lambda: not th.is_alive(), timeout):
+            if "error" in box:
+                raise box["error"]
+            return box["value"]
+    exit_without_runtime_shutdown()
+    raise StalledComputation(f"{what} made no CPU progress for {timeout:.0f} s: the XLA:CPU runtime "
+                             "wedged (see jaxbandits.watchdog) and cannot recover in this process; "
+                             "rerun in a new process (experiments resume from disk)")

@@ -37,15 +37,38 @@ def test_lanes_from_memory_on_an_accelerator():
     inst = as_batch(seeds.topm_classic())
     bpl = engine.lane_bytes(MLinGapE(m=2), inst)
     assert bpl > 0
-    # a big GPU: MAX_ACCELERATOR_LANES, whatever the number of tasks (no recompile per n_reps)
-    assert engine.choose_lanes("gpu", bpl, 60 * 2**30, inst) == engine.MAX_ACCELERATOR_LANES
+    per_lane = bpl * engine.WORKING_SET_FACTOR
+    # a big GPU and many tasks: as many lanes as half the memory holds (no fixed cap), a power of two
+    big = engine.choose_lanes("gpu", bpl, 60 * 2**30, inst, tasks=10**8)
+    assert big == 1 << (int(0.5 * 60 * 2**30) // per_lane).bit_length() - 1
+    assert big > 2**16
     # little memory: lanes shrink with it (to a power of two), never below 1
-    few = engine.choose_lanes("gpu", bpl, 64 * bpl * engine.WORKING_SET_FACTOR, inst)
-    assert few == 32
-    assert engine.choose_lanes("gpu", bpl, 70 * bpl * engine.WORKING_SET_FACTOR, inst) == 32
+    assert engine.choose_lanes("gpu", bpl, 64 * per_lane, inst) == 32
+    assert engine.choose_lanes("gpu", bpl, 70 * per_lane, inst) == 32
     assert engine.choose_lanes("gpu", bpl, 10, inst) == 1
-    # CPU: cache-sized, at most CPU_LANES
-    assert 16 <= engine.choose_lanes("cpu", bpl, 2**34, inst) <= engine.CPU_LANES
+    # memory not reported: a fixed default
+    assert engine.choose_lanes("gpu", bpl, None, inst) == engine.UNKNOWN_MEMORY_LANES
+    # CPU: cache-sized, at most CPU_LANES, and the number of tasks changes nothing
+    cpu = engine.choose_lanes("cpu", bpl, 2**34, inst)
+    assert 16 <= cpu <= engine.CPU_LANES
+    assert all(engine.choose_lanes("cpu", bpl, 2**34, inst, tasks=t) == cpu for t in (1, 12, 1000, 10**7))
+
+
+def test_accelerator_lanes_follow_the_tasks_in_power_of_two_buckets():
+    inst = as_batch(seeds.topm_classic())
+    bpl = engine.lane_bytes(MLinGapE(m=2), inst)
+    lanes = {t: engine.choose_lanes("gpu", bpl, 80 * 2**30, inst, tasks=t) for t in range(1, 5001)}
+    # about TASKS_PER_LANE replications per lane, rounded up to a power of two: a 1,000-replication
+    # run is not one mostly masked chunk of a huge lane count
+    assert lanes[1000] == 256 and lanes[1] == 1 and lanes[4] == 1 and lanes[5] == 2
+    assert all(v & (v - 1) == 0 for v in lanes.values())
+    # few programs: one per power of two, never one per task count
+    assert len(set(lanes.values())) == 12
+    assert all(lanes[t] <= lanes[t + 1] for t in range(1, 5000))
+    assert all(lanes[t] * engine.TASKS_PER_LANE >= t for t in lanes)
+    # memory still bounds it
+    tight = engine.choose_lanes("gpu", bpl, 64 * bpl * engine.WORKING_SET_FACTOR, inst, tasks=10**6)
+    assert tight == 32
 
 
 def test_lane_bytes_count_state_not_instances():

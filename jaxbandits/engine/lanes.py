@@ -1,0 +1,162 @@
+"""The lane loop: one device's replications stepped together, finished lanes refilled in place."""
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.algorithms.base import Algorithm, is_correct
+from jaxbandits.instances.base import Instance
+
+
+class Lane(NamedTuple):
+    slot: jax.Array      # index in the chunk's task list (>= C: no task)
+    active: jax.Array    # running a replication
+    finished: jax.Array  # replication over, outcome not yet written to the output buffer
+    steps: jax.Array     # steps taken by this replication
+    key: jax.Array       # the replication's run key
+    state: Any           # the algorithm state
+    inst: jax.Array      # index of the replication's instance in the shared batch
+
+
+class Out(NamedTuple):
+    answer: jax.Array    # [C, M] bool
+    samples: jax.Array   # [C]
+    steps: jax.Array     # [C]
+    stopped: jax.Array   # [C] bool
+    correct: jax.Array   # [C] bool
+    pulls: jax.Array     # [C, K] (or [C, 0] when not recorded)
+
+
+def replication_key(key: jax.Array, instance_index, rep_index) -> jax.Array:
+    """Key of replication ``rep_index`` on instance ``instance_index``: depends on nothing else."""
+    return jax.random.fold_in(jax.random.fold_in(key, instance_index), rep_index)
+
+
+def _select(mask, new, old):
+    """Per-lane select over a pytree of [L, ...] leaves."""
+    def sel(a, b):
+        m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
+        return jnp.where(m, a, b)
+    return jax.tree.map(sel, new, old)
+
+
+def instance_at(instances: Instance, j: jax.Array) -> Instance:
+    """Instance ``j`` of the shared batch, as the kernels see it.
+
+    Lanes hold an instance *index*, never a copy of the instance.  With a single instance (the
+    common Monte Carlo study) the index is ignored and the kernels get the one instance
+    unbatched: under ``vmap`` its arms, items and caches stay one shared array, and products such
+    as ``X @ v`` over the lanes become one matrix product instead of per-lane copies.  With a batch,
+    each lane gathers its instance's leaves where it reads them.
+    """
+    if instances.batch_shape[0] == 1:
+        return jax.tree.map(lambda a: a[0], instances)
+    return jax.tree.map(lambda a: a[j], instances)
+
+
+def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, record_pulls: bool,
+                      refill_min: int, block_steps: int = 1):
+    """Per-device loop over one chunk of ``chunk`` task ids with ``lanes`` refilled lanes.
+
+    Lanes advance in blocks of ``block_steps`` steps, a loop whose trip count is known when the
+    program is compiled (on an accelerator it runs without asking the host anything); a lane that
+    finishes inside a block is masked until the block ends.  Once per block, the loop tests whether
+    any lane is still running and whether to refill: finished lanes wait (idle) until
+    ``refill_min`` lanes are free, then all are written out and refilled in one batched ``init``,
+    so algorithms whose ``init`` is expensive (a design solve) do not pay a full-width ``init``
+    every block.  A replication's steps and keys do not depend on the block it ran in, so results
+    are the same for every ``block_steps``.  The returned ``run`` takes the algorithm's dynamic
+    field values, ``max_steps`` and ``n_reps`` as traced arguments, and returns the chunk's
+    outcomes and the lane-steps executed per lane.
+    """
+    L, C, S = lanes, chunk, int(block_steps)
+    if S < 1:
+        raise ValueError(f"block_steps must be >= 1, got {block_steps}")
+
+    def lane_for(algorithm, n_reps, slot, task_ids, instances, key):
+        valid = slot < C
+        tid = task_ids[jnp.minimum(slot, C - 1)]
+        valid = valid & (tid >= 0)
+        tid = jnp.maximum(tid, 0)
+        j, i = tid // n_reps, tid % n_reps
+        k_init, k_run = jax.random.split(replication_key(key, j, i))
+        state = algorithm.init(k_init, instance_at(instances, j))
+        return Lane(slot, valid, jnp.zeros((), bool), jnp.zeros((), jnp.int32), k_run, state, j.astype(jnp.int32))
+
+    def run(task_ids, instances, key, dynamic, max_steps, n_reps):
+        algorithm = static_algorithm.with_dynamic(dynamic)
+        lane_init = jax.vmap(functools.partial(lane_for, algorithm, n_reps), in_axes=(0, None, None, None))
+        lanes0 = lane_init(jnp.arange(L), task_ids, instances, key)
+        M = instances.items.shape[-2]
+        K = instances.arms.shape[-2]
+        outcome = jax.vmap(lambda st, j: algorithm.outcome(st, instance_at(instances, j)))
+        proto = jax.eval_shape(lambda l: outcome(l.state, l.inst), lanes0)
+        out0 = Out(
+            answer=jnp.zeros((C, M), bool),
+            samples=jnp.zeros((C,), proto.samples.dtype),
+            steps=jnp.zeros((C,), jnp.int32),
+            stopped=jnp.zeros((C,), bool),
+            correct=jnp.zeros((C,), bool),
+            pulls=jnp.zeros((C, K if record_pulls else 0), proto.pulls.dtype),
+        )
+        m, eps = algorithm.top_m, algorithm.slack
+
+        def step_lane(lane: Lane):
+            k = jax.random.fold_in(lane.key, lane.steps)
+            return algorithm.step(k, lane.state, instance_at(instances, lane.inst))
+
+        def cond(carry):
+            lanes_, _, _, _ = carry
+            return jnp.any(lanes_.active | lanes_.finished)
+
+        def refill(args):
+            lanes_, nxt, out = args
+            fin = lanes_.finished
+            oc = outcome(lanes_.state, lanes_.inst)
+            corr = jax.vmap(lambda a, j: is_correct(a, instance_at(instances, j), m, eps))(oc.answer, lanes_.inst)
+            idx = jnp.where(fin, lanes_.slot, C)  # C is out of bounds: dropped
+            upd = lambda buf, val: buf.at[idx].set(val, mode="drop")
+            out = Out(
+                answer=upd(out.answer, oc.answer),
+                samples=upd(out.samples, oc.samples),
+                steps=upd(out.steps, lanes_.steps),
+                stopped=upd(out.stopped, jax.vmap(algorithm.done)(lanes_.state)),
+                correct=upd(out.correct, corr),
+                pulls=upd(out.pulls, oc.pulls) if record_pulls else out.pulls,
+            )
+            free = ~lanes_.active
+            new_slots = nxt + jnp.cumsum(free, dtype=nxt.dtype) - 1
+            fresh = lane_init(jnp.where(free, new_slots, C), task_ids, instances, key)
+            lanes_ = _select(free, fresh, lanes_)
+            return lanes_, jnp.minimum(nxt + jnp.sum(free, dtype=nxt.dtype), C), out
+
+        def advance(lanes_: Lane) -> Lane:
+            """One step of every active lane; lanes that stop or reach max_steps finish."""
+            new_state = jax.vmap(step_lane)(lanes_)
+            state = _select(lanes_.active, new_state, lanes_.state)
+            steps = lanes_.steps + lanes_.active.astype(jnp.int32)
+            stop = jax.vmap(algorithm.done)(state)
+            fin = lanes_.active & (stop | (steps >= max_steps))
+            return lanes_._replace(state=state, steps=steps, active=lanes_.active & ~fin,
+                                   finished=lanes_.finished | fin)
+
+        def body(carry):
+            lanes_, nxt, out, iters = carry
+            if S == 1:
+                lanes_ = advance(lanes_)
+            else:  # a static trip count: no host round trip per step on an accelerator
+                lanes_ = jax.lax.fori_loop(0, S, lambda _, l: advance(l), lanes_)
+            n_free = jnp.sum(~lanes_.active)
+            trigger = jnp.any(lanes_.finished) & (
+                ((n_free >= refill_min) & (nxt < C)) | ~jnp.any(lanes_.active))
+            lanes_, nxt, out = jax.lax.cond(trigger, refill, lambda a: a, (lanes_, nxt, out))
+            return lanes_, nxt, out, iters + S
+
+        carry = (lanes0, jnp.asarray(L, jnp.int32), out0, jnp.zeros((), jnp.result_type(int)))
+        _, _, out, iters = jax.lax.while_loop(cond, body, carry)
+        return out, iters[None]
+
+    return run

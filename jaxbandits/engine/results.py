@@ -1,0 +1,107 @@
+"""Per-replication results of :func:`jaxbandits.engine.simulate` and their summaries."""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from jaxbandits.stats import summarize
+
+if TYPE_CHECKING:
+    from jaxbandits.engine.layout import Layout
+
+
+@dataclasses.dataclass
+class Results:
+    """Per-replication results of :func:`simulate`, arrays with leading axes [n_instances, n_reps].
+
+    Attributes:
+      samples: number of pulls used (stopping time, or budget spent); for runs that hit the cap,
+        the pulls made so far (a lower bound: ``stopped`` is False).
+      steps: number of ``step`` calls (decisions or phases).
+      correct: the answer is (epsilon, m)-correct.
+      stopped: the algorithm stopped by itself before ``max_steps``.
+      answer: [.., M] bool mask of the returned items.
+      pulls: [.., K] per-arm pulls (None unless ``record_pulls``).
+      ran: which replications this call ran (all, unless ``tasks`` restricted it).
+      efficiency: useful replication-steps / lane-steps executed (1 = no idle lanes).
+      wall_time: seconds spent running (compilation excluded), compile_time: seconds compiling
+        (the chunk runner, and the per-instance programs of ``prepare``).
+      lane_steps: lane-steps executed; useful_steps: replication-steps done.
+      devices, lanes, chunk_size: how the run was laid out.
+      layout: the :class:`Layout` chosen (platform, lanes, chunk, solve batching, memory).
+      error_defined: False when the algorithm's answer is correct by construction
+        (``Algorithm.correct_by_construction``); summaries then report the error rate as n/a.
+      precision: "float64" or "float32" (:mod:`jaxbandits.precision`).
+      num_arms, num_items: the real K and M (of the instances given); bucket: (K, M) of the
+        padded instances the program ran on (shape buckets), None when not padded.
+    """
+
+    samples: np.ndarray
+    steps: np.ndarray
+    correct: np.ndarray
+    stopped: np.ndarray
+    answer: np.ndarray
+    pulls: np.ndarray | None
+    ran: np.ndarray
+    efficiency: float
+    wall_time: float
+    compile_time: float
+    lane_steps: int
+    useful_steps: int
+    devices: int
+    lanes: int
+    chunk_size: int
+    error_defined: bool = True
+    layout: Layout | None = None
+    precision: str = "float64"
+    num_arms: int | None = None
+    num_items: int | None = None
+    bucket: tuple[int, int] | None = None
+
+    @property
+    def n_instances(self) -> int:
+        return self.samples.shape[0]
+
+    @property
+    def n_reps(self) -> int:
+        return self.samples.shape[1]
+
+    def summary(self, level: float = 0.95) -> dict:
+        """Sample-complexity statistics, error rate with Clopper-Pearson interval, capped
+        fraction, wall time and lane efficiency over the replications that ran."""
+        r = self.ran
+        out = summarize(self.samples[r], self.correct[r], self.stopped[r], level,
+                        error_defined=self.error_defined)
+        out.update(wall_time=self.wall_time, compile_time=self.compile_time,
+                   efficiency=self.efficiency,
+                   steps_per_second=self.useful_steps / self.wall_time if self.wall_time > 0 else float("nan"))
+        return out
+
+    def rows(self) -> list[dict]:
+        """One dict per replication that ran (instance, rep, samples, steps, correct, stopped,
+        answer as the index list of returned items)."""
+        out = []
+        J, R = self.samples.shape
+        for j in range(J):
+            for i in range(R):
+                if not self.ran[j, i]:
+                    continue
+                out.append(dict(instance=j, rep=i, samples=int(self.samples[j, i]),
+                                steps=int(self.steps[j, i]), correct=bool(self.correct[j, i]),
+                                stopped=bool(self.stopped[j, i]),
+                                answer=" ".join(map(str, np.flatnonzero(self.answer[j, i])))))
+        return out
+
+
+#: where recorded counts saturate: a phase-based algorithm that never stops (a capped run) can
+#: reach ceil(gamma^t) ~ 1e49 samples or inf in float, which an int64 cast would wrap to -2^63
+COUNT_LIMIT = 2**62
+
+
+def _counts(x) -> np.ndarray:
+    """Sample / pull counts (floats in the algorithms' states) as int64, saturated at
+    :data:`COUNT_LIMIT` (NaN too: only a run that lost its count can have one)."""
+    x = np.asarray(x, np.float64)
+    return np.where(np.isfinite(x) & (x < COUNT_LIMIT), np.maximum(x, 0.0), COUNT_LIMIT).astype(np.int64)
