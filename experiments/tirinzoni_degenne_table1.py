@@ -158,6 +158,41 @@ def summarise(key, way, res):
                 p_welch=welch_p(mean, sd, n, paper))
 
 
+def ellipsoid_check(inst, runs: int = 2000, rounds: int = 400, delta: float = DELTA, seed: int = 1):
+    """Why log((t + 1) / delta) is not a delta-correct threshold in d = 20 (shown, not argued).
+
+    A GLR stopping rule is delta-correct under *any* sampling rule when, with probability
+    >= 1 - delta, ||theta_hat_t - theta||^2_{V_t} / 2 <= beta(t, delta) at every t (then theta is never
+    outside the confidence region, and no wrong answer passes the test; seed 000 Prop 2).  Here,
+    round-robin over the Table 1 arms with the ridge estimate (lambda = 1), checked every K pulls up
+    to ``rounds`` K: the frequency of a violation with beta = log((t + 1) / delta), against
+    beta = log(1 / delta) + 1/2 log det V_t (the self-normalised bound of Abbasi-Yadkori et al. 2011,
+    Thm 1, without its S term).  ||theta_hat - theta||^2_{V_t} / 2 is about chi^2_d / 2, mean d / 2 = 10,
+    above log((t + 1) / delta) until t ~ e^5: the region's guarantee fails in most runs.  Stopping
+    rules with this threshold can still be correct on a given instance (the errors of the table
+    are measured, not guaranteed)."""
+    import numpy as np
+
+    X = np.asarray(inst.arms)
+    theta = np.asarray(inst.theta)
+    K, d = X.shape
+    rng = np.random.default_rng(seed)
+    V = np.eye(d)
+    b = np.zeros((runs, d))
+    bad_log_t = np.zeros(runs, bool)
+    bad_det = np.zeros(runs, bool)
+    for r in range(rounds):
+        b += (X @ theta + rng.standard_normal((runs, K))) @ X
+        V = V + X.T @ X
+        e = b @ np.linalg.inv(V) - theta
+        q = 0.5 * np.einsum("ri,ij,rj->r", e, V, e)
+        t = (r + 1) * K
+        bad_log_t |= q > np.log((t + 1) / delta)
+        bad_det |= q > np.log(1 / delta) + 0.5 * np.linalg.slogdet(V)[1]
+    return dict(delta=delta, runs=runs, t_max=rounds * K, p_violation_log_t=float(bad_log_t.mean()),
+                p_violation_logdet=float(bad_det.mean()))
+
+
 def fws_game_diagnostic(inst, runs: int = 4, seed: int = 7):
     """FWS preset: steps with a matrix game (>= 2 r-active pieces), forced steps, and the largest
     relative duality gap of the certified game over ``runs`` runs (the authors solve it exactly)."""
@@ -210,6 +245,11 @@ def run(ctx):
                     f"errors {r['errors']}) | paper {r['paper']} | Welch p = {r['p_welch']:.2g}")
             table(ctx, out)
     table(ctx, out, final=True)
+    ell = ellipsoid_check(inst)
+    ctx.config["ellipsoid_check"] = ell
+    ctx.log(f"log((t + 1) / delta) is not delta-correct in d = 20: P(exists t: ||theta_hat - theta||^2_V / 2 > "
+            f"log((t + 1) / delta)) = {ell['p_violation_log_t']:.3f} against {ell['p_violation_logdet']:.4f} for "
+            f"log(1 / delta) + 1/2 log det V_t (delta = {ell['delta']}, {ell['runs']} round-robin runs, t <= {ell['t_max']})")
     if "FWS" in keys and "preset" in ways and os.environ.get("TD_TABLE1_FWS_GAP", "1") != "0":
         diag = fws_game_diagnostic(inst)
         ctx.config["fws_game"] = diag

@@ -251,7 +251,18 @@ def tirinzoni_degenne_cases() -> list[Case]:
     """The ``tirinzoni_degenne()`` presets (Tirinzoni & Degenne, NeurIPS 2022, Table 1 settings): every
     stopping and elimination test against log((t + 1) / delta), which has no dimension term and is
     not proven delta-correct; the suite measures it.  Fixed ridge 1 everywhere: exact scaling, except
-    RAGE's phases (approximate, as RAGE)."""
+    RAGE's phases (approximate, as RAGE).
+
+    Measured (100 runs per row, delta = 0.05, sigma in {1/2, 1, 3}, shared 2-core machine): every
+    row passes: 0 errors in each of the 33 rows (Clopper-Pearson upper 0.036); means in units of the
+    lower bound sigma^2 T* kl(delta, 1 - delta) 3.4-4.4 (LinGapE, LinGame, LinGame + elimination,
+    FWS, LT&S, the Oracle), 6.7-8.2 (RAGE, XY-adaptive); ratios to the unit-noise run 0.88-1.20,
+    scaling p >= 0.012 for the exact rows (RAGE: 0.86-0.98, inside its band); top-2: m-LinGapE
+    1,101-1,196, LinGIFA 1,040-1,059, MisLid 1,076-1,210 pulls.  No error on these instances does not
+    make log((t + 1) / delta) delta-correct: the event its proof would need, ||theta_hat_t -
+    theta||^2_{V_t} / 2 <= beta(t, delta) for all t, fails in 94% of round-robin runs on the d = 20
+    instance of their Table 1 at delta = 0.01 (``experiments/tirinzoni_degenne_table1.py``,
+    ``ellipsoid_check``), against 1% for log(1 / delta) + 1/2 log det V_t."""
     from jaxbandits.algorithms import FWS, GIFA, Eliminate, LazyTrackAndStop, LinGame
     from jaxbandits.algorithms.fixed_confidence.fixed_weights import FixedWeightsOracle
     from jaxbandits.algorithms.fixed_confidence.td_variants import CumulativeRAGE, GlobalXYAdaptive
