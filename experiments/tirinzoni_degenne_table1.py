@@ -27,6 +27,15 @@ only.  ``--quick``: LinGapE and the Oracle, preset only, 4 runs each.  Environme
 ``TD_TABLE1_ROWS`` (comma-separated row keys), ``TD_TABLE1_WAYS`` ("preset,defaults"),
 ``TD_TABLE1_LANES`` (lanes per device; 4 by default, see below).
 
+Also printed: ``ellipsoid_check`` (why log((t + 1) / delta) is not a delta-correct threshold in
+d = 20: the confidence-region event its proof would need fails in 94% of round-robin runs at
+delta = 0.01, against 1% for log(1 / delta) + 1/2 log det V_t) and, with the FWS row, the certified
+matrix game's diagnostic: in 4 runs of the preset (18.8k-118k samples) the game had >= 2 r-active
+pieces in 3,153-9,144 steps, and the largest duality gap of the 512-round Hedge solution was
+1.7-2.0% of the payoff range (the released code solves the linear program exactly).
+
+RESULTS
+
 Lanes: XLA:CPU in jaxlib 0.10 can deadlock when two batched LAPACK calls run at once, which this
 d = 20 instance triggers with >= 32 lanes; the default here is 4 lanes per device.
 """
