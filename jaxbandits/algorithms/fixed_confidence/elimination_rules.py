@@ -52,16 +52,15 @@ stopping rule), as here: ``at_sampling=True`` keeps ``at_stopping`` as given (de
 active set is never reset (the released code's ``reset_active`` option, reset at powers of 2, is
 off in its experiments).
 
-The threshold.  With ``stopping_threshold`` the wrapper uses the base's own beta and preconditions.
-Without it: seed 000 Prop 2 / eq. (9) with Remark 1's choices, beta = (1 + u) sigma^2
-log(det(A_t / c + I)^{1/2} / delta), u = ``base.u`` (else 1), c = max_a ||a||^2, ready =
-lambda_min(A_t) >= c, delta = ``base.delta``, sigma = :func:`common.noise_scale` of the base's
-``sigma`` -- where sigma enters (the GLR statistic Z carries no sigma: unit-variance likelihood,
-seed 000 Lemma 7).  theta_hat = (A_t + reg I)^{-1} b_t with the base's ``reg`` (0 when it has
-none: seed 000 Sec 3.2).  FWS and TopTwo implement ``stopping_threshold`` (their heuristic or
-"lts" threshold); LinGame does not yet (its "theoretical" threshold needs S), so the wrapper's
-fallback (Prop 2, conservative next to LinGame's heuristic log((1 + log t) / delta)) rarely
-eliminates anything before LinGame's own rule stops.
+The threshold.  The wrapper uses the base's own beta and preconditions, ``stopping_threshold``
+(sigma^2 beta for the unit-variance GLR Z, which carries no sigma: seed 000 Lemma 7), so that the
+elimination tests and the base's stopping rule share one threshold, as in the paper (Sec 3: an
+elimination-compatible GLR test at the stopping rule's threshold).  A base without
+``stopping_threshold`` is refused (``validate``): a stand-in threshold more conservative than the
+base's own would let the base's rule stop before any test can eliminate, so elimination would be
+silently inactive.  theta_hat = (A_t + reg I)^{-1} b_t with the base's ``reg`` (0 when it has
+none: seed 000 Sec 3.2).  LT&S, the uniform GLR, FWS, Top Two, LinGame and the fixed-weights
+Oracle implement it.
 
 Cost.  Shapes are fixed under ``jit``, so a mask does not shrink the work: the wrapper adds one
 Cholesky solve and the O(M d^2) row Z_{ihat,.} per step (the statistical rule O(M^2 d)), and
@@ -78,9 +77,11 @@ Julia code (github.com/AndreaTirinzoni/bandit-elimination, read, not copied): ``
 ``StatElim`` in ``elimination_rules.jl`` (the two tests above), ``Elim_Stopping`` in
 ``stopping_rules.jl`` (stop when at most one arm is active), ``runit.jl`` (eliminate, then test the
 stopping rule, then sample), and the ``ElimSR`` sampling rules, always run with ``Elim_Stopping``
-in ``experiments/linear_bai_elim.jl``.  Departures from that code: it regularises A_t with I and
-uses a heuristic threshold log((1 + log t) / delta); here theta_hat is unregularised and the base's
-threshold is used, so that the guarantees above hold as stated.
+in ``experiments/linear_bai_elim.jl``.  That code regularises A_t with I and tests every
+elimination against log((t + 1) / delta) (``thresholds.jl``, ``HeuristicThreshold``, the threshold
+of its experiments); here theta_hat uses the base's ``reg`` and the base's threshold, so that the
+guarantees above hold whenever the base's threshold is delta-correct.  The bases'
+``tirinzoni_degenne()`` constructors (ridge 1, threshold "log_t") reproduce the code's choices.
 """
 from __future__ import annotations
 
@@ -177,7 +178,7 @@ class Eliminate(Algorithm):
             raise ValueError("elimination wraps fixed-confidence algorithms, not fixed-budget ones")
         if self.base.top_m != 1 or self.base.slack != 0.0:
             raise ValueError("the elimination wrapper covers exact best-arm identification (m = 1, epsilon = 0)")
-        missing = [m for m in ("linear_stats",) + (("step_masked",) if self.at_sampling else ())
+        missing = [m for m in ("linear_stats", "stopping_threshold") + (("step_masked",) if self.at_sampling else ())
                    if not callable(getattr(self.base, m, None))]
         if missing:
             raise TypeError(f"{type(self.base).__name__} does not implement the elimination protocol "
@@ -185,16 +186,9 @@ class Eliminate(Algorithm):
 
     # -- pieces --------------------------------------------------------------------------------
     def threshold(self, base_state, instance: Instance, stats: common.LinearStats):
-        """(beta, ready): the base's ``stopping_threshold`` or the Prop 2 / Remark 1 fallback."""
-        own = getattr(self.base, "stopping_threshold", None)
-        if callable(own):
-            beta, ready = own(base_state, instance)
-            return beta, jnp.asarray(ready, bool)
-        c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
-        # sigma enters the threshold only (seed 000 Prop 2 / eq. (9)); Z carries none (Lemma 7)
-        sigma = common.noise_scale(getattr(self.base, "sigma", None), instance)
-        beta = common.glr_threshold(stats.gram, self.base.delta, sigma, c, getattr(self.base, "u", 1.0))
-        return beta, common.lambda_min(stats.gram) >= c
+        """(beta, ready): the base's ``stopping_threshold`` (sigma^2 beta for the unit-variance Z)."""
+        beta, ready = self.base.stopping_threshold(base_state, instance)
+        return beta, jnp.asarray(ready, bool)
 
     def evidence(self, stats: common.LinearStats, items: jax.Array):
         """(evidence [M] against each answer, empirical best item): Z_{ihat,j} or max_i Z_{i,j}."""

@@ -57,6 +57,18 @@ K = 1000 (released code's generator, 4 instances x 4 runs): 2,056 +- 7 pulls (34
 the initialisation itself costs K pulls.  On the calibration instance hard_top1 (sigma = 1) no
 round had two r-active pieces in 3000 pulls (``n_game`` = 0; 93 forced rounds), and
 ``game_iters`` = 64 vs 512 gave 1086 +- 41 vs 1089 +- 41 pulls (300 runs each, 2 errors each).
+
+The matrix game, certified (``game="certified"``).  The released code solves the game exactly (a
+linear program, ``solveZeroSumGame``); Hedge is approximate.  With ``game="certified"`` the Hedge
+run also yields the minimising player's average strategy q, and max_k (q^T G)_k - min_j (G z)_j >= 0
+bounds how far z's value is from the game's value (weak duality); the largest such gap over the run,
+relative to the payoff range, is kept in the state (``game_gap``), so an approximate solve is
+reported, never hidden.
+
+Tirinzoni & Degenne 2022 (:meth:`FWS.tirinzoni_degenne`, :data:`TIRINZONI_DEGENNE`): their Table 1
+runs FWS with the ridge estimate (reg = 1), every arm pulled once, and the GLR of their ``runit.jl``
+-- (d^T theta)^2 / (2 ||d||^2_{(A_t + I)^{-1}}) (``glr_form="ridge"``), not the envelope form --
+against log((t + 1) / delta) (``threshold="log_t"``, :mod:`.glr`).
 """
 from __future__ import annotations
 
@@ -75,6 +87,14 @@ from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 
 FORCED = ("squares", "exact_squares", "none")
+GLR_FORMS = ("envelope", "ridge")
+GAMES = ("hedge", "certified")
+
+#: FWS as run in Tirinzoni & Degenne 2022, Table 1 (released code ``experiments/linear_bai.jl``,
+#: ``runit.jl``): log((t + 1) / delta) threshold, ridge GLR; the game certified with 512 Hedge rounds
+#: over up to 16 r-active pieces (the code solves it exactly; ``game_gap`` reports the difference)
+TIRINZONI_DEGENNE = dict(threshold="log_t", reg=1.0, glr_form="ridge", game="certified", game_iters=512,
+                         max_active=16)
 
 
 class FWSState(NamedTuple):
@@ -86,6 +106,7 @@ class FWSState(NamedTuple):
     stopped: jax.Array
     n_forced: jax.Array  # diagnostics: forced (uniform) steps, steps with a game (>= 2 r-active pieces)
     n_game: jax.Array
+    game_gap: jax.Array = None  # largest relative duality gap of a certified game (``game="certified"``)
 
 
 def matrix_game(G: jax.Array, rows: jax.Array, iters: int) -> jax.Array:
@@ -111,6 +132,35 @@ def matrix_game(G: jax.Array, rows: jax.Array, iters: int) -> jax.Array:
 
     _, counts = jax.lax.fori_loop(0, iters, body, (jnp.zeros((P,), dt), jnp.zeros((K,), dt)))
     return counts / iters
+
+
+def matrix_game_certified(G: jax.Array, rows: jax.Array, iters: int):
+    """(z [K], gap): :func:`matrix_game`'s maximiser and its duality-gap certificate
+    max_k (q^T G)_k - min_{j in rows} (G z)_j >= 0, q the minimising player's average Hedge strategy
+    (weak duality: z's value is within ``gap`` of the game's value), relative to the payoff range
+    of the active rows.  Zero when a single row is active (the vertex is exact)."""
+    P, K = G.shape
+    dt = G.dtype
+    Gm = jnp.where(rows[:, None], G, 0.0)
+    span = jnp.max(jnp.where(rows[:, None], G, -jnp.inf)) - jnp.min(jnp.where(rows[:, None], G, jnp.inf))
+    n_rows = jnp.maximum(jnp.sum(rows), 2).astype(dt)
+    eta = jnp.sqrt(8.0 * jnp.log(n_rows) / iters) / jnp.maximum(span, 1e-300)
+
+    def body(_, carry):
+        loss, counts, qsum = carry
+        logits = jnp.where(rows, -eta * (loss - jnp.min(jnp.where(rows, loss, jnp.inf))), -jnp.inf)
+        q = jax.nn.softmax(logits)
+        k = common.argmax_fast(q @ Gm)
+        return loss + Gm[:, k], counts.at[k].add(1.0), qsum + q
+
+    _, counts, qsum = jax.lax.fori_loop(0, iters, body, (jnp.zeros((P,), dt), jnp.zeros((K,), dt), jnp.zeros((P,), dt)))
+    z = counts / iters
+    upper = jnp.max((qsum / iters) @ Gm)
+    lower = jnp.min(jnp.where(rows, G @ z, jnp.inf))
+    single = jnp.sum(rows) <= 1
+    z = jnp.where(single, jax.nn.one_hot(common.argmax_fast(jnp.where(rows[:, None], G, -jnp.inf).max(0)), K, dtype=dt), z)
+    gap = jnp.where(single, 0.0, jnp.maximum(upper - lower, 0.0) / jnp.maximum(span, 1e-300))
+    return z, gap
 
 
 def is_square(n: jax.Array) -> jax.Array:
@@ -146,6 +196,9 @@ class FWS(Algorithm):
       max_active: cap on the r-active pieces entering the matrix game (static).
       game_iters: Hedge iterations of the matrix game (static).
       sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`).
+      glr_form: "envelope" (Wang et al.'s released code, module docstring) or "ridge" (the GLR
+        with the ridge inverse, Tirinzoni & Degenne's code).
+      game: "hedge" or "certified" (Hedge plus its duality-gap certificate, ``game_gap``).
     """
 
     delta: float = 0.05
@@ -157,8 +210,16 @@ class FWS(Algorithm):
     max_active: int = 8
     game_iters: int = 64
     sigma: float | None = None
+    glr_form: str = "envelope"
+    game: str = "hedge"
 
     dynamic_fields = ("delta", "reg", "r_scale", "r_exponent")
+
+    @classmethod
+    def tirinzoni_degenne(cls, **kw) -> "FWS":
+        """FWS as in Tirinzoni & Degenne 2022's Table 1 (:data:`TIRINZONI_DEGENNE`, module
+        docstring); delta = 0.01 as there unless given.  ``kw`` overrides."""
+        return cls(**{"delta": 0.01, **TIRINZONI_DEGENNE, **kw})
 
     def __post_init__(self):
         glr.check_threshold(self.threshold)
@@ -166,6 +227,10 @@ class FWS(Algorithm):
             raise ValueError(f"forced must be one of {FORCED}, got {self.forced!r}")
         if int(self.max_active) < 1 or int(self.game_iters) < 1:
             raise ValueError("max_active and game_iters must be >= 1")
+        if self.glr_form not in GLR_FORMS:
+            raise ValueError(f"glr_form must be one of {GLR_FORMS}, got {self.glr_form!r}")
+        if self.game not in GAMES:
+            raise ValueError(f"game must be one of {GAMES}, got {self.game!r}")
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -182,13 +247,18 @@ class FWS(Algorithm):
         K, d = X.shape
         i32 = lambda v: jnp.asarray(v, jnp.int32)
         return FWSState(common.init_stats(instance), i32(0), jnp.full((K,), 1.0 / K, X.dtype),
-                        jnp.zeros((d,), X.dtype), i32(0), jnp.zeros((), bool), i32(0), i32(0))
+                        jnp.zeros((d,), X.dtype), i32(0), jnp.zeros((), bool), i32(0), i32(0),
+                        jnp.zeros((), X.dtype))
 
     def step(self, key, state: FWSState, instance: Instance) -> FWSState:
         return self.step_masked(key, state, instance, jnp.ones((instance.num_items,), bool))
 
     def frank_wolfe_direction(self, state: FWSState, instance: Instance, active: jax.Array):
         """(z(t) [K], forced, game) of Algorithm 1 at the current state (module docstring)."""
+        return self._direction(state, instance, active)[:3]
+
+    def _direction(self, state: FWSState, instance: Instance, active: jax.Array):
+        """(z(t), forced, game, relative duality gap of the game: 0 unless ``game="certified"``)."""
         X, Z = instance.arms, instance.items
         K, d = X.shape
         M = Z.shape[0]
@@ -221,9 +291,13 @@ class FWS(Algorithm):
         H = X @ U[idx].T  # [K, P]: a_k^T V_x^-1 d_j
         coef = gaps[idx] ** 2 / (2.0 * sigma**2 * jnp.maximum(q[idx] ** 2, 1e-300))
         G = coef[:, None] * (H * H).T - jnp.where(rows, fP, 0.0)[:, None]  # <e_k - x, grad f_j>
-        z = matrix_game(G, rows, int(self.game_iters))
+        if self.game == "certified":
+            z, gap = matrix_game_certified(G, rows, int(self.game_iters))
+        else:
+            z, gap = matrix_game(G, rows, int(self.game_iters)), jnp.zeros((), dt)
+        gap = jnp.where(forced, 0.0, gap)
         z = jnp.where(forced, jnp.full((K,), 1.0 / K, dt), z)
-        return z, forced, jnp.sum(rows) > 1
+        return z, forced, jnp.sum(rows) > 1, gap
 
     def stopping_threshold(self, state, instance: Instance):
         """(sigma^2 beta(t, delta), ready) of this algorithm's GLR stopping rule, for the elimination
@@ -239,7 +313,7 @@ class FWS(Algorithm):
         dt = X.dtype
         t = state.t
         warm = t < K  # initialisation: each arm once
-        z, forced, game = self.frank_wolfe_direction(state, instance, active)
+        z, forced, game, gap = self._direction(state, instance, active)
         tf = jnp.maximum(t.astype(dt), 1.0)
         x_new = state.x * ((tf - 1.0) / tf) + z / tf
         counts = state.stats.counts
@@ -253,7 +327,10 @@ class FWS(Algorithm):
         W = common.inverse_from_cholesky(common.safe_cholesky(common.regularized_gram(stats, self.reg)))
         theta = W @ stats.b
         best = common.argmax_fast(Z @ theta).astype(jnp.int32)
-        zstat = envelope_glr(theta, stats.gram, W, Z, best)  # unit variance: sigma on the threshold side
+        if self.glr_form == "ridge":  # Tirinzoni & Degenne's runit.jl: the ridge inverse in the norm
+            zstat = jnp.min(glr.ridge_glr_row(theta, W, Z, best))
+        else:
+            zstat = envelope_glr(theta, stats.gram, W, Z, best)  # unit variance: sigma on the threshold side
         sigma = common.noise_scale(self.sigma, instance)
         c = jnp.max(jnp.sum(X * X, axis=-1))
         beta = glr.stopping_threshold(self.threshold, stats.gram, t1, self.delta, sigma, c)
@@ -261,7 +338,8 @@ class FWS(Algorithm):
         live = ~warm
         return FWSState(stats, t1, x, theta, best, stop,
                         state.n_forced + (live & forced).astype(jnp.int32),
-                        state.n_game + (live & ~forced & game).astype(jnp.int32))
+                        state.n_game + (live & ~forced & game).astype(jnp.int32),
+                        jnp.maximum(state.game_gap, jnp.where(live, gap, 0.0)))
 
     def done(self, state: FWSState) -> jax.Array:
         return state.stopped

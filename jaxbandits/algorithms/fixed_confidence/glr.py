@@ -23,7 +23,7 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
 
-THRESHOLDS = ("heuristic", "lts")
+THRESHOLDS = ("heuristic", "lts", "log_t")
 
 
 def check_threshold(kind: str) -> None:
@@ -37,7 +37,27 @@ def stopping_threshold(kind: str, gram: jax.Array, t: jax.Array, delta, sigma, c
     t = jnp.maximum(jnp.asarray(t, gram.dtype), 1.0)
     if kind == "heuristic":
         return sigma**2 * jnp.log((1.0 + jnp.log(t)) / delta)
+    if kind == "log_t":
+        return sigma**2 * log_t_threshold(t, delta)
     return common.glr_threshold(gram, common.anytime_delta(delta, t), sigma, c, 1.0)
+
+
+def log_t_threshold(t, delta):
+    """log((t + 1) / delta): Tirinzoni & Degenne 2022's stopping and elimination threshold (module
+    docstring, ``"log_t"``), t the number of samples so far (unit variance: multiply by sigma^2)."""
+    return jnp.log((jnp.asarray(t) + 1.0) / delta)
+
+
+def ridge_glr_row(theta: jax.Array, Vinv: jax.Array, Z: jax.Array, best: jax.Array):
+    """[M] GLR of the empirical best item against every item j, with the ridge inverse
+    V^-1 = (A_t + reg I)^-1 in the norm: (d_j^T theta)_+^2 / (2 ||d_j||^2_{V^-1}), d_j = z_best - z_j
+    (the ``alternative`` of Tirinzoni & Degenne's released code, ``utils.jl``); +inf where
+    z_j = z_best.  Unit variance."""
+    D = Z[best][None, :] - Z
+    gaps = jnp.maximum(D @ theta, 0.0)
+    q = jnp.sum((D @ Vinv) * D, axis=-1)
+    same = jnp.all(D == 0, axis=-1)
+    return jnp.where(same, jnp.inf, gaps * gaps / (2.0 * jnp.maximum(q, 1e-300)))
 
 
 def transport_costs(theta: jax.Array, Ainv: jax.Array, Z: jax.Array, i: jax.Array, epsilon=0.0):

@@ -57,9 +57,19 @@ are Gaussian log-likelihood ratios, 1/(2 sigma^2) ||.||^2 (Sec 2).  It enters th
 against beta) and the optimistic gains (item 4); with a fixed ``reg`` the algorithm is exactly
 equivariant under (theta, sigma) -> (theta / sigma, 1).
 
-Elimination protocol (docs/design.md, section 5; Tirinzoni & Degenne 2022): :meth:`LinGame.linear_stats`
-and :meth:`LinGame.step_masked` (the best response ranges over the pieces y = z_j - z_i whose
-challenger j is active; for Top-m the members of the empirical answer are always active).
+Elimination protocol (docs/design.md, section 5; Tirinzoni & Degenne 2022): :meth:`LinGame.linear_stats`,
+:meth:`LinGame.step_masked` (the best response ranges over the pieces y = z_j - z_i whose
+challenger j is active; for Top-m the members of the empirical answer are always active) and
+:meth:`LinGame.stopping_threshold` (the threshold of the GLR stopping rule, which the elimination
+tests share).
+
+Tirinzoni & Degenne, "On elimination strategies for bandit fixed-confidence identification",
+NeurIPS 2022 (:meth:`LinGame.tirinzoni_degenne`, :data:`TIRINZONI_DEGENNE`), run LinGame and its
+Top-m form (MisLid) as in their released code (``sampling_rules.jl``, ``LinGame``): a single
+AdaHedge learner for every answer (``learners="single"``, "LinGame (with a single learner as in
+MisLID)"), C-tracking, no optimism (``optimism=False``: gains 1/2 (x_k^T (theta_hat - lambda_t))^2,
+unclipped), and the GLR with the ridge inverse (A_t + I)^{-1} against log((t + 1) / delta)
+(``threshold="log_t"``), the threshold of their every stopping and elimination test.
 
 Learner storage: ``learner_slots`` AdaHedge states keyed by the answer (its index for best-arm
 identification, its rank in the combinatorial number system for Top-m).  With at most that many
@@ -95,7 +105,12 @@ from jaxbandits.algorithms.top_m.gifa import topm_mask
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 
-THRESHOLDS = ("heuristic", "theoretical")
+THRESHOLDS = ("heuristic", "theoretical", "log_t")
+LEARNERS = ("per_answer", "single")
+
+#: LinGame / MisLid in Tirinzoni & Degenne 2022's Table 1 (module docstring)
+TIRINZONI_DEGENNE = dict(learners="single", optimism=False, clip_gains=False, tracking="C", reg=1.0,
+                         threshold="log_t", best_response="agent", width="squared")
 TRACKINGS = ("C", "D")
 
 #: the LinGame run of seed 003's released code (Code/bandits.py ``LinGame``, ``LinGame_Heuristic``)
@@ -230,6 +245,10 @@ class LinGame(Algorithm):
         ``"counts"``: to the counts, ||.||_{V_{N_t}} (seed 003's code).
       width: ``"squared"``: the gains' width sqrt(2 h(t) ||x||^2_{V_t^-1}) (item 4); ``"norm"``:
         sqrt(2 h(t) ||x||_{V_t^-1}) (seed 003's code, ``utils.matrix_norm`` returns the norm).
+      learners: ``"per_answer"`` (one AdaHedge per answer, Sec 3) or ``"single"`` (one learner
+        for every answer, Tirinzoni & Degenne's code).
+      optimism: optimistic gains (item 4); False: h(t) = 0, the plain gains
+        1/2 (x_k^T (theta_hat - lambda_t))^2 / sigma^2 (Tirinzoni & Degenne's ``use_optimism=false``).
       name: label.
     """
 
@@ -245,6 +264,8 @@ class LinGame(Algorithm):
     sigma: float | None = None
     best_response: str = "agent"
     width: str = "squared"
+    learners: str = "per_answer"
+    optimism: bool = True
     name: str = "LinGame"
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "reg", "hedge_delta0", "sigma")
@@ -258,6 +279,8 @@ class LinGame(Algorithm):
             raise ValueError(f"best_response must be one of {BEST_RESPONSES}, got {self.best_response!r}")
         if self.width not in WIDTHS:
             raise ValueError(f"width must be one of {WIDTHS}, got {self.width!r}")
+        if self.learners not in LEARNERS:
+            raise ValueError(f"learners must be one of {LEARNERS}, got {self.learners!r}")
         if int(self.learner_slots) < 1:
             raise ValueError(f"learner_slots must be >= 1, got {self.learner_slots}")
 
@@ -269,6 +292,34 @@ class LinGame(Algorithm):
         V_{w_t}, and the width sqrt(2 log t ||x||_{V_t^-1}) (a norm where the paper has its square).
         Name suffixed " [released code]" (as :meth:`GIFA.released_code`)."""
         return dataclasses.replace(self, **SEED003_CODE, name=name or f"{self.name} [released code]")
+
+    @classmethod
+    def tirinzoni_degenne(cls, m: int = 1, **kw) -> "LinGame":
+        """LinGame (m = 1) or MisLid (m > 1) as in Tirinzoni & Degenne 2022's Table 1
+        (:data:`TIRINZONI_DEGENNE`, module docstring); delta = 0.01 as there unless given."""
+        name = "LinGame" if m == 1 else "MisLid"
+        return cls(**{"m": m, "delta": 0.01, "name": f"{name} [Tirinzoni & Degenne]", **TIRINZONI_DEGENNE, **kw})
+
+    def stopping_threshold(self, state: "LinGameState", instance: Instance):
+        """(sigma^2 beta(t, delta), ready) of the GLR stopping rule (module docstring, 6), for the
+        elimination wrapper (:class:`jaxbandits.algorithms.Eliminate`): its tests compare the
+        unit-variance GLR with this, as the stopping rule compares Z / sigma^2 with beta.  Ready
+        from the start (every arm is pulled once first)."""
+        dt = instance.arms.dtype
+        sigma = common.noise_scale(self.sigma, instance)
+        return sigma**2 * self._beta(state.stats, state.t.astype(dt), instance), jnp.ones((), bool)
+
+    def _beta(self, stats: common.LinearStats, tf, inst: Instance):
+        """beta(t, delta) of the stopping rule, in units of sigma^2 (module docstring, 6)."""
+        dt = inst.arms.dtype
+        if self.threshold == "heuristic":
+            return jnp.log((jnp.log(tf) + 1.0) / self.delta)  # Sec 6 (Garivier & Kaufmann 2016 Sec 6)
+        if self.threshold == "log_t":
+            return jnp.log((tf + 1.0) / self.delta)  # Tirinzoni & Degenne 2022 (thresholds.jl)
+        sigma = common.noise_scale(self.sigma, inst)
+        S = jnp.linalg.norm(inst.theta) if self.S is None else jnp.asarray(self.S, dt)
+        root = jnp.sqrt(-jnp.log(self.delta) + 0.5 * common.log_det_ratio(stats.gram, self.reg))
+        return (root + jnp.sqrt(self.reg / 2.0) * S / sigma) ** 2  # Abbasi-Yadkori et al. Thm 2
 
     def validate(self, instance: Instance) -> None:
         """Host-side checks: linear rewards (Sec 2), a positive sigma and regulariser, and a
@@ -304,14 +355,9 @@ class LinGame(Algorithm):
         answer = self._answer(values)
         sigma = common.noise_scale(self.sigma, inst)
         tf = t.astype(dt)
-        if self.threshold == "heuristic":
-            Ainv = inverse_gram(stats.gram)
-            beta = jnp.log((jnp.log(tf) + 1.0) / self.delta)  # Sec 6 (Garivier & Kaufmann 2016 Sec 6)
-        else:
-            Ainv = Vinv
-            S = jnp.linalg.norm(inst.theta) if self.S is None else jnp.asarray(self.S, dt)
-            root = jnp.sqrt(-jnp.log(self.delta) + 0.5 * common.log_det_ratio(stats.gram, self.reg))
-            beta = (root + jnp.sqrt(self.reg / 2.0) * S / sigma) ** 2  # Abbasi-Yadkori et al. Thm 2
+        # heuristic: V_{N_t}^{-1} (the experiments' code); otherwise the ridge inverse V_t^{-1}
+        Ainv = inverse_gram(stats.gram) if self.threshold == "heuristic" else Vinv
+        beta = self._beta(stats, tf, inst)
         if self.m == 1:  # seed 000 Lemma 7's statistic (the library's O(M d^2) form)
             z, _ = glr_statistic_inv(theta, Ainv, inst.items)
         else:
@@ -360,18 +406,20 @@ class LinGame(Algorithm):
         answer = state.answer
         # 2. the agent: AdaHedge of answer i_t
         akey = answer_rank(answer, self.m)
+        if self.learners == "single":  # one learner for every answer (Tirinzoni & Degenne's code)
+            akey = jnp.zeros_like(akey)
         slot, losses, gap = self._lookup(state, akey)
         w = hedge_weights(losses, gap)
         # 3. nature: the closest piece of Alt(i_t) in the V_w norm
         lam, _, _ = self.nature(theta, w, state.stats, inst, answer, active)
         # 4. optimistic gains over C_t = {||xi - theta_hat||^2_{V_t} <= 2 sigma^2 log t}, in units
         # of sigma^2: (|x^T (theta_hat - lambda)| / sigma + sqrt(2 log t) ||x||_{V_t^-1})^2 / 2
-        h = jnp.log(tf)
+        h = jnp.log(tf) if self.optimism else jnp.zeros((), dt)
         q = jnp.maximum(jnp.sum((X @ Vinv) * X, axis=-1), 0.0)  # ||x_k||^2_{V_t^-1}
         width = jnp.sqrt(2.0 * h * (q if self.width == "squared" else jnp.sqrt(q)))
         gains = 0.5 * (jnp.abs(X @ (theta - lam)) / sigma + width) ** 2
         if self.clip_gains:
-            gains = jnp.minimum(gains, h)
+            gains = jnp.minimum(gains, jnp.log(tf))
         losses, gap = hedge_update(losses, gap, -gains)
         # 5. tracking
         counts = state.stats.counts

@@ -111,6 +111,14 @@ SCHEDULES = ("exponential", "periodic", "every")
 METHODS = ("smooth", "paper")
 
 # The two named configurations, side by side (see the module docstring's table).
+#: LT&S as run in Tirinzoni & Degenne, "On elimination strategies for bandit fixed-confidence
+#: identification", NeurIPS 2022, Table 1 (released code ``sampling_rules.jl``, ``LazyTaS``, after
+#: Wang et al. 2021's port): lazy updates at powers of 2 warm-started from w(t - 1), cumulative
+#: tracking, and the stopping threshold log((t + 1) / delta) of every test in their experiments
+#: (``thresholds.jl``) instead of Prop 2 / eq. (9).  Not proven delta-correct (no dimension term).
+TIRINZONI_DEGENNE = dict(threshold="log_t", averaging=True, warm_start=True, method="paper", max_iters=1000,
+                         a0_prior=False)
+THRESHOLDS = ("prop2", "log_t")
 PAPER_TEXT = dict(a0_prior=False, u=1.0, anytime=True, method="paper", warm_start=True, max_iters=1000)
 RELEASED_CODE = dict(a0_prior=True, u=0.1, anytime=False, method="paper", warm_start=False, max_iters=1000)
 
@@ -370,6 +378,9 @@ class LazyTrackAndStop(Algorithm):
         accelerator).
       sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`: the instance's
         Gaussian noise, 1/2 for Bernoulli rewards); enters the threshold of Prop 2 / eq. (9) only.
+      threshold: "prop2" (Prop 2 / eq. (9), with ``u``, ``anytime`` and ``a0_prior``) or "log_t"
+        (sigma^2 log((t + 1) / delta), Tirinzoni & Degenne 2022's experiments; not proven
+        delta-correct).
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "u", "sigma", "factor", "tol")
@@ -388,6 +399,7 @@ class LazyTrackAndStop(Algorithm):
     warm_start: bool = True
     solve_capacity: int | None = None
     sigma: float | None = None
+    threshold: str = "prop2"
 
     # padded arms: zero allocation, never in A_0, never tracked; padded items: not in Z(t)
     supports_padding: ClassVar[bool] = True
@@ -407,7 +419,15 @@ class LazyTrackAndStop(Algorithm):
         restarted from uniform at every update (1000 iterations max).  ``kw`` overrides."""
         return cls(**{**RELEASED_CODE, **kw})
 
+    @classmethod
+    def tirinzoni_degenne(cls, **kw) -> "LazyTrackAndStop":
+        """LT&S as in Tirinzoni & Degenne 2022's Table 1 (:data:`TIRINZONI_DEGENNE`); delta = 0.01
+        as there unless given.  ``kw`` overrides."""
+        return cls(**{"delta": 0.01, **TIRINZONI_DEGENNE, **kw})
+
     def __post_init__(self):
+        if self.threshold not in THRESHOLDS:
+            raise ValueError(f"threshold must be one of {THRESHOLDS}, got {self.threshold!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.method not in METHODS:
@@ -482,6 +502,9 @@ class LazyTrackAndStop(Algorithm):
 
     def _threshold(self, gram, t, c0, instance):
         d = instance.arms.shape[1]
+        if self.threshold == "log_t":  # Tirinzoni & Degenne 2022 (thresholds.jl)
+            sigma = common.noise_scale(self.sigma, instance)
+            return sigma**2 * jnp.log((t.astype(gram.dtype) + 1.0) / self.delta)
         dl = (common.anytime_delta(self.delta, t.astype(gram.dtype)) if self.anytime
               else jnp.asarray(self.delta, gram.dtype))
         # sigma enters here only: beta(delta, t) = (1 + u) sigma^2 log(...) of Prop 2 / eq. (9)

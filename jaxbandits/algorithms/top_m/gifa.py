@@ -52,6 +52,19 @@ switches whose defaults follow the paper:
 code are not reproduced: its initial design matrix is lambda^2 I (LinGIFA) or I (m-LinGapE)
 instead of lambda I, and its threshold is evaluated at t + 1 when there is no initialization.
 
+Tirinzoni & Degenne, "On elimination strategies for bandit fixed-confidence identification",
+NeurIPS 2022 (:func:`tirinzoni_degenne`, :data:`TIRINZONI_DEGENNE`) run LinGapE, m-LinGapE and
+LinGIFA (their Table 1) with every arm pulled once, the ridge estimate with lambda = 1, the greedy
+selection rule and the GLR stopping rule (``stopping="glr"``): stop when
+min_{i in J_emp, j notin J_emp} (mu_i - mu_j)_+^2 / (2 sigma^2 ||x_i - x_j||^2_{V_t^-1}) >
+log((t + 1) / delta), J_emp = argmax^[m] mu(t) the returned answer (released code ``runit.jl``,
+``stopping_rules.jl``, ``thresholds.jl``).  Their indices' thresholds (``sampling_rules.jl``):
+``"td_lingape"`` (LinGapE / m-LinGapE: C_t = sqrt(2 (ln(1/delta) + 2 ln(t + 1))), "heuristic
+threshold" in the code) and ``"log_t"`` (LinGIFA: C_t = sqrt(2 ln((t + 1) / delta))), with their
+t the index of the round being chosen, i.e. samples so far + 1.  Their LinGIFA takes
+b_t = argmax_{j in J} max_{i notin J} B_{i,j} (``compute_b="lucb"``).  Neither threshold carries a
+dimension term; only the GLR stopping rule decides correctness, and it is calibrated separately.
+
 The optimized rule (eq. (1)): the paper prints argmax_a N_a ||w*||_1 / |w*_a|; Xu et al. (2018)
 and the released code take the argmin (pull the arm furthest behind its target proportion
 |w*_a| / ||w*||_1), which is what "bring the empirical proportions close to the design" needs; we
@@ -100,16 +113,19 @@ from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 
 INDICES = ("paired", "individual", "classical")
-THRESHOLDS = ("theoretical", "heuristic", "lucb1", "determinant")
+THRESHOLDS = ("theoretical", "heuristic", "lucb1", "determinant", "td_lingape", "log_t")
 COMPUTE_J = ("empirical", "gap")
 COMPUTE_B = ("lucb", "gap")
 SELECTIONS = ("largest_variance", "greedy", "optimized", "both")
-STOPPINGS = ("lucb", "ugape")
+STOPPINGS = ("lucb", "ugape", "glr")
 STOPPING_PAIRS = ("post_pull", "pre_pull")
 THRESHOLD_TAILS = ("sqrt_lambda", "lambda")
 
 #: the two behaviours of the released code (module docstring) as GIFA options
 RELEASED_CODE = dict(stopping_pair="pre_pull", threshold_tail="lambda")
+#: Tirinzoni & Degenne 2022's Table 1 settings common to LinGapE, m-LinGapE and LinGIFA (module docstring)
+TIRINZONI_DEGENNE = dict(stopping="glr", initialization=True, reg=1.0, selection="greedy", tie_break="first",
+                         epsilon=0.0)
 
 
 class GIFAState(NamedTuple):
@@ -295,6 +311,10 @@ class GIFA(Algorithm):
                 raise ValueError(f"{field} must be one of {allowed}, got {getattr(self, field)!r}")
         if concrete(self.epsilon) and self.epsilon < 0:
             raise ValueError("epsilon must be >= 0")
+        if self.stopping == "glr" and concrete(self.epsilon) and self.epsilon != 0:
+            raise ValueError("the GLR stopping rule is for exact identification (epsilon = 0)")
+        if self.stopping == "glr" and self.index == "classical":
+            raise ValueError("the GLR stopping rule needs linear (paired or individual) indices")
         if self.index == "classical":
             if self.selection in ("greedy", "optimized"):
                 raise ValueError("the greedy / optimized rules need arm features (paired or individual indices)")
@@ -350,6 +370,10 @@ class GIFA(Algorithm):
         delta = self.delta
         if self.threshold == "heuristic":
             return jnp.sqrt(2.0 * jnp.log((jnp.log(t) + 1.0) / delta))  # Sec 5
+        if self.threshold == "td_lingape":  # Tirinzoni & Degenne's code, round index t + 1
+            return jnp.sqrt(2.0 * (jnp.log(1.0 / delta) + 2.0 * jnp.log(state.t + 2.0)))
+        if self.threshold == "log_t":  # sqrt(2 log((t' + 1) / delta)), round index t' = t + 1
+            return jnp.sqrt(2.0 * jnp.log((state.t + 2.0) / delta))
         if self.threshold == "lucb1":
             # LUCB1: width sqrt(2 sigma^2 beta(t) / N_a), beta = ln(5 K t^4 / (4 delta)) (released LUCB1Beta)
             return jnp.sqrt(2.0 * jnp.log(5.0 * K * t**4 / (4.0 * delta)))
@@ -483,9 +507,13 @@ class GIFA(Algorithm):
         c = argmax_fast(jnp.where(J, -jnp.inf, Bb))
         if self.stopping == "lucb":
             stat = Bb[c]
-        else:
+        elif self.stopping == "ugape":
             stat = jnp.max(mth)
-        if self.stopping_pair == "post_pull":
+        if self.stopping == "glr":
+            stat, J_emp = self.glr_statistic(state, inst)
+            done = stat > self.glr_threshold(state)
+            J = jnp.where(done, J_emp, J)
+        elif self.stopping_pair == "post_pull":
             done = stat <= self.epsilon
         elif prev is None:
             done = jnp.asarray(False)  # the released code checks only after a pull
@@ -497,6 +525,42 @@ class GIFA(Algorithm):
             done = pre_stat <= self.epsilon
             J = jnp.where(done, prev.J, J)
         return state._replace(J=J, b=b.astype(jnp.int32), c=c.astype(jnp.int32), stat=stat, done=done)
+
+    def glr_statistic(self, state: GIFAState, inst: Instance):
+        """(min_{i in J_emp, j notin J_emp} (mu_i - mu_j)_+^2 / (2 sigma^2 ||x_i - x_j||^2_{V_t^-1}),
+        J_emp) with J_emp = argmax^[m] mu(t) (bool [K]): the GLR statistic of the Top-m answer
+        J_emp with the ridge V_t (Tirinzoni & Degenne's ``min_alt``).  O(m K d)."""
+        valid = inst.valid_arms()
+        mu = state.mu
+        idx = top_indices(jnp.where(valid, mu, -jnp.inf) if inst.arm_mask is not None else mu, self.m)
+        J_emp = jnp.any(jnp.arange(inst.num_arms)[:, None] == idx[None, :], axis=1)
+        g = self._variances(state)
+        D = jnp.maximum(g[:, None] + g[idx][None, :] - 2.0 * self._cross(state, inst, idx), 0.0)  # [K, m]
+        gaps = jnp.maximum(mu[idx][None, :] - mu[:, None], 0.0)
+        sigma = self._sigma(inst)
+        z = gaps * gaps / (2.0 * sigma**2 * jnp.maximum(D, 1e-300))
+        z = jnp.where((~J_emp & valid)[:, None], z, jnp.inf)
+        return jnp.min(z), J_emp
+
+    def glr_threshold(self, state: GIFAState) -> jax.Array:
+        """log((t + 1) / delta) of the GLR stopping rule (``stopping="glr"``), t samples so far."""
+        return jnp.log((state.t + 1.0) / self.delta)
+
+    @classmethod
+    def tirinzoni_degenne(cls, algorithm: str = "LinGapE", m: int = 1, **kw) -> "GIFA":
+        """LinGapE (m = 1), m-LinGapE or LinGIFA as in Tirinzoni & Degenne 2022's Table 1
+        (:data:`TIRINZONI_DEGENNE`, module docstring): ``algorithm`` is "LinGapE" (also for
+        m > 1: m-LinGapE) or "LinGIFA"; delta = 0.01 as there unless given."""
+        if algorithm == "LinGapE":
+            base = dict(index="paired", threshold="td_lingape", compute_J="empirical", compute_b="lucb")
+            name = "LinGapE" if m == 1 else "m-LinGapE"
+        elif algorithm == "LinGIFA":
+            base = dict(index="paired", threshold="log_t", compute_J="gap", compute_b="lucb")
+            name = "LinGIFA"
+        else:
+            raise ValueError(f"algorithm must be 'LinGapE' or 'LinGIFA', got {algorithm!r}")
+        return cls(**{"m": m, "delta": 0.01, **TIRINZONI_DEGENNE, **base,
+                      "name": f"{name} [Tirinzoni & Degenne]", **kw})
 
     def released_code(self, name: str | None = None) -> "GIFA":
         """This configuration with the released code's stopping pair and threshold tail

@@ -1,0 +1,234 @@
+"""The settings of Tirinzoni & Degenne, "On elimination strategies for bandit fixed-confidence
+identification", NeurIPS 2022, as options and ``tirinzoni_degenne()`` presets: the threshold
+log((t + 1) / delta), LinGapE's sampling constant and the GLR stop of GIFA, single-learner LinGame
+without optimism, FWS's ridge GLR and certified matrix game, LT&S's threshold, the fixed-weights
+Oracle, cumulative-estimate RAGE and global-estimate XY-adaptive; and the elimination wrapper
+eliminating for LinGame.  Small d = 2 instances, each test well under a minute."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxbandits  # noqa: F401  (float64)
+from jaxbandits.algorithms import FWS, GIFA, Eliminate, LazyTrackAndStop, LinGame
+from jaxbandits.algorithms.fixed_confidence import glr
+from jaxbandits.algorithms.fixed_confidence.fixed_weights import FixedWeightsOracle
+from jaxbandits.algorithms.fixed_confidence.fws import matrix_game_certified
+from jaxbandits.algorithms.fixed_confidence.td_variants import CumulativeRAGE, GlobalXYAdaptive
+from jaxbandits.algorithms.base import is_correct
+from jaxbandits.instances.base import make_instance
+
+KEY = jax.random.key(2022)
+
+
+def easy(sigma=1.0):
+    """d = 2: e_1 (best), a close arm at angle 0.3 (gap 0.045), e_2 and -e_1 (far: gap 1 and 2)."""
+    ang = np.array([0.0, 0.3, math.pi / 2, math.pi])
+    X = np.stack([np.cos(ang), np.sin(ang)], -1)
+    return make_instance(X, np.array([1.0, 0.0]) * sigma, sigma)
+
+
+def topm_easy():
+    X = np.eye(4)
+    return make_instance(X, np.array([1.0, 0.8, 0.3, 0.0]), 1.0)
+
+
+def final_states(alg, inst, n, key=KEY, cap=100_000):
+    """Final states of ``n`` runs, stepped as the engine does."""
+    inst = alg.prepare(jax.tree.map(lambda a: a[None], inst))
+    inst = jax.tree.map(lambda a: a[0], inst)
+
+    def one(i):
+        k_init, k_run = jax.random.split(jax.random.fold_in(key, i))
+        s0 = alg.init(k_init, inst)
+
+        def body(c):
+            s, j = c
+            return alg.step(jax.random.fold_in(k_run, j), s, inst), j + 1
+
+        s, _ = jax.lax.while_loop(lambda c: ~alg.done(c[0]) & (c[1] < cap), body, (s0, jnp.int32(0)))
+        return s
+
+    return jax.jit(jax.vmap(one))(jnp.arange(n))
+
+
+def run(alg, inst, n, cap=200_000, key=KEY):
+    """(samples, correct, stopped) of ``n`` runs (the engine's per-run logic without its program)."""
+    st = final_states(alg, inst, n, key, cap)
+    prepared = jax.tree.map(lambda a: a[0], alg.prepare(jax.tree.map(lambda a: a[None], inst)))
+    oc = jax.vmap(alg.outcome, in_axes=(0, None))(st, prepared)
+    correct = jax.vmap(lambda a: is_correct(a, inst, alg.top_m))(oc.answer)
+    return np.asarray(oc.samples), np.asarray(correct), np.asarray(jax.vmap(alg.done)(st))
+
+
+# -- the threshold -----------------------------------------------------------------------------------
+def test_log_t_threshold_values():
+    t = jnp.asarray([1.0, 99.0, 1e4])
+    got = glr.stopping_threshold("log_t", jnp.eye(2), t, 0.01, 2.0, 1.0)
+    np.testing.assert_allclose(got, 4.0 * np.log((np.asarray(t) + 1.0) / 0.01), rtol=1e-12)
+    with pytest.raises(ValueError):
+        glr.check_threshold("log t")
+
+
+# -- elimination for LinGame -------------------------------------------------------------------------
+@pytest.mark.parametrize("preset", [False, True], ids=["defaults", "tirinzoni_degenne"])
+def test_eliminate_lingame_eliminates_before_stopping(preset):
+    """On ``easy`` the far arms (gaps 1 and 2) are separated long before the close one (gap 0.045):
+    the wrapper must eliminate them strictly before the run stops.  Fails if nothing is ever
+    eliminated (all elimination times 0), as with a threshold more conservative than LinGame's."""
+    base = LinGame.tirinzoni_degenne(delta=0.05) if preset else LinGame(delta=0.05)
+    inst = easy()
+    st = final_states(Eliminate(base, at_sampling=True), inst, 8)
+    t_stop = np.asarray(st.base.t)
+    elim = np.asarray(st.elim_time)                     # [runs, M], 0 = never eliminated
+    assert np.all(np.asarray(st.stopped) | np.asarray(st.base.stopped))
+    early = (elim[:, 2:] > 0) & (elim[:, 2:] < t_stop[:, None])
+    assert early.all(), (elim, t_stop)                  # both far arms, in every run, before the stop
+    assert np.all(elim[:, 0] == 0)                      # the best arm never
+
+
+def test_eliminate_refuses_a_base_without_stopping_threshold():
+    class NoThreshold(LinGame):
+        stopping_threshold = None
+
+    with pytest.raises(TypeError, match="stopping_threshold"):
+        Eliminate(NoThreshold(delta=0.1)).validate(easy())
+
+
+def test_lingame_stopping_threshold_is_its_stopping_rule():
+    inst = easy(3.0)
+    for alg in (LinGame(delta=0.1), LinGame.tirinzoni_degenne(delta=0.1, sigma=3.0)):
+        st = jax.jit(alg.init)(KEY, inst)
+        step = jax.jit(alg.step)
+        for i in range(5):
+            st = step(jax.random.fold_in(KEY, i), st, inst)
+        beta, ready = alg.stopping_threshold(st, inst)
+        tf = float(st.t)
+        want = (math.log((math.log(tf) + 1) / 0.1) if alg.threshold == "heuristic" else math.log((tf + 1) / 0.1))
+        assert bool(ready) and float(beta) == pytest.approx(9.0 * want, rel=1e-12)
+
+
+# -- LinGame / MisLid: one learner, no optimism -------------------------------------------------------
+def test_single_learner_uses_one_slot():
+    inst = make_instance(np.eye(4), np.array([1.0, 0.9, 0.85, 0.8]), 1.0)  # hard: the answer changes
+    single = LinGame.tirinzoni_degenne(m=2, delta=0.1)
+    per = LinGame(m=2, delta=0.1)
+    s1, s2 = final_states(single, inst, 4, cap=300), final_states(per, inst, 4, cap=300)
+    assert np.all((np.asarray(s1.keys) >= 0).sum(1) == 1)   # one learner, keyed 0
+    assert np.all((np.asarray(s2.keys) >= 0).sum(1) >= 2)   # one per answer visited (several here)
+
+
+def test_no_optimism_changes_the_gains():
+    """Without optimism the gains are 1/2 (x^T (theta_hat - lambda))^2: compare one step's learner
+    losses with and without it from the same state."""
+    inst = make_instance(np.eye(4), np.array([1.0, 0.9, 0.85, 0.8]), 1.0)
+    plain = LinGame.tirinzoni_degenne(m=2, delta=0.1)
+    opt = LinGame.tirinzoni_degenne(m=2, delta=0.1, optimism=True)
+    st = jax.jit(plain.init)(KEY, inst)
+    a = jax.jit(plain.step)(KEY, st, inst)
+    b = jax.jit(opt.step)(KEY, st, inst)
+    la, lb = np.asarray(a.losses[0]), np.asarray(b.losses[0])
+    assert np.all(lb <= la - 1e-6)   # optimistic gains are larger (losses are -gains)
+
+
+def test_lingame_preset_correct_on_easy_instances():
+    s, c, st = run(LinGame.tirinzoni_degenne(delta=0.05), easy(), 16)
+    assert st.all() and c.all()
+    s, c, st = run(LinGame.tirinzoni_degenne(m=2, delta=0.05), topm_easy(), 16)
+    assert st.all() and c.all()
+
+
+# -- GIFA: LinGapE's C_t and the GLR stop --------------------------------------------------------------
+def test_gifa_glr_statistic_matches_a_direct_ridge_solve():
+    inst = topm_easy()
+    for alg in (GIFA.tirinzoni_degenne("LinGapE", m=2, delta=0.1), GIFA.tirinzoni_degenne("LinGIFA", m=2, delta=0.1)):
+        st = final_states(alg, inst, 2, cap=40)
+        X = np.asarray(inst.arms)
+        for r in range(2):
+            counts, sums = np.asarray(st.counts[r]), np.asarray(st.sums[r])
+            V = np.eye(4) + (X.T * counts) @ X
+            Vi = np.linalg.inv(V)
+            mu = X @ (Vi @ (X.T @ sums))
+            top = np.argsort(-mu, kind="stable")[:2]
+            z = min((mu[i] - mu[j]) ** 2 / (2 * (X[i] - X[j]) @ Vi @ (X[i] - X[j]))
+                    for i in top for j in range(4) if j not in top)
+            sub = jax.tree.map(lambda a: a[r], st)
+            got, J = alg.glr_statistic(sub, inst)
+            assert float(got) == pytest.approx(z, rel=1e-8)
+            assert set(np.flatnonzero(np.asarray(J))) == set(top)
+
+
+def test_lingape_constant():
+    alg = GIFA.tirinzoni_degenne("LinGapE", delta=0.01)
+    st = final_states(alg, topm_easy(), 1, cap=10)
+    sub = jax.tree.map(lambda a: a[0], st)
+    t = float(sub.t)
+    assert float(alg.confidence(sub, topm_easy())) == pytest.approx(
+        math.sqrt(2 * (math.log(100) + 2 * math.log(t + 2))), rel=1e-12)
+
+
+def test_gifa_presets_stop_on_the_glr_and_are_correct():
+    for alg in (GIFA.tirinzoni_degenne("LinGapE", delta=0.05), GIFA.tirinzoni_degenne("LinGIFA", m=2, delta=0.05)):
+        inst = easy() if alg.m == 1 else topm_easy()
+        s, c, st = run(alg, inst, 16)
+        assert st.all() and c.all()
+    with pytest.raises(ValueError):
+        GIFA(stopping="glr", epsilon=0.1)
+
+
+# -- FWS ------------------------------------------------------------------------------------------
+def test_certified_game_gap_bounds_the_value():
+    """2 x 2 game [[1, 0], [0, 1]] (rows: pieces to minimise over): value 1/2 at z = (1/2, 1/2)."""
+    G = jnp.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0]])
+    rows = jnp.array([True, True, False])
+    for iters, tol in ((16, 0.5), (512, 0.1)):
+        z, gap = matrix_game_certified(G, rows, iters)
+        val = float(jnp.min((G @ z)[:2]))
+        assert 0.0 <= float(gap) <= tol
+        assert val <= 0.5 + 1e-12 and val >= 0.5 - float(gap) - 1e-12   # weak duality: within the gap
+    z, gap = matrix_game_certified(G, jnp.array([True, False, False]), 16)
+    assert float(gap) == 0.0 and np.asarray(z).tolist() == [1.0, 0.0]
+
+
+def test_fws_preset_ridge_glr_and_correct():
+    alg = FWS.tirinzoni_degenne(delta=0.05)
+    fs = final_states(alg, easy(), 8)
+    assert np.all(np.asarray(fs.stopped)) and np.all(np.asarray(fs.best) == 0)
+    assert np.all(np.asarray(fs.game_gap) >= 0.0) and np.all(np.asarray(fs.game_gap) < 1.0)
+    with pytest.raises(ValueError):
+        FWS(glr_form="exact")
+
+
+# -- LT&S, Oracle, RAGE, XY-adaptive ------------------------------------------------------------------
+def test_lts_log_t_threshold():
+    alg = LazyTrackAndStop.tirinzoni_degenne(delta=0.1)
+    inst = easy(2.0)
+    st = jax.jit(alg.init)(KEY, inst)
+    step = jax.jit(alg.step)
+    for i in range(6):
+        st = step(jax.random.fold_in(KEY, i), st, inst)
+    beta, _ = alg.stopping_threshold(st, inst)
+    assert float(beta) == pytest.approx(4.0 * math.log((float(st.t) + 1) / 0.1), rel=1e-12)
+    s, c, stp = run(alg, easy(), 8)
+    assert stp.all() and c.all()
+
+
+def test_fixed_weights_oracle_tracks_w_star():
+    alg = FixedWeightsOracle(delta=0.05)
+    inst = easy()
+    st = final_states(alg, inst, 8)
+    w = np.asarray(alg.prepare(jax.tree.map(lambda a: a[None], inst)).cache[0])
+    counts = np.asarray(st.stats.counts)
+    t = counts.sum(1, keepdims=True)
+    # D-tracking: N_k(t) >= t w_k - (K - 1) and N_k <= max(1, t w_k) + 1 (Garivier & Kaufmann 2016, Lemma 7)
+    assert np.all(counts >= t * w - 4) and np.all(counts <= np.maximum(1, t * w) + 2)
+    assert np.all(np.asarray(st.stopped)) and np.all(np.asarray(st.best) == 0)
+
+
+def test_cumulative_rage_and_global_xy():
+    for alg in (CumulativeRAGE(delta=0.05), GlobalXYAdaptive(delta=0.05)):
+        s, c, st = run(alg, easy(), 8, cap=20_000)
+        assert st.all() and c.all()
+        assert np.all(s >= 4)  # every arm once first
