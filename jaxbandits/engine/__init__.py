@@ -6,7 +6,7 @@ Modules: :mod:`~jaxbandits.engine.lanes` (the lane loop a device runs),
 (:func:`simulate`); compiled programs are cached in :mod:`jaxbandits.programs`.
 
 ``simulate(algorithm, instances, key, n_reps, max_steps)`` runs replication i of instance j for
-every (j, i) and returns per-replication results.  How (DESIGN.md, "two hard problems"):
+every (j, i) and returns per-replication results.  How (docs/design.md, section 7):
 
 * **Lane refilling.**  A device runs a fixed number of *lanes* (vmapped replications) inside one
   ``lax.while_loop``, which advances them in blocks of ``block_steps`` steps (a loop with a trip
