@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import os
 import pkgutil
 import platform
@@ -120,32 +119,6 @@ def listing(found: dict[str, str]) -> str:
         f = ("~" if how == "estimate" else "") + _duration(full)
         lines.append(f"  {name:22s} {_duration(q):>8s} {f:>8s}  {desc}")
     return "\n".join(lines)
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
-            return f"{v:.3g}"
-        return f"{v:.4g}"
-    return str(v)
-
-
-def markdown_table(rows: list[dict]) -> str:
-    if not rows:
-        return "(no rows)\n"
-    cols: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        lines.append("| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |")
-    return "\n".join(lines) + "\n"
 
 
 class Context:
@@ -286,6 +259,8 @@ class Context:
 
     def table(self, rows: list[dict], name: str = "summary", title: str | None = None) -> str:
         """Print and save (``<name>.md``) a Markdown table of summary rows."""
+        from jaxbandits.tables import markdown_table
+
         text = (f"### {title}\n\n" if title else "") + markdown_table(rows)
         (self.out / f"{name}.md").write_text(text)
         self.log(text)
@@ -364,28 +339,15 @@ def _programs_compiled() -> int:
     return programs_compiled()
 
 
-MAX_RESTARTS = 5  # after a stall
-
-
 def _restart(err: Exception, argv: list[str] | None, started: float | None = None) -> None:
     """Start the same command again in a fresh process after a
-    :class:`~jaxbandits.watchdog.StalledComputation`: the XLA:CPU runtime wedged
-    (:mod:`jaxbandits.watchdog`) and stays wedged in this process (at most ``MAX_RESTARTS``).
+    :class:`~jaxbandits.watchdog.StalledComputation` (:func:`jaxbandits.watchdog.restart_in_fresh_process`):
+    everything finished is in results.csv and is read back."""
+    from jaxbandits.watchdog import restart_in_fresh_process
 
-    Everything finished is in results.csv and is read back, so only the chunk in flight is
-    recomputed (and identically: replications depend only on their keys).  (The limit on memory
-    mappings needs no restart: the engine drops its compiled programs before it is reached,
-    :mod:`jaxbandits.programs`.)"""
-    n = int(os.environ.get("JAXBANDITS_RESTARTS", "0"))
-    if n >= MAX_RESTARTS:
-        raise err
-    print(f"[experiments] {err}\n[experiments] restarting in a fresh process ({n + 1}/{MAX_RESTARTS}); "
-          "finished replications are read back from disk", file=sys.stderr, flush=True)
-    os.environ["JAXBANDITS_RESTARTS"] = str(n + 1)
     if started is not None:  # the restarted process reports the whole command's wall time
         os.environ["JAXBANDITS_RUN_STARTED"] = repr(started)
-    args = list(sys.argv[1:] if argv is None else argv)
-    os.execv(sys.executable, [sys.executable, "-m", "experiments", *args])
+    restart_in_fresh_process(err, "experiments", list(sys.argv[1:] if argv is None else argv), "experiments")
 
 
 def main(argv: list[str] | None = None, restart: bool = False) -> int:

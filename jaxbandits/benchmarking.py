@@ -50,7 +50,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm
-from jaxbandits.byo import _markdown, _slug, code_version, configure, library_version, name_of
+from jaxbandits.byo import _slug, code_version, configure, library_version, name_of
+from jaxbandits.tables import markdown_table
 from jaxbandits.sweeps import Generator
 
 
@@ -579,7 +580,7 @@ def report_markdown(summ, s: Suite, meta: dict, figs: list[Path], root: Path) ->
                     r = g[g["point"] == p]
                     rec[_point_label(p)] = _cell(r.iloc[0], what) if len(r) else "not run"
                 recs.append(rec)
-            lines += [_markdown(recs), ""]
+            lines += [markdown_table(recs), ""]
     if figs:
         lines += ["## Figures", ""] + [f"![{f.stem}]({f.relative_to(root)})" for f in figs] + [""]
     lines += ["Tables: `table.csv` (per instance), `summary.csv` (per grid point); metadata: `metadata.json`.", ""]

@@ -38,7 +38,6 @@ import hashlib
 import importlib.util
 import inspect
 import json
-import math
 import re
 import sys
 from pathlib import Path
@@ -48,6 +47,7 @@ import numpy as np
 
 from jaxbandits import calibration as cal
 from jaxbandits.algorithms.base import Algorithm
+from jaxbandits.tables import markdown_table
 
 #: replications per (sigma, delta) grid point
 SIZES = {"quick": 100, "full": 500}
@@ -278,29 +278,7 @@ def calibration_markdown(table) -> str:
     head = (f"### Calibration of {a.get('algorithm')} (code {a.get('code_version')}, jaxbandits "
             f"{a.get('library')})\n\n{a.get('n_reps')} runs per row on {a.get('instance')}, scaling check "
             f"{a.get('scaling')}, level {a.get('level'):g} per check.  **Overall: {a.get('verdict')}**\n\n")
-    return head + _markdown(table[[c for c in CAL_COLUMNS if c in table.columns]].to_dict("records"))
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, (float, np.floating)):
-        v = float(v)
-        if math.isnan(v):
-            return "-"
-        if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
-            return f"{v:.3g}"
-        return f"{v:.4g}"
-    return str(v)
-
-
-def _markdown(rows: list[dict]) -> str:
-    if not rows:
-        return "(no rows)\n"
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+    return head + markdown_table(table[[c for c in CAL_COLUMNS if c in table.columns]].to_dict("records"))
 
 
 # float64 inside the public functions, whatever the caller's x64 setting (jaxbandits.precision)

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import ast
-import os
 import sys
 import time
 
 COMMANDS = ("calibrate", "benchmark", "suites")
-MAX_RESTARTS = 5
 
 
 def _params(items) -> dict:
@@ -142,16 +140,6 @@ def suites_main(argv) -> int:
     return 0
 
 
-def _restart(err, argv) -> None:
-    n = int(os.environ.get("JAXBANDITS_RESTARTS", "0"))
-    if n >= MAX_RESTARTS:
-        raise err
-    print(f"[jaxbandits] {err}\n[jaxbandits] restarting in a fresh process ({n + 1}/{MAX_RESTARTS}); finished "
-          "runs are read back from disk", file=sys.stderr, flush=True)
-    os.environ["JAXBANDITS_RESTARTS"] = str(n + 1)
-    os.execv(sys.executable, [sys.executable, "-m", "jaxbandits.cli", *argv])
-
-
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
@@ -165,12 +153,12 @@ def main(argv=None) -> int:
         return experiments_main(argv)
     cmd, rest = argv[0], argv[1:]
     fn = dict(calibrate=calibrate_main, benchmark=benchmark_main, suites=suites_main)[cmd]
-    from jaxbandits.watchdog import StalledComputation
+    from jaxbandits.watchdog import StalledComputation, restart_in_fresh_process
 
     try:
         return fn(rest)
     except StalledComputation as e:
-        _restart(e, argv)
+        restart_in_fresh_process(e, "jaxbandits.cli", argv, "jaxbandits")
         return 1
 
 

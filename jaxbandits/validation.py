@@ -326,35 +326,29 @@ def check_out_dir(out, name: str = "out") -> Path:
 
 
 # ------------------------------------------------------------------------------------------------
-# instances
-# ------------------------------------------------------------------------------------------------
-# ------------------------------------------------------------------------------------------------
 # command line
 # ------------------------------------------------------------------------------------------------
-def cli_positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (--reps, --devices)."""
+def _cli_int(text: str, minimum: int) -> int:
+    """argparse type body: an integer >= ``minimum``."""
     import argparse
 
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {v}")
+        raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
+    if v < minimum:
+        raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {v}")
     return v
+
+
+def cli_positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (--reps, --devices)."""
+    return _cli_int(text, 1)
 
 
 def cli_seed(text: str) -> int:
     """argparse type: a seed, an integer >= 0."""
-    import argparse
-
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {v}")
-    return v
+    return _cli_int(text, 0)
 
 
 def cli_out_dir(text: str) -> str:

@@ -211,3 +211,22 @@ def run_guarded(fn: Callable, *args, stall_timeout: float | None = None, what: s
     raise StalledComputation(f"{what} made no CPU progress for {timeout:.0f} s: the XLA:CPU runtime "
                              "wedged (see jaxbandits.watchdog) and cannot recover in this process; "
                              "rerun in a new process (experiments resume from disk)")
+
+
+#: fresh processes a command may start after a wedge (:func:`restart_in_fresh_process`)
+MAX_RESTARTS = 5
+
+
+def restart_in_fresh_process(err: Exception, module: str, argv: list[str], tag: str) -> None:
+    """Replace this process with ``python -m module *argv`` after a :class:`StalledComputation`:
+    a wedged runtime stays wedged in its process, and a command that stores its results as it goes
+    (the experiments, ``jaxbandits benchmark``) resumes from disk, recomputing only the chunk in
+    flight, identically (replications depend only on their keys).  At most :data:`MAX_RESTARTS`
+    times (counted in ``JAXBANDITS_RESTARTS``); after that ``err`` is raised."""
+    n = int(os.environ.get("JAXBANDITS_RESTARTS", "0"))
+    if n >= MAX_RESTARTS:
+        raise err
+    print(f"[{tag}] {err}\n[{tag}] restarting in a fresh process ({n + 1}/{MAX_RESTARTS}); finished "
+          "replications are read back from disk", file=sys.stderr, flush=True)
+    os.environ["JAXBANDITS_RESTARTS"] = str(n + 1)
+    os.execv(sys.executable, [sys.executable, "-m", module, *argv])

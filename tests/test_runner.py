@@ -110,15 +110,16 @@ def test_runner_restarts_a_wedged_run_in_a_fresh_process(monkeypatch):
     # a wedged XLA:CPU runtime stays wedged in its process: the runner re-executes the same
     # command (which resumes from results.csv), a bounded number of times
     from experiments import _runner
+    from jaxbandits import watchdog
     from jaxbandits.watchdog import StalledComputation
 
     calls = []
-    monkeypatch.setattr(_runner.os, "execv", lambda exe, args: calls.append(args))
+    monkeypatch.setattr(watchdog.os, "execv", lambda exe, args: calls.append(args))
     monkeypatch.setenv("JAXBANDITS_RESTARTS", "0")
     _runner._restart(StalledComputation("wedged"), ["seed000_table1", "--quick"])
     assert calls and calls[0][1:] == ["-m", "experiments", "seed000_table1", "--quick"]
-    assert _runner.os.environ["JAXBANDITS_RESTARTS"] == "1"
-    monkeypatch.setenv("JAXBANDITS_RESTARTS", str(_runner.MAX_RESTARTS))
+    assert watchdog.os.environ["JAXBANDITS_RESTARTS"] == "1"
+    monkeypatch.setenv("JAXBANDITS_RESTARTS", str(watchdog.MAX_RESTARTS))
     with pytest.raises(StalledComputation):
         _runner._restart(StalledComputation("wedged"), ["x"])
 
