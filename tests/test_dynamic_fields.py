@@ -129,9 +129,17 @@ def test_sweep_algorithms_deltas_K_compiles_once_per_algorithm_and_K():
                 for delta in deltas:
                     engine.simulate(make(delta=delta), inst, jax.random.key(0), 4, 30)
 
+    from jaxbandits import programs
+
+    # a process deep into the suite may be near the memory-mapping limit, where the engine drops
+    # its programs before compiling (jaxbandits.programs): start with them dropped, and check no
+    # release happened in between, so a recompilation here can only be a cache miss
+    programs.release()
+    releases = programs.releases()
     n0 = engine.programs_compiled()
     sweep()
     assert engine.programs_compiled() - n0 <= len(algs) * len(insts)
     n1 = engine.programs_compiled()
     sweep()
+    assert programs.releases() == releases
     assert engine.programs_compiled() == n1
