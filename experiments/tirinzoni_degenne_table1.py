@@ -237,25 +237,13 @@ def fws_game_diagnostic(inst, runs: int = 4, seed: int = 7):
     """FWS preset: steps with a matrix game (>= 2 r-active pieces), forced steps, and the largest
     relative duality gap of the certified game over ``runs`` runs (the authors solve it exactly)."""
     import jax
-    import jax.numpy as jnp
     import numpy as np
 
     from jaxbandits.algorithms import FWS
+    from jaxbandits.engine import final_states
 
     alg = FWS.tirinzoni_degenne()
-
-    def one(i):
-        k_init, k_run = jax.random.split(jax.random.fold_in(jax.random.key(seed), i))
-        s0 = alg.init(k_init, inst)
-
-        def body(c):
-            s, j = c
-            return alg.step(jax.random.fold_in(k_run, j), s, inst), j + 1
-
-        s, _ = jax.lax.while_loop(lambda c: ~alg.done(c[0]) & (c[1] < CAP), body, (s0, jnp.int32(0)))
-        return s
-
-    st = jax.jit(jax.vmap(one))(jnp.arange(runs))
+    st = final_states(alg, inst, jax.random.key(seed), runs, CAP)
     return dict(samples=np.asarray(st.t).tolist(), game_steps=np.asarray(st.n_game).tolist(),
                 forced_steps=np.asarray(st.n_forced).tolist(), max_relative_gap=float(np.max(np.asarray(st.game_gap))))
 

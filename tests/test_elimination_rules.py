@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import jaxbandits  # noqa: F401  (float64)
+from jaxbandits import engine
 from jaxbandits.algorithms import RAGE, Eliminate, LazyTrackAndStop, MLinGapE, UniformGLR
 from jaxbandits.algorithms.fixed_confidence.track_and_stop import plug_in_allocation
 from jaxbandits.engine import simulate
@@ -46,18 +47,7 @@ def _run(alg, inst, n, key=KEY, cap=400_000):
 
 def _final_states(alg, inst, n, key=KEY, cap=200_000):
     """Final states of ``n`` runs, stepped as the engine does (replication key i -> (init, run))."""
-    def one(i):
-        k_init, k_run = jax.random.split(jax.random.fold_in(key, i))
-        s0 = alg.init(k_init, inst)
-
-        def body(c):
-            s, j = c
-            return alg.step(jax.random.fold_in(k_run, j), s, inst), j + 1
-
-        s, _ = jax.lax.while_loop(lambda c: ~alg.done(c[0]) & (c[1] < cap), body, (s0, jnp.int32(0)))
-        return s
-
-    return jax.jit(jax.vmap(one))(jnp.arange(n))
+    return engine.final_states(alg, inst, key, n, cap)
 
 
 @pytest.mark.parametrize("base", [LazyTrackAndStop(delta=0.1), UniformGLR(delta=0.1)], ids=["LT&S", "uniform"])

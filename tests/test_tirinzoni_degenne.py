@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import jaxbandits  # noqa: F401  (float64)
+from jaxbandits import engine
 from jaxbandits.algorithms import FWS, GIFA, Eliminate, LazyTrackAndStop, LinGame
 from jaxbandits.algorithms.fixed_confidence import glr
 from jaxbandits.algorithms.fixed_confidence.fixed_weights import FixedWeightsOracle
@@ -37,21 +38,7 @@ def topm_easy():
 
 def final_states(alg, inst, n, key=KEY, cap=100_000):
     """Final states of ``n`` runs, stepped as the engine does."""
-    inst = alg.prepare(jax.tree.map(lambda a: a[None], inst))
-    inst = jax.tree.map(lambda a: a[0], inst)
-
-    def one(i):
-        k_init, k_run = jax.random.split(jax.random.fold_in(key, i))
-        s0 = alg.init(k_init, inst)
-
-        def body(c):
-            s, j = c
-            return alg.step(jax.random.fold_in(k_run, j), s, inst), j + 1
-
-        s, _ = jax.lax.while_loop(lambda c: ~alg.done(c[0]) & (c[1] < cap), body, (s0, jnp.int32(0)))
-        return s
-
-    return jax.jit(jax.vmap(one))(jnp.arange(n))
+    return engine.final_states(alg, inst, key, n, cap)
 
 
 def run(alg, inst, n, cap=200_000, key=KEY):

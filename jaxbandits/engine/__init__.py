@@ -50,7 +50,7 @@ two: a few programs, never one per ``n_reps``).
 from __future__ import annotations
 
 from jaxbandits.algorithms.base import Algorithm
-from jaxbandits.engine.lanes import instance_at, replication_key
+from jaxbandits.engine.lanes import final_states, instance_at, replication_key
 from jaxbandits.engine.layout import (CHUNK_LANES, CPU_LANES, MEMORY_FRACTION, TASKS_PER_LANE,
                                       UNKNOWN_MEMORY_LANES, WORKING_SET_FACTOR, Layout, choose_block_steps,
                                       choose_lanes, free_memory, lane_bytes)
@@ -60,7 +60,7 @@ from jaxbandits.programs import RUNNERS as _RUNNERS
 from jaxbandits.programs import compile_seconds, program_bytes, programs_compiled
 
 __all__ = [
-    "simulate", "Results", "Layout", "replication_key", "instance_at", "programs_compiled",
+    "simulate", "Results", "Layout", "replication_key", "final_states", "instance_at", "programs_compiled",
     "compile_seconds", "program_bytes", "choose_lanes", "lane_bytes", "free_memory", "CPU_LANES",
     "CHUNK_LANES", "UNKNOWN_MEMORY_LANES", "TASKS_PER_LANE", "choose_block_steps", "MEMORY_FRACTION", "WORKING_SET_FACTOR", "COUNT_LIMIT",
 ]

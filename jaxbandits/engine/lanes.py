@@ -35,6 +35,30 @@ def replication_key(key: jax.Array, instance_index, rep_index) -> jax.Array:
     return jax.random.fold_in(jax.random.fold_in(key, instance_index), rep_index)
 
 
+def final_states(algorithm: Algorithm, instance: Instance, key: jax.Array, n: int, max_steps: int):
+    """The algorithm states at the end of ``n`` replications on one instance, batched on the
+    leading axis: what a run did beyond its :class:`Results` row (active sets, eliminated arms,
+    a solver's certificate).  Replication i uses ``fold_in(key, i)`` split into its init and run
+    keys, and step t of it ``fold_in(run_key, t)``, as :func:`simulate` does: with
+    ``key = fold_in(k, 0)`` these are the replications of ``simulate(algorithm, instance, k, ...)``.
+    ``prepare`` runs first, as in the engine.  One vmapped ``while_loop``: every replication runs
+    until the slowest stops (or ``max_steps``), so this is for inspection, not for throughput."""
+    inst = jax.tree.map(lambda a: a[0], algorithm.prepare(jax.tree.map(lambda a: a[None], instance)))
+
+    def one(i):
+        k_init, k_run = jax.random.split(jax.random.fold_in(key, i))
+
+        def body(c):
+            s, t = c
+            return algorithm.step(jax.random.fold_in(k_run, t), s, inst), t + 1
+
+        s, _ = jax.lax.while_loop(lambda c: ~algorithm.done(c[0]) & (c[1] < max_steps), body,
+                                  (algorithm.init(k_init, inst), jnp.int32(0)))
+        return s
+
+    return jax.jit(jax.vmap(one))(jnp.arange(n))
+
+
 def _select(mask, new, old):
     """Per-lane select over a pytree of [L, ...] leaves."""
     def sel(a, b):

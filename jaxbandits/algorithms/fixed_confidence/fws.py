@@ -109,6 +109,15 @@ class FWSState(NamedTuple):
     game_gap: jax.Array = None  # largest relative duality gap of a certified game (``game="certified"``)
 
 
+def _hedge_setup(G: jax.Array, rows: jax.Array, iters: int):
+    """The payoffs of the active rows (others zeroed), Hedge's step sqrt(8 log P / iters) / payoff
+    range, and that range: shared by :func:`matrix_game` and :func:`matrix_game_certified`."""
+    Gm = jnp.where(rows[:, None], G, 0.0)
+    span = jnp.max(jnp.where(rows[:, None], G, -jnp.inf)) - jnp.min(jnp.where(rows[:, None], G, jnp.inf))
+    n_rows = jnp.maximum(jnp.sum(rows), 2).astype(G.dtype)
+    return Gm, jnp.sqrt(8.0 * jnp.log(n_rows) / iters) / jnp.maximum(span, 1e-300), span
+
+
 def matrix_game(G: jax.Array, rows: jax.Array, iters: int) -> jax.Array:
     """Approximate maximiser z [K] of max_{z in simplex} min_{j in rows} (G z)_j, G [P, K].
 
@@ -118,10 +127,7 @@ def matrix_game(G: jax.Array, rows: jax.Array, iters: int) -> jax.Array:
     O(iters P K)."""
     P, K = G.shape
     dt = G.dtype
-    Gm = jnp.where(rows[:, None], G, 0.0)
-    span = jnp.max(jnp.where(rows[:, None], G, -jnp.inf)) - jnp.min(jnp.where(rows[:, None], G, jnp.inf))
-    n_rows = jnp.maximum(jnp.sum(rows), 2).astype(dt)
-    eta = jnp.sqrt(8.0 * jnp.log(n_rows) / iters) / jnp.maximum(span, 1e-300)
+    Gm, eta, _ = _hedge_setup(G, rows, iters)
 
     def body(_, carry):
         loss, counts = carry
@@ -141,10 +147,7 @@ def matrix_game_certified(G: jax.Array, rows: jax.Array, iters: int):
     of the active rows.  Zero when a single row is active (the vertex is exact)."""
     P, K = G.shape
     dt = G.dtype
-    Gm = jnp.where(rows[:, None], G, 0.0)
-    span = jnp.max(jnp.where(rows[:, None], G, -jnp.inf)) - jnp.min(jnp.where(rows[:, None], G, jnp.inf))
-    n_rows = jnp.maximum(jnp.sum(rows), 2).astype(dt)
-    eta = jnp.sqrt(8.0 * jnp.log(n_rows) / iters) / jnp.maximum(span, 1e-300)
+    Gm, eta, span = _hedge_setup(G, rows, iters)
 
     def body(_, carry):
         loss, counts, qsum = carry
