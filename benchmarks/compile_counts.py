@@ -1,4 +1,4 @@
-"""Programs compiled per experiment, cold and warm (issue 14 item 4).
+"""Programs compiled per experiment, cold and warm.
 
 For every experiment (``python -m experiments NAME --quick``, or its default size with
 ``--full``), two runs in fresh processes sharing one new persistent compilation cache folder
@@ -14,7 +14,7 @@ spent on them (``engine_compile_seconds``), XLA compilations of every jitted fun
 (persistent-cache lookups minus hits: design solvers and lower bounds included), the peak
 number of memory mappings (``/proc/self/maps``; XLA:CPU keeps ~750 per program) and wall time.
 
-``--sweep`` adds the issue's acceptance sweep: 3 algorithms (UniformGLR, LinGapE, XY-static)
+``--sweep`` adds an acceptance sweep of dynamic hyperparameters: 3 algorithms (UniformGLR, LinGapE, XY-static)
 x 4 deltas x 3 values of K, 16 replications each, run the same way (cold, then warm).
 
 Usage: ``python benchmarks/compile_counts.py [NAME ...] [--full] [--sweep] [--no-experiments]``.

@@ -1,4 +1,4 @@
-"""Benchmark: batched JAX design solvers versus a NumPy loop over instances (issue 2).
+"""Benchmark: batched JAX design solvers versus a NumPy loop over instances.
 
   python benchmarks/design_solvers.py [--n 1000] [--K 100] [--d 10] [--numpy-n 50] [--xy-n N]
 

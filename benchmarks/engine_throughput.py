@@ -1,4 +1,4 @@
-"""Engine throughput: replication-steps per second and lane efficiency (issue 2 benchmark).
+"""Engine throughput: replication-steps per second and lane efficiency.
 
 Workload (``--alg``): LT&S (seed 000 Algorithm 1, default) or uniform round-robin sampling with
 the GLR stopping rule (seed 000 Sec 3.4) on the many-arms instance (K = 1000, d = 2; the authors'

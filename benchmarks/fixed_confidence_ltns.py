@@ -1,9 +1,9 @@
 """Speed of LT&S (seed 000 Algorithm 1) and the Oracle on the engine.
 
-Workloads (issue 3): (ii) many arms, K = 1000 (``many_arms_code``), and (i) the Soare benchmark,
+Workloads: (ii) many arms, K = 1000 (``many_arms_code``), and (i) the Soare benchmark,
 d = 5, theta = 2 e_1, omega = 0.01.  Reports replications per second, replication-steps per
 second, lane efficiency and compile time separately, and the ratio to the released code's
-~0.8 s per LT&S replication on (ii) (issue 3's figure for this kind of machine).  A row
+~0.8 s per LT&S replication on (ii) (measured one replication at a time on this kind of 2-core machine).  A row
 "LT&S rounds only" runs the same kernel with the lazy design solves switched off (no update ever
 scheduled, capped at 1500 rounds): its rep-steps/s against the full row's gives the share of the
 time the Frank-Wolfe solves take.
@@ -15,7 +15,7 @@ so LT&S runs ``--soare-lts-reps`` (default 8) replications there, the Oracle ``-
 The benchmark prints T*, the lower bound sigma^2 T* kl(delta, 1 - delta) and, for LT&S, the mean
 of tau / (T* beta(delta_tau, tau)) computed from the final design matrix (c = 1, a lower bound
 for the threshold; ~1 means the stopping time is what the threshold implies).  "LT&S [code
-choices]" is :meth:`LazyTrackAndStop.released_code` (since issue 12 with the released code's A_0
+choices]" is :meth:`LazyTrackAndStop.released_code` (with the released code's A_0
 prior, which the ratio's count-only design matrix leaves out).
 
     python benchmarks/fixed_confidence_ltns.py [--reps 1000] [--soare-reps 1000]

@@ -1,4 +1,4 @@
-"""Throughput of RAGE, XY-static, XY-oracle, XY-adaptive, ALBA and LinGapE (issues 3 and 13).
+"""Throughput of RAGE, XY-static, XY-oracle, XY-adaptive, ALBA and LinGapE.
 
 Workloads (1000 replications each, delta = 0.05, unit Gaussian noise):
 
@@ -9,7 +9,7 @@ Reported per (algorithm, workload): replications per second, replication-steps p
 (a step is a phase for RAGE / XY-static / ALBA, up to ``pulls_per_step`` greedy pulls for
 XY-adaptive), pulls per second, lane efficiency (useful steps / lane steps), compile time
 (apart), mean samples; and the ratio to the per-replication time of seed 001's released code on
-this kind of machine (``speedup_vs_authors``; ``REFERENCE_S_PER_REP``, issue 13's table).  XY-adaptive on (ii) would need the M(M-1)/2 ~ 5e5 pair directions at every greedy pull;
+this kind of machine (``speedup_vs_authors``; ``REFERENCE_S_PER_REP``, measured one replication at a time).  XY-adaptive on (ii) would need the M(M-1)/2 ~ 5e5 pair directions at every greedy pull;
 the paper does not run it there either ("we omit it from the remaining experiments").
 
 LinGapE (the GIFA m = 1 assembly of :mod:`jaxbandits.algorithms.top_m.gifa`, "optimized" selection as
@@ -21,8 +21,8 @@ static design of XY-static) is timed apart: ``prepare_compile_s`` (first call, c
 ``prepare_s`` (second call); the runner's wall time includes the second.
 
 Usage: ``python benchmarks/fixed_confidence_xy.py [--reps 1000] [--only RAGE,ALBA] [--devices 1]``.
-Run-to-run spread on a shared machine is 15-25 %.  Issue 13's CPU targets (RAGE on (i), XY-oracle
-on (ii); compilation excluded, before/after back to back)::
+Run-to-run spread on a shared machine is 15-25 %.  The two CPU rows tracked against the
+released code (RAGE on (i), XY-oracle on (ii); compilation excluded, before/after back to back)::
 
     nice -n 5 python benchmarks/fixed_confidence_xy.py --only RAGE --workloads soare_d5 --reps 1000
     nice -n 5 python benchmarks/fixed_confidence_xy.py --only XY-oracle --workloads many_arms_1000 --reps 1000
@@ -41,7 +41,7 @@ import os
 import sys
 
 #: seconds per replication of seed 001's released code, one replication at a time on this kind of
-#: 2-core machine (issue 13's table; mean samples 1,242 / 2,211 / 566 / 1,369 on many-arms and
+#: 2-core machine (mean samples 1,242 / 2,211 / 566 / 1,369 on many-arms and
 #: 711,635 / 2.29M / 563k / 696k on Soare d = 5)
 REFERENCE_S_PER_REP = {("RAGE", "many_arms_1000"): 1.57, ("XY-static", "many_arms_1000"): 2.42,
                        ("XY-oracle", "many_arms_1000"): 0.389, ("LinGapE", "many_arms_1000"): 4.09,

@@ -1,4 +1,4 @@
-"""Benchmark: the optax design solver versus Frank-Wolfe on random instances (issue 6).
+"""Benchmark: the optax design solver versus Frank-Wolfe on random instances.
 
   python benchmarks/optax_vs_fw.py [--n 1000] [--K 10] [--d 3] [--steps 200 1000] [--lr 0.05] [--tight-iters 5000]
 

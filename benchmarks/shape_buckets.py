@@ -1,4 +1,4 @@
-"""Benchmark: shape buckets (issue 14 item 2) -- programs and compile seconds of a sweep over K,
+"""Benchmark: shape buckets -- programs and compile seconds of a sweep over K,
 with and without padding, and the run-time cost of padding.
 
   python benchmarks/shape_buckets.py [--algs uniform,rage] [--Ks 10,20,50,100,200,500,1000] [--reps 8]
