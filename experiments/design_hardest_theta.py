@@ -351,9 +351,13 @@ def run(ctx):
                                       "delta_t = 6 delta/(pi^2 t^2)); predicted tau solves tau = T* beta(tau); "
                                       "the bound uses kl(delta, 1 - delta)")
 
-    import matplotlib
-    matplotlib.use("Agg")
+    ctx.savefig(figure(rows, n_starts, n_random), "hardest_theta")
+
+
+def figure(rows, n_starts: int, n_random: int):
+    """Hardness found by each search, per arm set (bars), with the median random theta."""
     import matplotlib.pyplot as plt
+    import numpy as np
 
     fig, ax = plt.subplots(figsize=(7, 4))
     xs = np.arange(len(rows))
@@ -366,4 +370,4 @@ def run(ctx):
     ax.set_ylabel("hardness H = Delta_min^2 T* / 2 (dimensionless)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    ctx.savefig(fig, "hardest_theta")
+    return fig

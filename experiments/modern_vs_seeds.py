@@ -217,11 +217,18 @@ def run(ctx):
     ctx.table(s[cols].to_dict("records"), "summary",
               title=f"E[tau] / lower bound (delta = {DELTA}); reps_per_s per (algorithm, family), compile included")
 
+    ctx.savefig(figure(s), "ratio")
+
+
+def figure(s):
+    """E[tau] / lower bound per algorithm (bars, 2 SE), one panel per family, one bar per instance
+    point; ``s``: the summary frame (generator, point, algorithm, ratio, ratio_at_least, ratio_se)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
+    n_algs = s["algorithm"].nunique()
     fams = list(dict.fromkeys(s["generator"]))
-    fig, axes = plt.subplots(1, len(fams), figsize=(5 * len(fams), 0.35 * len(algs) + 2.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(fams), figsize=(5 * len(fams), 0.35 * n_algs + 2.5), squeeze=False)
     for ax, fam in zip(axes[0], fams):
         sub = s[s["generator"] == fam]
         pts = list(dict.fromkeys(sub["point"]))
@@ -237,4 +244,4 @@ def run(ctx):
         ax.set_title(fam)
         ax.legend(fontsize=7, title="instances", title_fontsize=7)
     fig.tight_layout()
-    ctx.savefig(fig, "ratio")
+    return fig

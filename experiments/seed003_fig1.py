@@ -143,13 +143,17 @@ def summarize(name, res, delta, ref=None, mode=None):
 
 
 def violin(ctx, data: dict, title: str, name: str):
-    import matplotlib
-    matplotlib.use("Agg")
+    ctx.savefig(violin_figure(data, title), name)
+
+
+def violin_figure(data: dict, title: str):
+    """Sample complexity of each run, one violin per algorithm (``data``: label -> samples)."""
     import matplotlib.pyplot as plt
+
     labels = list(data)
     fig, ax = plt.subplots(figsize=(10, 0.55 * len(labels) + 1.5))
     vals = [np.asarray(data[k], float) for k in labels]
-    ax.violinplot(vals, vert=False, showmedians=True, quantiles=[[0.1, 0.9]] * len(vals))
+    ax.violinplot(vals, orientation="horizontal", showmedians=True, quantiles=[[0.1, 0.9]] * len(vals))
     rng = np.random.default_rng(0)
     for i, v in enumerate(vals):
         ax.scatter(v, i + 1 + 0.08 * rng.standard_normal(v.size), s=2, c="grey", alpha=0.3)
@@ -157,8 +161,7 @@ def violin(ctx, data: dict, title: str, name: str):
     ax.set_xlabel("sample complexity (pulls); violins: distribution over runs, bars: median and 10 %-90 %")
     ax.set_title(title)
     fig.tight_layout()
-    ctx.savefig(fig, name)
-    plt.close(fig)
+    return fig
 
 
 def run_setting(ctx, tag, inst, algs, reps, ref=None, max_steps=2_000_000):
