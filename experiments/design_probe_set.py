@@ -193,6 +193,8 @@ def figure(history, test_curve, logs: dict, per_theta: dict, n_test: int, n_val:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from experiments._figures import log_ticks_plain
+
     fig, ax = plt.subplots(1, 3, figsize=(15, 4))
     ax[0].plot(np.exp(history), alpha=0.5, label="minibatch (fresh draws)")
     ax[0].plot(*zip(*test_curve), "o-", label=f"held-out ({n_test} thetas)")
@@ -206,9 +208,12 @@ def figure(history, test_curve, logs: dict, per_theta: dict, n_test: int, n_val:
     ax[1].set_yscale("log")
     ax[1].set_xlabel("probe set")
     ax[1].set_ylabel("psi* on held-out thetas (pulls, sigma = 1)")
-    for n in names:
-        ax[2].plot(range(n_val), per_theta[n], "o-", label=n)
+    for k, n in enumerate(names):  # separate thetas: points side by side, not joined
+        ax[2].plot(np.arange(n_val) + (k - (len(names) - 1) / 2) * 0.12, per_theta[n], "o", label=n)
+    ax[2].set_xticks(range(n_val))
     ax[2].set_yscale("log")
+    for a in ax:
+        log_ticks_plain(a.yaxis)
     ax[2].set_xlabel("validation theta (index)")
     ax[2].set_ylabel("RAGE mean stopping time (pulls)")
     ax[2].legend()

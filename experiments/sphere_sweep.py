@@ -147,6 +147,7 @@ def figure(sub, dims, ks, n_algs: int, delta: float):
     ``sub``: the replication rows at one delta."""
     import matplotlib.pyplot as plt
 
+    from experiments._figures import log_ticks_plain
     from jaxbandits.sweeps import plot_ratio_distribution
 
     fig, axes = plt.subplots(len(dims), len(ks), figsize=(4.6 * len(ks), (0.28 * n_algs + 1.0) * len(dims)),
@@ -158,10 +159,11 @@ def figure(sub, dims, ks, n_algs: int, delta: float):
             if len(cell):
                 plot_ratio_distribution(cell, ax=ax)
             ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+            log_ticks_plain(ax.xaxis)
             ax.set_title(f"d = {d}, K = {K}", fontsize="small")
             ax.tick_params(labelsize=7)
             if i < len(dims) - 1:
                 ax.set_xlabel("")
-    fig.suptitle(f"E[tau] / lower bound per instance, unit-sphere instances, delta = {delta}")
+    fig.suptitle(f"E[tau] / lower bound per instance (dashed: 1), unit-sphere instances, delta = {delta}")
     fig.tight_layout()
     return fig
