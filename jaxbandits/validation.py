@@ -309,7 +309,8 @@ def check_generator(gen) -> None:
             raise ValueError(f"Generator.grid[{k!r}] must hold at least one value, got {_show(vals)}")
 
 
-def check_sweep(algorithms, generators, *, deltas, n_reps, max_steps, out, progress, generator_type) -> None:
+def check_sweep(algorithms, generators, *, deltas, n_reps, max_steps, out, progress, generator_type, where=None,
+                flags=None) -> None:
     """Every argument of :func:`jaxbandits.sweep`, checked before anything runs (``generator_type``:
     :class:`jaxbandits.Generator`, passed in so that this module does not import the sweeps)."""
     from jaxbandits.algorithms.base import Algorithm
@@ -346,6 +347,11 @@ def check_sweep(algorithms, generators, *, deltas, n_reps, max_steps, out, progr
     if not isinstance(progress, (bool, np.bool_)) and progress is not None:
         raise TypeError(f"progress must be True, False or None (a bar when stderr is a terminal), got "
                         f"{_show(progress)}")
+    if where is not None and not callable(where):
+        raise TypeError(f"where must be None or a callable where(algorithm_name, params) -> bool, got {_show(where)}")
+    for flag, v in (flags or {}).items():
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{flag} must be True or False, got {_show(v)}")
 
 
 def check_out_dir(out, name: str = "out") -> Path:

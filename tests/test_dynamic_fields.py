@@ -116,12 +116,12 @@ def test_traced_fields_reproduce_baked_in_values(alg, make, max_steps):
 
 
 def test_sweep_algorithms_deltas_K_compiles_once_per_algorithm_and_K():
-    """3 algorithms x 4 deltas x 3 values of K compile at most 3 x 3
+    """3 algorithms x 4 deltas x 2 values of K compile at most 3 x 2
     programs, and running the sweep again compiles none."""
     algs = [UniformGLR, functools.partial(LinUCB, budget=30),
             functools.partial(XYStatic, design_method="paper")]  # the cheapest kernels to compile
     deltas = [0.2, 0.1, 0.05, 0.01]
-    insts = {K: seeds.unit_sphere(jax.random.key(K), K, 2) for K in (3, 4, 5)}
+    insts = {K: seeds.unit_sphere(jax.random.key(K), K, 2) for K in (3, 5)}
 
     def sweep():
         for make in algs:

@@ -156,6 +156,9 @@ CASES = [
     ("sweep generators wrong type", lambda f: swp(generators="sphere"), TypeError, "generators"),
     ("sweep max_steps zero", lambda f: swp(max_steps=0), ValueError, "max_steps"),
     ("sweep out is a file", lambda f: swp(out=f), ValueError, "out"),
+    ("sweep where not callable", lambda f: swp(where=5), TypeError, "where", "5"),
+    ("sweep paired a string", lambda f: swp(paired="yes"), TypeError, "paired", "'yes'"),
+    ("sweep lower_bound None", lambda f: swp(lower_bound=None), TypeError, "lower_bound", "None"),
     ("Generator n_instances zero", lambda f: lambda: tiny_gen(n_instances=0), ValueError, "n_instances"),
     ("Generator grid not lists", lambda f: lambda: jb.Generator("g", lambda k: None, {"dim": 5}), TypeError, "grid"),
     # the command line
@@ -195,5 +198,9 @@ def test_int_seed_and_key_give_the_same_run():
 
 
 def test_ties_run_when_allowed():
-    res = simulate(UniformGLR(), inst(theta=(1.0, 1.0), arms=ARMS[:2]), 0, 2, 50, allow_ties=True, progress=False)
+    # two identical best arms; three arms in d = 2, so the program of the test above is reused
+    tied = inst(theta=(1.0, 0.5), arms=np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="allow_ties"):
+        simulate(UniformGLR(), tied, 0, 2, 50, progress=False)
+    res = simulate(UniformGLR(), tied, 0, 2, 50, allow_ties=True, progress=False)
     assert res.samples.shape == (1, 2)
