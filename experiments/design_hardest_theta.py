@@ -364,10 +364,11 @@ def figure(rows, n_starts: int, n_random: int):
     ax.bar(xs - 0.27, [r["H_gradient"] for r in rows], 0.27, label=f"optax ascent (best of {n_starts} starts)")
     ax.bar(xs, [r["H_random"] for r in rows], 0.27, label=f"random search ({n_random})")
     ax.bar(xs + 0.27, [r["H_random_then_ascent"] for r in rows], 0.27, label="ascent from the best random thetas")
-    ax.plot(xs, [r["median_H_random"] for r in rows], "k_", ms=20, label="median random theta")
+    ax.hlines([r["median_H_random"] for r in rows], xs - 0.42, xs + 0.42, colors="k", linestyles="--",
+              label="median random theta")
     ax.set_xticks(xs, [r["arms"] for r in rows])
     ax.set_xlabel("arm set")
     ax.set_ylabel("hardness H = Delta_min^2 T* / 2 (dimensionless)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)  # below: bars uncovered
     fig.tight_layout()
     return fig
