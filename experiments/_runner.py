@@ -74,7 +74,11 @@ def discover() -> dict[str, str]:
 #: timed on the shared 2-core machine (the experiment's docstring gives the run); "estimate" for
 #: the quick run's compilation seconds plus its replication seconds scaled by the ratio of the
 #: full size's replications x points x algorithms to the quick run's (not run; rough, within a
-#: factor of a few).  None: not measured.
+#: factor of a few); "lower estimate" for the same computation where the full size's instances
+#: are harder or larger than the quick run's (more samples or wider steps per replication), so the
+#: full run takes longer, by more than that factor (the compilation seconds are split from the
+#: replication seconds in the proportion of the quick run's engine_compile_seconds to its wall
+#: time, metadata.json).
 TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "calibration": (None, 1512, "measured"),
     "design_hardest_theta": (None, 524, "measured"),
@@ -110,13 +114,13 @@ def listing(found: dict[str, str]) -> str:
              "",
              "Times on 2 CPU cores, first run (a rerun loads compiled programs from the cache and reads",
              "finished replications back: much faster); ~ marks a full-size time estimated from the quick run,",
-             "? a time not measured.",
+             "> one estimated the same way that the full size's harder or larger instances make longer.",
              "",
              f"  {'name':22s} {'--quick':>8s} {'full':>8s}  description"]
     for name, mod in found.items():
         desc = getattr(importlib.import_module(f"experiments.{mod}"), "DESCRIPTION", "")
         q, full, how = TIMES.get(name, (None, None, ""))
-        f = ("~" if how == "estimate" else "") + _duration(full)
+        f = {"estimate": "~", "lower estimate": ">"}.get(how, "") + _duration(full)
         lines.append(f"  {name:22s} {_duration(q):>8s} {f:>8s}  {desc}")
     return "\n".join(lines)
 

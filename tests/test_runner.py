@@ -102,8 +102,17 @@ def test_table_metadata_and_listing(tmp_path, capsys):
         assert k in meta
     assert meta["config"] == {"K": 3}
     assert _runner.main([]) == 0
-    assert "Experiments" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Experiments" in out and "?" not in out  # every experiment has both of its times
     assert _runner.main(["no-such-experiment"]) == 2
+
+
+def test_every_experiment_has_a_quick_and_a_full_time():
+    found = _runner.discover()
+    assert set(_runner.TIMES) == set(found)
+    for name, (quick, full, how) in _runner.TIMES.items():
+        assert quick and full and quick < full, name
+        assert how in ("measured", "estimate", "lower estimate"), name
 
 
 def test_runner_restarts_a_wedged_run_in_a_fresh_process(monkeypatch):

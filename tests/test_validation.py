@@ -60,6 +60,21 @@ def cli(*argv):
     return run
 
 
+def jb_cli(*argv):
+    """The jaxbandits command's calibrate subcommand (argparse reports the bad argument and exits)."""
+    def run():
+        from jaxbandits import cli
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                cli.main(["calibrate", "docs/examples/gopt_tracking.py:GOptTracking", *argv])
+            except SystemExit as e:
+                raise ValueError(err.getvalue().strip().splitlines()[-1]) from e
+        raise AssertionError("the jaxbandits command accepted " + " ".join(argv))
+    return run
+
+
 @pytest.fixture(scope="module")
 def a_file(tmp_path_factory):
     p = tmp_path_factory.mktemp("v") / "a_file.txt"
@@ -169,6 +184,10 @@ CASES = [
     ("--seed too large", lambda f: cli("--seed", str(2**63)), ValueError, "--seed", str(2**63)),
     ("--devices zero", lambda f: cli("--devices", "0"), ValueError, "--devices"),
     ("--out is a file", lambda f: cli("--out", f), ValueError, "--out"),
+    ("jaxbandits calibrate --reps negative", lambda f: jb_cli("--reps", "-3"), ValueError, "--reps", "-3"),
+    ("jaxbandits calibrate --seed not a number", lambda f: jb_cli("--seed", "x"), ValueError, "--seed", "'x'"),
+    ("jaxbandits calibrate --max-steps zero", lambda f: jb_cli("--max-steps", "0"), ValueError, "--max-steps", "0"),
+    ("jaxbandits calibrate --out is a file", lambda f: jb_cli("--out", f), ValueError, "--out", "a file"),
 ]
 
 
