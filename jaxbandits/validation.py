@@ -374,7 +374,8 @@ def _cli_int(text: str, minimum: int, below: int | None = None) -> int:
     """argparse type body: an integer >= ``minimum`` (and < ``below`` when given)."""
     import argparse
 
-    allowed = f"an integer >= {minimum}" if below is None else f"an integer in [{minimum}, {below})"
+    top = "2**63" if below == 2**63 else below
+    allowed = f"an integer >= {minimum}" if below is None else f"an integer in [{minimum}, {top})"
     try:
         v = int(text)
     except ValueError:
