@@ -142,7 +142,7 @@ def check_instance_shapes(arms, items, theta, noise, model: str = "gaussian") ->
         if _is_tracer(a):
             continue
         v = np.asarray(a)
-        if v.dtype.kind not in "biuf":
+        if v.dtype.kind not in "biufV":  # V: bfloat16 and other ml_dtypes
             raise TypeError(f"{name} must be an array of numbers, got {_show(a)} (dtype {v.dtype})")
         bad = ~np.isfinite(v)
         if np.any(bad):
