@@ -81,20 +81,24 @@ def discover() -> dict[str, str]:
 #: time, metadata.json).
 TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "calibration": (None, 1512, "measured"),
-    "design_hardest_theta": (None, 524, "measured"),
-    "design_probe_set": (None, 414, "measured"),
+    "design_hardest_theta": (240, 524, "measured"),
+    "design_probe_set": (136, 414, "measured"),
     "design_sensitivity": (19, 120, "estimate"),
     "seed000_table1": (49, 3400, "measured"),
+    # panel (a) at omega = 0.01 and XY-static's 2e6-6e6 pulls at d = 20-80 make it longer
+    "seed001_fig1": (186, 8500, "lower estimate"),
     "seed001_fig2": (40, 3390, "estimate"),
     "seed002_adaptive": (14, 1410, "estimate"),
     "seed002_logistic": (24, 17820, "estimate"),
     "seed002_real_data": (15, 2130, "estimate"),
     "seed002_sphere": (34, 10380, "estimate"),
     "seed002_static": (15, 1300, "estimate"),
-    "seed003_fig1": (None, 465, "measured"),
+    "seed003_fig1": (66, 465, "measured"),
     "seed003_real_data": (22, 160, "estimate"),
     "seed003_table3": (33, 210, "estimate"),
     "seed003_table4": (9, 430, "estimate"),
+    # the quick rows (LinGapE, the Oracle) are among the cheapest; LT&S, XY-adaptive, RAGE need more
+    "tirinzoni_degenne_table1": (80, 19000, "lower estimate"),
 }
 
 
