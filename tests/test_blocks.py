@@ -16,8 +16,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_engine import two_instances  # noqa: E402
 
 N_REPS = 24
-LAYOUTS = [  # (block_steps, lanes, chunk_size)
-    (1, 4, None), (7, 16, 10), (32, 4, None), (32, 16, 12),
+LAYOUTS = [  # (block_steps, lanes, chunk_size): S of 1, 7 (dividing nothing) and 32, lanes of 4 and 16,
+    # a chunk smaller than the lanes; one program each
+    (1, 4, None), (7, 16, 10), (32, 4, None),
 ]
 
 
