@@ -44,8 +44,10 @@ def test_results_independent_of_lanes_chunks_and_refills():
         np.testing.assert_array_equal(a.pulls, r.pulls)
     assert (a.layout.refill_min, c.layout.refill_min) == (1, 32)
     assert a.useful_steps == c.useful_steps and a.lane_steps < c.lane_steps
-    # out-of-range requests are clamped to [1, lanes]
-    assert simulate(alg, inst, key, 4, 10**5, lanes=8, refill_min=10**6).layout.refill_min == 8
+    # out-of-range requests are clamped to [1, lanes] (here to c's layout: c's program runs it)
+    n = engine.programs_compiled()
+    assert simulate(alg, inst, key, 4, 10**5, lanes=32, chunk_size=120, refill_min=10**6).layout.refill_min == 32
+    assert engine.programs_compiled() == n
 
 
 @dataclasses.dataclass(frozen=True)
