@@ -84,6 +84,8 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "design_hardest_theta": (240, 524, "measured"),
     "design_probe_set": (136, 414, "measured"),
     "design_sensitivity": (19, 120, "estimate"),
+    # the reduced run of the docstring (every algorithm, a quarter of the replications) took 25 min
+    "modern_vs_seeds": (442, 10000, "estimate"),
     "seed000_table1": (49, 3400, "measured"),
     # panel (a) at omega = 0.01 and XY-static's 2e6-6e6 pulls at d = 20-80 make it longer
     "seed001_fig1": (186, 8500, "lower estimate"),
