@@ -101,6 +101,8 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "seed003_table3": (33, 210, "estimate"),
     "seed003_table4": (9, 430, "estimate"),
     # the quick rows (LinGapE, the Oracle) are among the cheapest; LT&S, XY-adaptive, RAGE need more
+    # the quick run has K = 10 only; K = 100 and 1000, d up to 20 and 9 more algorithms: a GPU job
+    "sphere_sweep": (130, 48000, "lower estimate"),
     "tirinzoni_degenne_table1": (80, 19000, "lower estimate"),
 }
 
