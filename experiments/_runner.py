@@ -119,18 +119,19 @@ def _duration(seconds: float | None) -> str:
 
 def listing(found: dict[str, str]) -> str:
     """The experiments with their estimated times (``python -m experiments``)."""
+    w = max([22, *map(len, found)])
     lines = ["Experiments: python -m experiments NAME [--quick] [--reps N] [--seed S] [--out DIR] [--devices N]",
              "",
              "Times on 2 CPU cores, first run (a rerun loads compiled programs from the cache and reads",
              "finished replications back: much faster); ~ marks a full-size time estimated from the quick run,",
              "> one estimated the same way that the full size's harder or larger instances make longer.",
              "",
-             f"  {'name':22s} {'--quick':>8s} {'full':>8s}  description"]
+             f"  {'name':{w}s} {'--quick':>8s} {'full':>8s}  description"]
     for name, mod in found.items():
         desc = getattr(importlib.import_module(f"experiments.{mod}"), "DESCRIPTION", "")
         q, full, how = TIMES.get(name, (None, None, ""))
         f = {"estimate": "~", "lower estimate": ">"}.get(how, "") + _duration(full)
-        lines.append(f"  {name:22s} {_duration(q):>8s} {f:>8s}  {desc}")
+        lines.append(f"  {name:{w}s} {_duration(q):>8s} {f:>8s}  {desc}")
     return "\n".join(lines)
 
 
