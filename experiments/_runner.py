@@ -80,8 +80,7 @@ def discover() -> dict[str, str]:
 #: replication seconds in the proportion of the quick run's engine_compile_seconds to its wall
 #: time, metadata.json).
 TIMES: dict[str, tuple[float | None, float | None, str]] = {
-    # quick: the docstring's measured run (wall seconds on the shared machine; CPU seconds not measured)
-    "calibration": (307, 1512, "measured"),
+    "calibration": (135, 1512, "measured"),
     "design_hardest_theta": (240, 524, "measured"),
     "design_probe_set": (136, 414, "measured"),
     "design_sensitivity": (19, 120, "estimate"),
