@@ -74,23 +74,35 @@ def discover() -> dict[str, str]:
 #: timed on the shared 2-core machine (the experiment's docstring gives the run); "estimate" for
 #: the quick run's compilation seconds plus its replication seconds scaled by the ratio of the
 #: full size's replications x points x algorithms to the quick run's (not run; rough, within a
-#: factor of a few).  None: not measured.
+#: factor of a few); "lower estimate" for the same computation where the full size's instances
+#: are harder or larger than the quick run's (more samples or wider steps per replication), so the
+#: full run takes longer, by more than that factor (the compilation seconds are split from the
+#: replication seconds in the proportion of the quick run's engine_compile_seconds to its wall
+#: time, metadata.json).
 TIMES: dict[str, tuple[float | None, float | None, str]] = {
-    "calibration": (None, 1512, "measured"),
-    "design_hardest_theta": (None, 524, "measured"),
-    "design_probe_set": (None, 414, "measured"),
+    "calibration": (135, 1512, "measured"),
+    "design_hardest_theta": (240, 524, "measured"),
+    "design_probe_set": (136, 414, "measured"),
     "design_sensitivity": (19, 120, "estimate"),
+    # the reduced run of the docstring (every algorithm, a quarter of the replications) took 25 min
+    "modern_vs_seeds": (442, 10000, "estimate"),
     "seed000_table1": (49, 3400, "measured"),
+    # panel (a) at omega = 0.01 and XY-static's 2e6-6e6 pulls at d = 20-80 make it longer
+    "seed001_fig1": (186, 8500, "lower estimate"),
     "seed001_fig2": (40, 3390, "estimate"),
     "seed002_adaptive": (14, 1410, "estimate"),
     "seed002_logistic": (24, 17820, "estimate"),
     "seed002_real_data": (15, 2130, "estimate"),
     "seed002_sphere": (34, 10380, "estimate"),
     "seed002_static": (15, 1300, "estimate"),
-    "seed003_fig1": (None, 465, "measured"),
+    "seed003_fig1": (66, 465, "measured"),
     "seed003_real_data": (22, 160, "estimate"),
     "seed003_table3": (33, 210, "estimate"),
     "seed003_table4": (9, 430, "estimate"),
+    # the quick rows (LinGapE, the Oracle) are among the cheapest; LT&S, XY-adaptive, RAGE need more
+    # the quick run has K = 10 only; K = 100 and 1000, d up to 20 and 9 more algorithms: a GPU job
+    "sphere_sweep": (130, 48000, "lower estimate"),
+    "tirinzoni_degenne_table1": (80, 19000, "lower estimate"),
 }
 
 
@@ -106,18 +118,19 @@ def _duration(seconds: float | None) -> str:
 
 def listing(found: dict[str, str]) -> str:
     """The experiments with their estimated times (``python -m experiments``)."""
+    w = max([22, *map(len, found)])
     lines = ["Experiments: python -m experiments NAME [--quick] [--reps N] [--seed S] [--out DIR] [--devices N]",
              "",
              "Times on 2 CPU cores, first run (a rerun loads compiled programs from the cache and reads",
              "finished replications back: much faster); ~ marks a full-size time estimated from the quick run,",
-             "? a time not measured.",
+             "> one estimated the same way that the full size's harder or larger instances make longer.",
              "",
-             f"  {'name':22s} {'--quick':>8s} {'full':>8s}  description"]
+             f"  {'name':{w}s} {'--quick':>8s} {'full':>8s}  description"]
     for name, mod in found.items():
         desc = getattr(importlib.import_module(f"experiments.{mod}"), "DESCRIPTION", "")
         q, full, how = TIMES.get(name, (None, None, ""))
-        f = ("~" if how == "estimate" else "") + _duration(full)
-        lines.append(f"  {name:22s} {_duration(q):>8s} {f:>8s}  {desc}")
+        f = {"estimate": "~", "lower estimate": ">"}.get(how, "") + _duration(full)
+        lines.append(f"  {name:{w}s} {_duration(q):>8s} {f:>8s}  {desc}")
     return "\n".join(lines)
 
 

@@ -184,9 +184,16 @@ def run(ctx):
                            **{f"rage_{n}": float(per_theta[n][j]) for n in probe_sets}) for j in range(n_val)]
     ctx.table(per_theta_rows, "rage_per_theta", "RAGE mean samples per validation theta")
 
-    import matplotlib
-    matplotlib.use("Agg")
+    ctx.savefig(figure(history, test_curve, logs, per_theta, n_test, n_val), "probe_set")
+
+
+def figure(history, test_curve, logs: dict, per_theta: dict, n_test: int, n_val: int):
+    """Training curve (minibatch and held-out), psi* per probe set on held-out thetas, and RAGE's
+    mean stopping time per validation theta."""
     import matplotlib.pyplot as plt
+    import numpy as np
+
+    from experiments._figures import log_ticks_plain
 
     fig, ax = plt.subplots(1, 3, figsize=(15, 4))
     ax[0].plot(np.exp(history), alpha=0.5, label="minibatch (fresh draws)")
@@ -201,11 +208,14 @@ def run(ctx):
     ax[1].set_yscale("log")
     ax[1].set_xlabel("probe set")
     ax[1].set_ylabel("psi* on held-out thetas (pulls, sigma = 1)")
-    for n in names:
-        ax[2].plot(range(n_val), per_theta[n], "o-", label=n)
+    for k, n in enumerate(names):  # separate thetas: points side by side, not joined
+        ax[2].plot(np.arange(n_val) + (k - (len(names) - 1) / 2) * 0.12, per_theta[n], "o", label=n)
+    ax[2].set_xticks(range(n_val))
     ax[2].set_yscale("log")
+    for a in ax:
+        log_ticks_plain(a.yaxis)
     ax[2].set_xlabel("validation theta (index)")
     ax[2].set_ylabel("RAGE mean stopping time (pulls)")
     ax[2].legend()
     fig.tight_layout()
-    ctx.savefig(fig, "probe_set")
+    return fig

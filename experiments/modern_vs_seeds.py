@@ -217,11 +217,21 @@ def run(ctx):
     ctx.table(s[cols].to_dict("records"), "summary",
               title=f"E[tau] / lower bound (delta = {DELTA}); reps_per_s per (algorithm, family), compile included")
 
+    ctx.savefig(figure(s), "ratio")
+
+
+def figure(s):
+    """E[tau] / lower bound per algorithm (bars, 2 SE), one panel per family, one bar per instance
+    point; ``s``: the summary frame (generator, point, algorithm, ratio, ratio_at_least, ratio_se)."""
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.patches import Patch
 
+    from experiments._figures import log_ticks_plain
+
+    n_algs = s["algorithm"].nunique()
     fams = list(dict.fromkeys(s["generator"]))
-    fig, axes = plt.subplots(1, len(fams), figsize=(5 * len(fams), 0.35 * len(algs) + 2.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(fams), figsize=(7 * len(fams), 0.35 * n_algs + 2.5), squeeze=False)
     for ax, fam in zip(axes[0], fams):
         sub = s[s["generator"] == fam]
         pts = list(dict.fromkeys(sub["point"]))
@@ -229,12 +239,24 @@ def run(ctx):
         h = 0.8 / max(len(pts), 1)
         for k, p in enumerate(pts):
             q = sub[sub["point"] == p].set_index("algorithm").reindex(names)
+            capped = q["ratio"].isna().to_numpy()
             val = q["ratio"].fillna(q["ratio_at_least"]).to_numpy(float)
-            ax.barh(np.arange(len(names)) + k * h, val, height=h, xerr=2 * q["ratio_se"].to_numpy(float), label=p)
+            bars = ax.barh(np.arange(len(names)) + k * h, val, height=h,
+                           xerr=np.where(capped, np.nan, 2 * q["ratio_se"].to_numpy(float)), label=p)
+            for b, c in zip(bars, capped):  # runs hit the step cap: the ratio is only a lower bound
+                if c:
+                    b.set_hatch("///")
+                    b.set_edgecolor("white")
+        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_yticks(np.arange(len(names)) + 0.4 - h / 2, names, fontsize="small")
         ax.set_xscale("log")
-        ax.set_xlabel("E[tau] / lower bound (bars: 2 SE)")
+        log_ticks_plain(ax.xaxis)
+        ax.set_xlabel("E[tau] / lower bound (error bars: 2 SE; dashed: 1)")
         ax.set_title(fam)
-        ax.legend(fontsize=7, title="instances", title_fontsize=7)
+        handles, _ = ax.get_legend_handles_labels()
+        if sub["ratio"].isna().any():
+            handles.append(Patch(facecolor="lightgrey", hatch="///", edgecolor="white", label="at least (capped runs)"))
+        ax.legend(handles=handles, fontsize=8, title="instances", title_fontsize=8, loc="upper left",
+                  bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    ctx.savefig(fig, "ratio")
+    return fig

@@ -143,22 +143,29 @@ def summarize(name, res, delta, ref=None, mode=None):
 
 
 def violin(ctx, data: dict, title: str, name: str):
-    import matplotlib
-    matplotlib.use("Agg")
+    ctx.savefig(violin_figure(data, title), name)
+
+
+def violin_figure(data: dict, title: str):
+    """Sample complexity of each run, one violin per algorithm (``data``: label -> samples)."""
     import matplotlib.pyplot as plt
+
     labels = list(data)
     fig, ax = plt.subplots(figsize=(10, 0.55 * len(labels) + 1.5))
     vals = [np.asarray(data[k], float) for k in labels]
-    ax.violinplot(vals, vert=False, showmedians=True, quantiles=[[0.1, 0.9]] * len(vals))
+    parts = ax.violinplot(vals, orientation="horizontal", showmedians=True, showextrema=False,
+                          quantiles=[[0.1, 0.9]] * len(vals))
+    parts["cmedians"].set(color="black", linewidth=2.5)  # the median stands out from the quantiles
     rng = np.random.default_rng(0)
     for i, v in enumerate(vals):
         ax.scatter(v, i + 1 + 0.08 * rng.standard_normal(v.size), s=2, c="grey", alpha=0.3)
     ax.set_yticks(range(1, len(labels) + 1), labels)
-    ax.set_xlabel("sample complexity (pulls); violins: distribution over runs, bars: median and 10 %-90 %")
+    ax.invert_yaxis()  # the first algorithm on top
+    ax.set_xlabel("sample complexity (pulls); violins: distribution over runs, thick bar: median, "
+                  "thin bars: 10 % and 90 % quantiles")
     ax.set_title(title)
     fig.tight_layout()
-    ctx.savefig(fig, name)
-    plt.close(fig)
+    return fig
 
 
 def run_setting(ctx, tag, inst, algs, reps, ref=None, max_steps=2_000_000):

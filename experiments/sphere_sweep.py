@@ -81,7 +81,7 @@ def run(ctx):
 
     import jaxbandits as jb
     from jaxbandits.instances import seeds
-    from jaxbandits.sweeps import per_instance_ratio, plot_ratio_distribution, summary
+    from jaxbandits.sweeps import per_instance_ratio, summary
 
     quick = ctx.quick
     ks, dims = ([10], [2, 5]) if quick else ([10, 100, 1000], [2, 5, 10, 20])
@@ -127,8 +127,6 @@ def run(ctx):
     ctx.table(s[cols].to_dict("records"), "summary",
               title="E[tau] / lower bound per (algorithm, d, K, delta); quantiles over instances")
 
-    import matplotlib.pyplot as plt
-
     for delta in deltas:
         # the distribution over instances as a table: median (q10-q90) per algorithm x (d, K)
         piv = s[s["delta"] == delta].copy()
@@ -141,20 +139,31 @@ def run(ctx):
         ctx.table([dict(algorithm=a, **row) for a, row in tab.fillna("-").to_dict("index").items()],
                   f"median_delta{delta}", title=f"delta = {delta}: per-instance E[tau] / lower bound, "
                   "median (10 %-90 % quantiles) over instances")
-        sub = df[df["delta"] == delta]
-        fig, axes = plt.subplots(len(dims), len(ks), figsize=(4.6 * len(ks), (0.28 * len(algs) + 1.0) * len(dims)),
-                                 squeeze=False, sharex=True)
-        for i, d in enumerate(dims):
-            for j, K in enumerate(ks):
-                ax = axes[i, j]
-                cell = sub[(sub["dim"] == d) & (sub["num_arms"] == K)]
-                if len(cell):
-                    plot_ratio_distribution(cell, ax=ax)
-                ax.axvline(1.0, color="grey", lw=0.8, ls="--")
-                ax.set_title(f"d = {d}, K = {K}", fontsize="small")
-                ax.tick_params(labelsize=7)
-                if i < len(dims) - 1:
-                    ax.set_xlabel("")
-        fig.suptitle(f"E[tau] / lower bound per instance, unit-sphere instances, delta = {delta}")
-        fig.tight_layout()
-        ctx.savefig(fig, f"ratio_delta{delta}")
+        ctx.savefig(figure(df[df["delta"] == delta], dims, ks, len(algs), delta), f"ratio_delta{delta}")
+
+
+def figure(sub, dims, ks, n_algs: int, delta: float):
+    """Per-instance E[tau] / lower bound of each algorithm (box plots), one panel per (d, K);
+    ``sub``: the replication rows at one delta."""
+    import matplotlib.pyplot as plt
+
+    from experiments._figures import log_ticks_plain
+    from jaxbandits.sweeps import plot_ratio_distribution
+
+    fig, axes = plt.subplots(len(dims), len(ks), figsize=(4.6 * len(ks), (0.28 * n_algs + 1.0) * len(dims)),
+                             squeeze=False, sharex=True)
+    for i, d in enumerate(dims):
+        for j, K in enumerate(ks):
+            ax = axes[i, j]
+            cell = sub[(sub["dim"] == d) & (sub["num_arms"] == K)]
+            if len(cell):
+                plot_ratio_distribution(cell, ax=ax)
+            ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+            log_ticks_plain(ax.xaxis)
+            ax.set_title(f"d = {d}, K = {K}", fontsize="small")
+            ax.tick_params(labelsize=7)
+            if i < len(dims) - 1:
+                ax.set_xlabel("")
+    fig.suptitle(f"E[tau] / lower bound per instance (dashed: 1), unit-sphere instances, delta = {delta}")
+    fig.tight_layout()
+    return fig

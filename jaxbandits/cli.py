@@ -59,13 +59,15 @@ def _setup(args) -> None:
 
 
 def _common(p):
+    from jaxbandits import validation
+
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="size", action="store_const", const="quick",
                       help="CPU size (default on a CPU)")
     size.add_argument("--full", dest="size", action="store_const", const="full",
                       help="accelerator size (default on a GPU / TPU)")
     p.add_argument("--param", action="append", metavar="FIELD=VALUE", help="set a field of the algorithm(s)")
-    p.add_argument("--out", default=None, help="output folder")
+    p.add_argument("--out", default=None, type=validation.cli_out_dir, help="output folder")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--no-compile-cache", action="store_true",
                    help="do not use the persistent compilation cache (~/.cache/jaxbandits/xla)")
@@ -84,10 +86,13 @@ def calibrate_main(argv) -> int:
                                 description="delta-correctness, sigma^2 scaling and lower-bound checks of an algorithm")
     p.add_argument("algorithm", help="FILE.py:NAME, module:NAME or label=FILE.py:NAME")
     _common(p)
-    p.add_argument("--reps", type=int, default=None, help="runs per (sigma, delta) (quick 100, full 500)")
+    from jaxbandits import validation
+
+    p.add_argument("--reps", type=validation.cli_positive_int, default=None,
+                   help="runs per (sigma, delta) (quick 100, full 500)")
     p.add_argument("--scaling", choices=("exact", "approximate", "none"), default="exact")
-    p.add_argument("--max-steps", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-steps", type=validation.cli_positive_int, default=None)
+    p.add_argument("--seed", type=validation.cli_seed, default=0)
     args = p.parse_args(argv)
     _setup(args)
     from jaxbandits.byo import CAL_MAX_STEPS, calibrate, calibration_markdown

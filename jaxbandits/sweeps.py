@@ -171,7 +171,8 @@ def sweep(
 
     # -- input checks (jaxbandits.validation): before anything is drawn or compiled --------------
     validation.check_sweep(algorithms, generators, deltas=deltas, n_reps=n_reps, max_steps=max_steps, out=out,
-                           progress=progress, generator_type=Generator)
+                           progress=progress, generator_type=Generator, where=where, flags=dict(
+                               lower_bound=lower_bound, paired=paired, resume_only=resume_only))
     gens = [generators] if isinstance(generators, Generator) else list(generators)
     base = validation.as_key(key)
     out = Path(out) if out is not None else None

@@ -98,8 +98,8 @@ def as_key(value: Any, name: str = "key"):
         raise TypeError(f"{name} must be an int seed or a PRNG key (jax.random.key(seed)), got {value!r}")
     if isinstance(value, numbers.Integral):
         v = int(value)
-        if not -(2**63) <= v < 2**64:
-            raise ValueError(f"{name} must be an int seed in [-2**63, 2**64) or a PRNG key, got {v}")
+        if not -(2**63) <= v < 2**63:  # jax.random.key takes a 64-bit signed seed
+            raise ValueError(f"{name} must be an int seed in [-2**63, 2**63) or a PRNG key, got {v}")
         return jax.random.key(v)
     if isinstance(value, jax.Array) or isinstance(value, np.ndarray):
         if jnp.issubdtype(value.dtype, jax.dtypes.prng_key):
@@ -124,13 +124,46 @@ FIELD_RANGES: dict[str, dict] = {
     "sigma": dict(low=0.0),
     "epsilon": dict(low=0.0, low_open=False),
     "budget": dict(low=0.0),
+    # tolerances, bounds and scales: the same meaning in every algorithm that has them
+    "design_tol": dict(low=0.0),
+    "tol": dict(low=0.0),
+    "S": dict(low=0.0),
+    "u": dict(low=0.0),
+    "reg": dict(low=0.0, low_open=False),
+    "irls_reg": dict(low=0.0, low_open=False),
+    "design_cutoff": dict(low=0.0, low_open=False),
+    "length_scale": dict(low=0.0),
+    "prior_std": dict(low=0.0),
+    "noise_var": dict(low=0.0),
+    "theta_norm": dict(low=0.0),
+    "norm_bound": dict(low=0.0),
+    "eps": dict(low=0.0, low_open=False),
+    "kappa": dict(low=0.0),
+    "r_scale": dict(low=0.0),
+    "hedge_delta0": dict(low=0.0),
+}
+
+#: ranges of hyperparameters whose meaning depends on the algorithm: (class name, field) -> range
+CLASS_FIELD_RANGES: dict[tuple[str, str], dict] = {
+    ("TopTwo", "beta"): dict(low=0.0, high=1.0),  # the leader's probability
+    ("BayesGap", "beta"): dict(low=0.0),  # the exploration coefficient
+}
+
+#: iteration counts, sizes and periods (static: they shape the compiled program): name -> minimum
+COUNT_FIELDS: dict[str, int] = {
+    "design_iters": 1, "max_iters": 1, "polish_iters": 0, "polish_max_directions": 1, "irls_iters": 1,
+    "md_iters": 1, "md_samples": 1, "game_iters": 1, "max_active": 1, "learner_slots": 1,
+    "pulls_per_step": 1, "fa_candidates": 1, "index_stride": 1, "max_support": 1, "solve_capacity": 1,
+    "period": 1, "first_update": 1,
 }
 
 
 def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
     """``algorithm`` is a configured :class:`~jaxbandits.algorithms.base.Algorithm` whose numeric
-    hyperparameters (its ``dynamic_fields``, and delta / sigma / epsilon / budget / m wherever an
-    algorithm has them) are numbers in their ranges; wrapped algorithms are checked too."""
+    hyperparameters (its ``dynamic_fields``; delta, sigma, epsilon, budget, m, the tolerances,
+    bounds and scales of :data:`FIELD_RANGES` and the iteration counts of :data:`COUNT_FIELDS`
+    wherever an algorithm has them) are numbers in their ranges; wrapped algorithms are checked
+    too."""
     from jaxbandits.algorithms.base import Algorithm
 
     if isinstance(algorithm, type) and issubclass(algorithm, Algorithm):
@@ -148,8 +181,9 @@ def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
         if v is None or _is_tracer(v):
             continue
         label = f"{cls}.{f.name}" if name == "algorithm" else f"{name}.{f.name}"
-        if f.name in FIELD_RANGES:
-            as_real(label, v, **FIELD_RANGES[f.name])
+        rng = CLASS_FIELD_RANGES.get((cls, f.name), FIELD_RANGES.get(f.name))
+        if rng is not None:
+            as_real(label, v, **rng)
             if f.name == "budget" and float(v) != int(float(v)):
                 raise ValueError(f"{label} must be a whole number of pulls, got {v!r}")
         elif f.name in algorithm.dynamic_fields:
@@ -160,6 +194,8 @@ def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
                 raise ValueError(f"{label} must be a number, got {v!r}")
         elif f.name == "m":
             as_int(label, v, minimum=1)
+        elif f.name in COUNT_FIELDS:
+            as_int(label, v, minimum=COUNT_FIELDS[f.name])
 
 
 def check_instances(instances: Any, name: str = "instances") -> None:
@@ -273,7 +309,8 @@ def check_generator(gen) -> None:
             raise ValueError(f"Generator.grid[{k!r}] must hold at least one value, got {_show(vals)}")
 
 
-def check_sweep(algorithms, generators, *, deltas, n_reps, max_steps, out, progress, generator_type) -> None:
+def check_sweep(algorithms, generators, *, deltas, n_reps, max_steps, out, progress, generator_type, where=None,
+                flags=None) -> None:
     """Every argument of :func:`jaxbandits.sweep`, checked before anything runs (``generator_type``:
     :class:`jaxbandits.Generator`, passed in so that this module does not import the sweeps)."""
     from jaxbandits.algorithms.base import Algorithm
@@ -310,6 +347,11 @@ def check_sweep(algorithms, generators, *, deltas, n_reps, max_steps, out, progr
     if not isinstance(progress, (bool, np.bool_)) and progress is not None:
         raise TypeError(f"progress must be True, False or None (a bar when stderr is a terminal), got "
                         f"{_show(progress)}")
+    if where is not None and not callable(where):
+        raise TypeError(f"where must be None or a callable where(algorithm_name, params) -> bool, got {_show(where)}")
+    for flag, v in (flags or {}).items():
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{flag} must be True or False, got {_show(v)}")
 
 
 def check_out_dir(out, name: str = "out") -> Path:
@@ -328,16 +370,18 @@ def check_out_dir(out, name: str = "out") -> Path:
 # ------------------------------------------------------------------------------------------------
 # command line
 # ------------------------------------------------------------------------------------------------
-def _cli_int(text: str, minimum: int) -> int:
-    """argparse type body: an integer >= ``minimum``."""
+def _cli_int(text: str, minimum: int, below: int | None = None) -> int:
+    """argparse type body: an integer >= ``minimum`` (and < ``below`` when given)."""
     import argparse
 
+    top = "2**63" if below == 2**63 else below
+    allowed = f"an integer >= {minimum}" if below is None else f"an integer in [{minimum}, {top})"
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}") from None
-    if v < minimum:
-        raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {v}")
+        raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+    if v < minimum or (below is not None and v >= below):
+        raise argparse.ArgumentTypeError(f"must be {allowed}, got {v}")
     return v
 
 
@@ -347,8 +391,8 @@ def cli_positive_int(text: str) -> int:
 
 
 def cli_seed(text: str) -> int:
-    """argparse type: a seed, an integer >= 0."""
-    return _cli_int(text, 0)
+    """argparse type: a seed, an integer in [0, 2**63) (jax.random.key's 64-bit signed seed)."""
+    return _cli_int(text, 0, 2**63)
 
 
 def cli_out_dir(text: str) -> str:

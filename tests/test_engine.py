@@ -44,8 +44,10 @@ def test_results_independent_of_lanes_chunks_and_refills():
         np.testing.assert_array_equal(a.pulls, r.pulls)
     assert (a.layout.refill_min, c.layout.refill_min) == (1, 32)
     assert a.useful_steps == c.useful_steps and a.lane_steps < c.lane_steps
-    # out-of-range requests are clamped to [1, lanes]
-    assert simulate(alg, inst, key, 4, 10**5, lanes=8, refill_min=10**6).layout.refill_min == 8
+    # out-of-range requests are clamped to [1, lanes] (here to c's layout: c's program runs it)
+    n = engine.programs_compiled()
+    assert simulate(alg, inst, key, 4, 10**5, lanes=32, chunk_size=120, refill_min=10**6).layout.refill_min == 32
+    assert engine.programs_compiled() == n
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,10 +93,12 @@ def test_results_identical_on_two_devices(tmp_path):
         from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR
         from jaxbandits.engine import simulate
         assert len(jax.devices("cpu")) == 2
+        # in blocks of 7 steps (the parent runs 1 per block): neither changes a replication
         r = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5, lanes=9,
-                     devices=jax.devices("cpu"))
-        assert r.devices == 2
+                     block_steps=7, devices=jax.devices("cpu"))
+        assert r.devices == 2 and r.layout.block_steps == 7
         np.save(sys.argv[1], r.samples)
+        np.save(sys.argv[3], r.answer)
         from test_engine import xy_adaptive_run
         np.save(sys.argv[2], xy_adaptive_run(jax.devices("cpu")).samples)
     """)
@@ -102,14 +106,16 @@ def test_results_identical_on_two_devices(tmp_path):
     with open(path, "w") as f:
         f.write(script)
     try:
-        out, out_xy = tmp_path / "s.npy", tmp_path / "xy.npy"
-        subprocess.run([sys.executable, path, str(out), str(out_xy)], check=True, timeout=300)
+        out, out_xy, out_answer = tmp_path / "s.npy", tmp_path / "xy.npy", tmp_path / "a.npy"
+        subprocess.run([sys.executable, path, str(out), str(out_xy), str(out_answer)], check=True, timeout=300)
     finally:
         os.remove(path)
     # the same backend (XLA:CPU) in this process, whatever the default device is
     one = simulate(UniformGLR(delta=0.1), two_instances(), jax.random.key(3), 60, 10**5,
                    devices=jax.devices("cpu")[:1])
+    assert one.layout.block_steps == 1
     np.testing.assert_array_equal(np.load(out), one.samples)
+    np.testing.assert_array_equal(np.load(out_answer), one.answer)
     # XY-adaptive: greedy ties among symmetric arms, decided up to a few ulps (docs/design.md 7.3)
     np.testing.assert_array_equal(np.load(out_xy), xy_adaptive_run(jax.devices("cpu")[:1]).samples)
 

@@ -95,19 +95,67 @@ def fig_sweep_ratio():
     return [plot_ratio_distribution(sweep_rows()).figure]
 
 
+def fig_hardest_theta():
+    from experiments.design_hardest_theta import figure
+
+    rows = [dict(arms=a, H_gradient=g, H_random=r, H_random_then_ascent=b, median_H_random=m)
+            for a, g, r, b, m in [("Soare", 3.1, 2.4, 3.2, 1.2), ("unit sphere", 5.0, 4.1, 5.2, 1.9)]]
+    return [figure(rows, n_starts=4, n_random=2000)]
+
+
+def fig_probe_set():
+    from experiments.design_probe_set import figure
+
+    rng = np.random.default_rng(0)
+    logs = {n: rng.normal(c, 0.3, 16) for n, c in (("learned", 3.0), ("basis", 3.4), ("random", 3.8))}
+    per_theta = {n: np.exp(v[:5]) * 20 for n, v in logs.items()}
+    return [figure(np.log(np.linspace(60, 20, 30)), [(0, 55.0), (29, 21.0)], logs, per_theta, n_test=16, n_val=5)]
+
+
+def fig_modern_vs_seeds():
+    from experiments.modern_vs_seeds import figure
+
+    s = pd.DataFrame([dict(generator=g, point=p, algorithm=a, ratio=r if a != "LinGame" else np.nan,
+                           ratio_at_least=r, ratio_se=0.1 * r)
+                      for g in ("soare", "sphere") for p in ("d=2, K=3", "d=5, K=10")
+                      for a, r in (("RAGE", 3.0), ("LT&S", 1.5), ("LinGame", 6.0))])
+    return [figure(s)]
+
+
+def fig_seed003_violin():
+    from experiments.seed003_fig1 import violin_figure
+
+    rng = np.random.default_rng(0)
+    return [violin_figure({"m-LinGapE": rng.gamma(5, 50, 40), "LinGIFA": rng.gamma(5, 40, 40)}, "classic, m = 2")]
+
+
+def fig_sphere_sweep():
+    from experiments.sphere_sweep import figure
+
+    df = sweep_rows().rename(columns={"K": "num_arms"})
+    df["dim"] = np.where(df["instance"] % 2 == 0, 2, 5)
+    df["delta"] = 0.05
+    return [figure(df, [2, 5], [10, 100], 2, 0.05)]
+
+
 #: figure function -> whether it must have a legend (a box plot names its boxes on the axis)
 FIGURES = {"seed000_table1": (fig_table1, True), "design_sensitivity": (fig_sensitivity, True),
            "seed001_fig1": (fig_seed001, True), "seed002_adaptive.plot_accuracy": (fig_seed002, True),
            "sweeps.plot_sample_complexity": (fig_sweep_complexity, True),
            "sweeps.plot_error_rate": (fig_sweep_error, True),
-           "sweeps.plot_ratio_distribution": (fig_sweep_ratio, False)}
+           "sweeps.plot_ratio_distribution": (fig_sweep_ratio, False),
+           "design_hardest_theta": (fig_hardest_theta, True), "design_probe_set": (fig_probe_set, True),
+           "modern_vs_seeds": (fig_modern_vs_seeds, True), "seed003_fig1.violin": (fig_seed003_violin, False),
+           "sphere_sweep": (fig_sphere_sweep, False)}
 
 
 def check_figure(fig, need_legend: bool) -> None:
     axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
     assert axes
     for ax in axes:
-        assert ax.get_xlabel().strip(), "an axis without an x label"
+        # panels sharing their x axis may leave the label to one of them (the bottom row)
+        shared = ax.get_shared_x_axes().get_siblings(ax)
+        assert any(a.get_xlabel().strip() for a in shared), "an axis without an x label"
         assert ax.get_ylabel().strip() or ax.get_yticklabels(), "an axis without a y label"
         if ax.get_ylabel().strip() == "":
             assert any(t.get_text() for t in ax.get_yticklabels()), "an axis without a y label"

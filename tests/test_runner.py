@@ -102,8 +102,17 @@ def test_table_metadata_and_listing(tmp_path, capsys):
         assert k in meta
     assert meta["config"] == {"K": 3}
     assert _runner.main([]) == 0
-    assert "Experiments" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Experiments" in out and "?" not in out  # every experiment has both of its times
     assert _runner.main(["no-such-experiment"]) == 2
+
+
+def test_every_experiment_has_a_quick_and_a_full_time():
+    found = _runner.discover()
+    assert set(_runner.TIMES) == set(found)
+    for name, (quick, full, how) in _runner.TIMES.items():
+        assert quick and full and quick < full, name
+        assert how in ("measured", "estimate", "lower estimate"), name
 
 
 def test_runner_restarts_a_wedged_run_in_a_fresh_process(monkeypatch):
@@ -133,7 +142,8 @@ def test_engine_releases_programs_before_the_mapping_limit_instead_of_restarting
 
     if programs.mapping_usage() is None:
         pytest.skip("no /proc/self/maps")
-    programs.release()  # start from an empty cache: an earlier test may have compiled these programs
+    # (the K = 3 program may come from an earlier test: the engine then holds more programs, and
+    # the release below drops them all the same)
     ctx = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True)
     ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
     ctx.simulate(dict(alg="uniform", K=5), UniformGLR(delta=0.1), _inst(K=5), 8, 10**5)

@@ -11,7 +11,7 @@ import pytest
 
 import jaxbandits as jb
 from jaxbandits import engine, programs
-from jaxbandits.algorithms import GSE, MLinGapE, UniformGLR
+from jaxbandits.algorithms import GSE, RAGE, LazyTrackAndStop, LinUCB, MLinGapE, Oracle, TopTwo, UniformGLR
 from jaxbandits.engine import simulate
 from jaxbandits.instances.base import Instance
 
@@ -60,6 +60,21 @@ def cli(*argv):
     return run
 
 
+def jb_cli(*argv):
+    """The jaxbandits command's calibrate subcommand (argparse reports the bad argument and exits)."""
+    def run():
+        from jaxbandits import cli
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                cli.main(["calibrate", "docs/examples/gopt_tracking.py:GOptTracking", *argv])
+            except SystemExit as e:
+                raise ValueError(err.getvalue().strip().splitlines()[-1]) from e
+        raise AssertionError("the jaxbandits command accepted " + " ".join(argv))
+    return run
+
+
 @pytest.fixture(scope="module")
 def a_file(tmp_path_factory):
     p = tmp_path_factory.mktemp("v") / "a_file.txt"
@@ -67,7 +82,8 @@ def a_file(tmp_path_factory):
     return str(p)
 
 
-# (case id, thunk factory taking the temporary file's path, exception type, the argument's name)
+# (case id, thunk factory taking the temporary file's path, exception type, the argument's name[, the
+# value as the message shows it])
 CASES = [
     # simulate: the run's own arguments
     ("n_reps negative", lambda f: sim(n_reps=-3), ValueError, "n_reps"),
@@ -80,6 +96,7 @@ CASES = [
     ("key float", lambda f: sim(key=1.5), TypeError, "key"),
     ("key bool", lambda f: sim(key=True), TypeError, "key"),
     ("key batch of keys", lambda f: sim(key=jax.random.split(jax.random.key(0), 3)), ValueError, "key"),
+    ("key seed too large", lambda f: sim(key=2**63), ValueError, "key", str(2**63)),
     ("key wrong array", lambda f: sim(key=np.zeros(3, np.float32)), TypeError, "key"),
     ("lanes zero", lambda f: sim(lanes=0), ValueError, "lanes"),
     ("chunk_size negative", lambda f: sim(chunk_size=-1), ValueError, "chunk_size"),
@@ -108,7 +125,18 @@ CASES = [
     ("budget fractional", lambda f: sim(alg=GSE(budget=100.5)), ValueError, "budget"),
     ("m too large", lambda f: sim(alg=MLinGapE(m=5)), ValueError, "m"),
     ("epsilon negative", lambda f: lambda: simulate(MLinGapE(m=1, epsilon=-0.1), inst(), 0, 4, 100),
-     ValueError, "epsilon"),
+     ValueError, "epsilon", "-0.1"),
+    ("GIFA epsilon negative", lambda f: lambda: MLinGapE(m=2, epsilon=-1e-3), ValueError, "epsilon", "-0.001"),
+    ("design_iters zero", lambda f: sim(alg=RAGE(design_iters=0)), ValueError, "design_iters", "got 0"),
+    ("design_iters float", lambda f: sim(alg=RAGE(design_iters=2.5)), TypeError, "design_iters", "2.5"),
+    ("design_tol negative", lambda f: sim(alg=RAGE(design_tol=-1.0)), ValueError, "design_tol", "-1.0"),
+    ("period zero", lambda f: sim(alg=LazyTrackAndStop(period=0)), ValueError, "period", "got 0"),
+    ("max_iters negative", lambda f: sim(alg=LazyTrackAndStop(max_iters=-5)), ValueError, "max_iters", "-5"),
+    ("u zero", lambda f: sim(alg=UniformGLR(u=0.0)), ValueError, "u must", "0.0"),
+    ("S negative", lambda f: sim(alg=MLinGapE(m=1, S=-1.0)), ValueError, "S must", "-1.0"),
+    ("max_support zero", lambda f: sim(alg=Oracle(max_support=0)), ValueError, "max_support", "got 0"),
+    ("TopTwo beta above one", lambda f: sim(alg=TopTwo(beta=1.5)), ValueError, "beta", "1.5"),
+    ("reg negative", lambda f: sim(alg=LinUCB(budget=100, reg=-1.0)), ValueError, "reg", "-1.0"),
     # simulate: the instances
     ("instances array", lambda f: sim(instances=ARMS), TypeError, "instances"),
     ("bernoulli means outside [0, 1]", lambda f: sim(instances=raw_instance([2.0, -0.5], "bernoulli")),
@@ -122,6 +150,14 @@ CASES = [
      ValueError, "items"),
     ("arms a vector", lambda f: lambda: jb.make_instance([1.0, 2.0], [1.0]), ValueError, "arms"),
     ("noise negative", lambda f: lambda: jb.make_instance(ARMS, [1.0, 0.5], noise=-1.0), ValueError, "noise"),
+    ("noise a string", lambda f: lambda: jb.make_instance(ARMS, [1.0, 0.5], noise="1"), TypeError, "noise", "'1'"),
+    ("theta with NaN", lambda f: lambda: jb.make_instance(ARMS, [math.nan, 0.5]), ValueError, "theta", "nan"),
+    ("arms with inf", lambda f: lambda: jb.make_instance(np.array([[math.inf, 0.0], [0.0, 1.0]]), [1.0, 0.5]),
+     ValueError, "arms", "inf"),
+    ("items empty", lambda f: lambda: jb.make_instance(ARMS, [1.0, 0.5], items=np.zeros((0, 2))), ValueError,
+     "items", "(0, 2)"),
+    ("model misspelt", lambda f: lambda: jb.make_instance(ARMS, [1.0, 0.5], model="gausian"), ValueError, "model",
+     "'gausian'"),
     ("bernoulli built by make_instance", lambda f: sim(instances=jb.make_instance(ARMS, [2.0, -0.5],
                                                                                   model="bernoulli")),
      ValueError, "instances"),
@@ -135,6 +171,9 @@ CASES = [
     ("sweep generators wrong type", lambda f: swp(generators="sphere"), TypeError, "generators"),
     ("sweep max_steps zero", lambda f: swp(max_steps=0), ValueError, "max_steps"),
     ("sweep out is a file", lambda f: swp(out=f), ValueError, "out"),
+    ("sweep where not callable", lambda f: swp(where=5), TypeError, "where", "5"),
+    ("sweep paired a string", lambda f: swp(paired="yes"), TypeError, "paired", "'yes'"),
+    ("sweep lower_bound None", lambda f: swp(lower_bound=None), TypeError, "lower_bound", "None"),
     ("Generator n_instances zero", lambda f: lambda: tiny_gen(n_instances=0), ValueError, "n_instances"),
     ("Generator grid not lists", lambda f: lambda: jb.Generator("g", lambda k: None, {"dim": 5}), TypeError, "grid"),
     # the command line
@@ -142,8 +181,13 @@ CASES = [
     ("--reps zero", lambda f: cli("--reps", "0"), ValueError, "--reps"),
     ("--seed negative", lambda f: cli("--seed", "-1"), ValueError, "--seed"),
     ("--seed not a number", lambda f: cli("--seed", "abc"), ValueError, "--seed"),
+    ("--seed too large", lambda f: cli("--seed", str(2**63)), ValueError, "--seed", "2**63"),
     ("--devices zero", lambda f: cli("--devices", "0"), ValueError, "--devices"),
     ("--out is a file", lambda f: cli("--out", f), ValueError, "--out"),
+    ("jaxbandits calibrate --reps negative", lambda f: jb_cli("--reps", "-3"), ValueError, "--reps", "-3"),
+    ("jaxbandits calibrate --seed not a number", lambda f: jb_cli("--seed", "x"), ValueError, "--seed", "'x'"),
+    ("jaxbandits calibrate --max-steps zero", lambda f: jb_cli("--max-steps", "0"), ValueError, "--max-steps", "0"),
+    ("jaxbandits calibrate --out is a file", lambda f: jb_cli("--out", f), ValueError, "--out", "a file"),
 ]
 
 
@@ -154,13 +198,15 @@ def test_enough_cases():
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_refused_before_compiling(case, a_file):
-    _, make, exc, name = case
+    _, make, exc, name, *shown = case
     thunk = make(a_file)
     before = (engine.programs_compiled(), len(programs.PREPARED))
     with pytest.raises(exc) as info:
         thunk()
     first = str(info.value).splitlines()[0]
     assert name in first, first
+    for value in shown:
+        assert value in first, first
     assert (engine.programs_compiled(), len(programs.PREPARED)) == before
 
 
@@ -171,5 +217,9 @@ def test_int_seed_and_key_give_the_same_run():
 
 
 def test_ties_run_when_allowed():
-    res = simulate(UniformGLR(), inst(theta=(1.0, 1.0), arms=ARMS[:2]), 0, 2, 50, allow_ties=True, progress=False)
+    # two identical best arms; three arms in d = 2, so the program of the test above is reused
+    tied = inst(theta=(1.0, 0.5), arms=np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="allow_ties"):
+        simulate(UniformGLR(), tied, 0, 2, 50, progress=False)
+    res = simulate(UniformGLR(), tied, 0, 2, 50, allow_ties=True, progress=False)
     assert res.samples.shape == (1, 2)

@@ -101,10 +101,12 @@ def soare(theta_scale=1.0, noise=3.0):
 def test_sigma_delta_correct_and_mutation_has_power(cls, reps, cap):
     # Noise 3, delta = 0.05: the sigma-aware rule passes the binomial test (level 0.01); the mutant
     # with sigma = true / 3 (widths 3x too small) fails it (measured with 300 reps: XY-static
-    # 29/300 errors, XY-oracle 25/300, i.e. ~8-10 %; XY-oracle gets 1000 reps for power).
+    # 29/300 errors, XY-oracle 25/300, i.e. ~8-10 %; XY-oracle gets 1000 reps for power).  The
+    # sigma-aware rule is given the true sigma, so that both runs share one program (sigma = None,
+    # read from the instance, is checked by the scale-equivariance tests below).
     inst = soare()
     delta = 0.05
-    ok = simulate(cls(delta=delta), inst, jax.random.key(21), reps, cap)
+    ok = simulate(cls(delta=delta, sigma=3.0), inst, jax.random.key(21), reps, cap)
     bad = simulate(cls(delta=delta, sigma=1.0), inst, jax.random.key(21), reps, cap)
     assert ok.stopped.all() and bad.stopped.all()
     e_ok, e_bad = int(np.sum(~ok.correct)), int(np.sum(~bad.correct))

@@ -138,6 +138,17 @@ def _is_tracer(value) -> bool:
 def check_instance_shapes(arms, items, theta, noise, model: str = "gaussian") -> None:
     """Shapes given to :func:`jaxbandits.make_instance`: arms [..., K, d], items [..., M, d],
     theta [..., d] with the same d and batch shape, noise broadcastable to the batch shape."""
+    for name, a in (("arms", arms), ("items", items), ("theta", theta), ("noise", noise)):
+        if _is_tracer(a):
+            continue
+        v = np.asarray(a)
+        if v.dtype.kind not in "biufV":  # V: bfloat16 and other ml_dtypes
+            raise TypeError(f"{name} must be an array of numbers, got {_show(a)} (dtype {v.dtype})")
+        bad = ~np.isfinite(v)
+        if np.any(bad):
+            at = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"{name} must be finite, got {int(bad.sum())} NaN or inf value(s) (e.g. "
+                             f"{v[at] if at else v.item()} at index {at})")
     X, Z, th = np.shape(arms), np.shape(items), np.shape(theta)
     if len(X) < 2:
         raise ValueError(f"arms must be an array [K, d] (or [batch, K, d]), got shape {X}")
@@ -150,6 +161,9 @@ def check_instance_shapes(arms, items, theta, noise, model: str = "gaussian") ->
     if len(Z) < 2 or Z[-1] != X[-1] or Z[:-2] != X[:-2]:
         raise ValueError(f"items must be an array [M, d] with the arms' d = {X[-1]} and batch shape {X[:-2]}, "
                          f"got shape {Z}")
+    if X[-2] == 0 or Z[-2] == 0:
+        which = "arms" if X[-2] == 0 else "items"
+        raise ValueError(f"{which} must hold at least one row, got shape {X if which == 'arms' else Z}")
     try:
         np.broadcast_shapes(np.shape(noise), th[:-1])
     except ValueError:
@@ -183,7 +197,7 @@ def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", d
     :mod:`jaxbandits.precision`).
     """
     if model not in REWARD_MODELS:
-        raise ValueError(f"unknown reward model {model!r}; expected one of {REWARD_MODELS}")
+        raise ValueError(f"model must be one of {REWARD_MODELS}, got {_show(model)}")
     check_instance_shapes(arms, arms if items is None else items, theta, noise, model)
     dtype = dtype or jnp.result_type(float)
     arms = jnp.asarray(arms, dtype)

@@ -310,7 +310,7 @@ class GIFA(Algorithm):
             if getattr(self, field) not in allowed:
                 raise ValueError(f"{field} must be one of {allowed}, got {getattr(self, field)!r}")
         if concrete(self.epsilon) and self.epsilon < 0:
-            raise ValueError("epsilon must be >= 0")
+            raise ValueError(f"epsilon must be a number >= 0, got {self.epsilon!r}")
         if self.stopping == "glr" and concrete(self.epsilon) and self.epsilon != 0:
             raise ValueError("the GLR stopping rule is for exact identification (epsilon = 0)")
         if self.stopping == "glr" and self.index == "classical":
