@@ -173,7 +173,8 @@ def matrix_game_certified(G: jax.Array, rows: jax.Array, iters: int):
     return z, gap
 
 
-def matrix_game_exact(G: jax.Array, rows: jax.Array, max_pivots: int, needed: jax.Array | bool = True):
+def matrix_game_exact(G: jax.Array, rows: jax.Array, max_pivots: int | jax.Array,
+                      needed: jax.Array | bool = True):
     """(z [K], gap, pivots): max_{z in simplex} min_{j in rows} (G z)_j, G [P, K], solved exactly as
     a linear program, the released code's ``solveZeroSumGame`` (an LP, there by an interior-point
     solver), here by the simplex method on the row player's LP in its textbook form (von Neumann;
@@ -186,7 +187,7 @@ def matrix_game_exact(G: jax.Array, rows: jax.Array, max_pivots: int, needed: ja
     column player's z the LP's dual solution (the slacks' reduced costs) times v'.  The origin is
     feasible, so there is no phase one; Bland's rule (entering: the first column with a negative
     reduced cost; leaving: the smallest ratio, ties to the smallest basic index) excludes cycling.
-    A ``while_loop`` pivots until no reduced cost is negative or ``max_pivots`` (static) is reached;
+    A ``while_loop`` pivots until no reduced cost is negative or ``max_pivots`` (may be traced) is reached;
     it does not run when ``needed`` is false (or a single row is active: z is then the vertex
     argmax_k G[j, k]).  ``gap`` is the certificate of :func:`matrix_game_certified`,
     max_k (q^T G)_k - min_{j in rows} (G z)_j >= 0 relative to the range, computed from the solution
