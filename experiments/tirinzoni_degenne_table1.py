@@ -30,9 +30,12 @@ only.  ``--quick``: LinGapE and the Oracle, preset only, 4 runs each.  Environme
 Also printed: ``ellipsoid_check`` (why log((t + 1) / delta) is not a delta-correct threshold in
 d = 20: the confidence-region event its proof would need fails in 94% of round-robin runs at
 delta = 0.01, against 1% for log(1 / delta) + 1/2 log det V_t) and, with the FWS row, the certified
-matrix game's diagnostic: in 4 runs of the preset (18.8k-118k samples) the game had >= 2 r-active
-pieces in 3,153-9,144 steps, and the largest duality gap of the 512-round Hedge solution was
-1.7-2.0% of the payoff range (the released code solves the linear program exactly).
+matrix game's diagnostic: the steps with a game (>= 2 r-active pieces) and the largest duality gap
+of the preset's solution relative to the payoff range.  The preset solves the game exactly, as a
+linear program, like the released code (``envelope.jl``, ``solveZeroSumGame``); the certificate is at
+rounding level (earlier, 512 Hedge rounds over at most 16 pieces left 1.7-2.0 %).  When the game's
+optimal set is not a single point, the simplex method returns a vertex of it and the released code's
+interior-point solver (Tulip) a point inside it: both have the game's value, the sampling may differ.
 
 Results (preset rows, 100 runs unless noted, jaxbandits on 2 shared CPU cores; paper mean +- SE;
 Welch p).  The defaults were measured with the library's configurations before the presets existed
@@ -244,7 +247,7 @@ def ellipsoid_check(inst, runs: int = 2000, rounds: int = 400, delta: float = DE
 
 def fws_game_diagnostic(inst, runs: int = 4, seed: int = 7):
     """FWS preset: steps with a matrix game (>= 2 r-active pieces), forced steps, and the largest
-    relative duality gap of the certified game over ``runs`` runs (the authors solve it exactly)."""
+    relative duality gap of its game's solution over ``runs`` runs."""
     import jax
     import numpy as np
 

@@ -192,7 +192,9 @@ def matrix_game_exact(G: jax.Array, rows: jax.Array, max_pivots: int | jax.Array
     argmax_k G[j, k]).  ``gap`` is the certificate of :func:`matrix_game_certified`,
     max_k (q^T G)_k - min_{j in rows} (G z)_j >= 0 relative to the range, computed from the solution
     in the original payoffs: rounding-level at an optimum, larger only when the pivot cap stops the
-    method early (reported, never hidden).  Cost O(pivots K (P + K))."""
+    method early (reported, never hidden).  Where the optimal z is not unique the simplex method
+    returns a vertex of the optimal set, an interior-point solver a point inside it: the same value.
+    Cost O(pivots K (P + K))."""
     P, K = G.shape
     dt = G.dtype
     n_active = jnp.sum(rows)
