@@ -60,18 +60,18 @@ top-5 LinGIFA      58,310 +- 1,080     25,426 +- 675        5e-60    58,945 +- 1
 top-5 MisLid       87,770 +- 2,040     74,261 +- 2,128 (60) 1e-5     89,289 +- 2,933      0       0.67
 =================  ==================  ===================  =======  ===================  ======  =====
 
-One preset row disagrees with the paper at p < 0.01: LT&S (p = 0.0098; ours 24% below the paper, whose
-standard deviation, 65,800, is 3x ours).  Read side by side with the released ``LazyTaS``
-(``sampling_rules.jl``), the preset still differs from it in ways that are not options here:
-the library's LT&S explores a random spanning set instead of pulling every arm once, computes its
-GLR with the unregularised A_t^{-1} (the released code: (A_t + I)^{-1}), and solves the lazy
-allocation with seed 001's Frank-Wolfe (step 2 / (k + 2)) where the released code takes steps
-1 / (i + 1) towards the single closest piece's best arm.  FWS: the paper's standard deviation
-(60,100) is 6x ours (10,591; largest run 73,882), so its mean carries a tail our 100 runs do not
-show; with elimination ours is within 0.7 SE of the paper's.  The FWS preset solves the matrix
-game exactly (4 runs: 3,894-11,305 steps with a game, largest duality gap 5e-16 of the payoff
-range).  The Oracle row has no counterpart in the numbers compared here.  Every defaults row except LinGame differs
-from the paper at p < 1e-4, through the settings each DIFFERENCES entry names.
+One preset row disagrees with the paper at p < 0.01: LT&S (p = 0.0098; ours 24% below the paper,
+whose standard deviation, 65,800, is 3x ours). Read side by side with the released ``LazyTaS``
+(``sampling_rules.jl``), the preset still differs from it in ways that are not options here: the
+library's LT&S explores a random spanning set instead of pulling every arm once, computes its GLR
+with the unregularised A_t^{-1} (the released code: (A_t + I)^{-1}), and solves the lazy allocation
+with seed 001's Frank-Wolfe (step 2 / (k + 2)) where the released code takes steps 1 / (i + 1)
+towards the single closest piece's best arm. FWS: the paper's standard deviation (60,100) is 6x ours
+(10,591; largest run 73,882), so its mean carries a tail our 100 runs do not show; with elimination
+ours is within 0.4 combined SE of the paper's (p = 0.70). The FWS preset solves the matrix game
+exactly (4 runs: 3,894-11,305 steps with a game, largest duality gap 5e-16 of the payoff range). The
+Oracle row has no counterpart in the numbers compared here. Every defaults row except LinGame
+differs from the paper at p < 1e-4, through the settings each DIFFERENCES entry names.
 
 Lanes: XLA:CPU in jaxlib 0.10 can deadlock when two batched LAPACK calls run at once, which this
 d = 20 instance triggers with >= 32 lanes; the default here is 4 lanes per device.
