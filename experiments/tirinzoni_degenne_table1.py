@@ -74,7 +74,9 @@ Oracle row has no counterpart in the numbers compared here. Every defaults row e
 differs from the paper at p < 1e-4, through the settings each DIFFERENCES entry names.
 
 Lanes: XLA:CPU in jaxlib 0.10 can deadlock when two batched LAPACK calls run at once, which this
-d = 20 instance triggers with >= 32 lanes; the default here is 4 lanes per device.
+d = 20 instance triggers with >= 32 lanes; the default here is 4 lanes per device.  jaxlib 0.9.2 has
+no such deadlock: the FWS rows ran with TD_TABLE1_LANES=25 (2,580 s for both on the shared 2-core
+machine; a replication's key does not depend on the lanes, so neither do the numbers).
 """
 from __future__ import annotations
 
