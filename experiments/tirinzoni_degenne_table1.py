@@ -38,13 +38,14 @@ optimal set is not a single point, the simplex method returns a vertex of it and
 interior-point solver (Tulip) a point inside it: both have the game's value, the sampling may differ.
 
 Results (preset rows, 100 runs unless noted, jaxbandits on 2 shared CPU cores; paper mean +- SE;
-Welch p).  The defaults were measured with the library's configurations before the presets existed
-(n in brackets):
+Welch p).  Defaults (n in brackets): LinGapE, RAGE, top-5 m-LinGapE and top-5 LinGIFA rerun by this
+experiment with 30 runs each (``TD_TABLE1_DEFAULTS_REPS=30``, 0 errors, none capped); the other rows
+as measured with the library's configurations before the presets existed (``EARLIER_DEFAULTS``):
 
 =================  ==================  ===================  =======  ===================  ======  =====
 row                paper               defaults             p        preset               errors  p
 =================  ==================  ===================  =======  ===================  ======  =====
-LinGapE            33,190 +- 870       12,932 +- 538        2e-45    34,024 +- 961        0       0.52
+LinGapE            33,190 +- 870       14,069 +- 1,111 (30) 5e-21    34,024 +- 961        0       0.52
 LinGame            45,340 +- 1,420     43,294 +- 1,751      0.37     46,574 +- 1,839      0       0.60
 LinGame (E)        32,490 +- 810       43,244 +- 1,974 (80) 2e-6     32,173 +- 857        0       0.79
 FWS                42,260 +- 6,010     15,913 +- 1,358 (75) 4e-5     30,602 +- 1,059      0       0.059
@@ -53,10 +54,13 @@ LT&S               76,330 +- 6,580     521,413 +- 22,287    2e-15    58,285 +- 1
                                        (20)
 XY-adaptive        87,080 +- 2,910     356,786 +- 26,227    3e-9     86,235 +- 2,672      0       0.83
                                        (20)
-RAGE               106,870 +- 3,070    132,354 +- 2,275     3e-10    104,940 +- 3,531     0       0.68
+RAGE               106,870 +- 3,070    138,959 +- 2,595     2e-12    104,940 +- 3,531     0       0.68
+                                       (30)
 Oracle             --                  --                            54,011 +- 969        0       --
-top-5 m-LinGapE    63,690 +- 1,110     25,664 +- 731        4e-67    61,441 +- 1,063      0       0.15
-top-5 LinGIFA      58,310 +- 1,080     25,426 +- 675        5e-60    58,945 +- 1,072      0       0.68
+top-5 m-LinGapE    63,690 +- 1,110     24,469 +- 1,356      5e-34    61,441 +- 1,063      0       0.15
+                                       (30)
+top-5 LinGIFA      58,310 +- 1,080     25,672 +- 1,088      1e-36    58,945 +- 1,072      0       0.68
+                                       (30)
 top-5 MisLid       87,770 +- 2,040     74,261 +- 2,128 (60) 1e-5     89,289 +- 2,933      0       0.67
 =================  ==================  ===================  =======  ===================  ======  =====
 
