@@ -38,17 +38,18 @@ optimal set is not a single point, the simplex method returns a vertex of it and
 interior-point solver (Tulip) a point inside it: both have the game's value, the sampling may differ.
 
 Results (preset rows, 100 runs unless noted, jaxbandits on 2 shared CPU cores; paper mean +- SE;
-Welch p).  Defaults (n in brackets): LinGapE, RAGE, top-5 m-LinGapE and top-5 LinGIFA rerun by this
-experiment with 30 runs each (``TD_TABLE1_DEFAULTS_REPS=30``, 0 errors, none capped); the other rows
-as measured with the library's configurations before the presets existed (``EARLIER_DEFAULTS``):
+Welch p).  Defaults (n in brackets): LinGapE, LinGame, FWS, RAGE, top-5 m-LinGapE and top-5 LinGIFA
+rerun by this experiment with 30 runs each (``TD_TABLE1_DEFAULTS_REPS=30``, 0 errors, none capped);
+the other rows as measured with the library's configurations before the presets existed
+(``EARLIER_DEFAULTS``):
 
 =================  ==================  ===================  =======  ===================  ======  =====
 row                paper               defaults             p        preset               errors  p
 =================  ==================  ===================  =======  ===================  ======  =====
 LinGapE            33,190 +- 870       14,069 +- 1,111 (30) 5e-21    34,024 +- 961        0       0.52
-LinGame            45,340 +- 1,420     43,294 +- 1,751      0.37     46,574 +- 1,839      0       0.60
+LinGame            45,340 +- 1,420     46,705 +- 3,371 (30) 0.71     46,574 +- 1,839      0       0.60
 LinGame (E)        32,490 +- 810       43,244 +- 1,974 (80) 2e-6     32,173 +- 857        0       0.79
-FWS                42,260 +- 6,010     15,913 +- 1,358 (75) 4e-5     30,602 +- 1,059      0       0.059
+FWS                42,260 +- 6,010     21,035 +- 5,766 (30) 0.012    30,602 +- 1,059      0       0.059
 FWS (E)            32,620 +- 1,800     14,189 +- 1,387 (60) 1e-13    33,542 +- 1,553      0       0.70
 LT&S               76,330 +- 6,580     521,413 +- 22,287    2e-15    58,285 +- 1,966      0       0.0098
                                        (20)
@@ -71,11 +72,13 @@ library's LT&S explores a random spanning set instead of pulling every arm once,
 with the unregularised A_t^{-1} (the released code: (A_t + I)^{-1}), and solves the lazy allocation
 with seed 001's Frank-Wolfe (step 2 / (k + 2)) where the released code takes steps 1 / (i + 1)
 towards the single closest piece's best arm. FWS: the paper's standard deviation (60,100) is 6x ours
-(10,591; largest run 73,882), so its mean carries a tail our 100 runs do not show; with elimination
-ours is within 0.4 combined SE of the paper's (p = 0.70). The FWS preset solves the matrix game
-exactly (4 runs: 3,894-11,305 steps with a game, largest duality gap 5e-16 of the payoff range). The
-Oracle row has no counterpart in the numbers compared here. Every defaults row except LinGame
-differs from the paper at p < 1e-4, through the settings each DIFFERENCES entry names.
+(10,591; largest run 73,882), so its mean carries a tail our 100 runs do not show (FWS has such
+tails: one of the 30 defaults runs took 184,482 samples, the other 29 at most 45,891); with
+elimination ours is within 0.4 combined SE of the paper's (p = 0.70). The FWS preset solves the
+matrix game exactly (4 runs: 3,894-11,305 steps with a game, largest duality gap 5e-16 of the payoff
+range). The Oracle row has no counterpart in the numbers compared here. Every defaults row except
+LinGame and FWS (p = 0.012, the run above) differs from the paper at p < 1e-4, through the settings
+each DIFFERENCES entry names.
 
 Lanes: XLA:CPU in jaxlib 0.10 can deadlock when two batched LAPACK calls run at once, which this
 d = 20 instance triggers with >= 32 lanes; the default here is 4 lanes per device.  jaxlib 0.9.2 has
