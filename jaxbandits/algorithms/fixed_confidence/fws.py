@@ -66,9 +66,9 @@ relative to the payoff range, is kept in the state (``game_gap``), so an approxi
 reported, never hidden.  With ``game="exact"`` the game is solved as the linear program it is, by
 the simplex method (:func:`matrix_game_exact`: at most ``game_iters`` pivots, none on the steps that
 need no game), and the same certificate is kept: on the Table 1 instance of Tirinzoni & Degenne it
-is at rounding level (below 1e-15 of the payoff range) where 512 Hedge rounds left 1.7-2.1 %, and a
-step costs about what a step without any game costs (16 lanes on a loaded 2-core CPU: 2.0-2.4 ms
-against 8.0 ms with the 512 Hedge rounds).
+is at rounding level (below 1e-15 of the payoff range) where 512 Hedge rounds over 16 pieces left
+1.7-2.1 %, and a step of 16 lanes costs 1.5-2.4 ms, against 7.9-8.0 ms with those Hedge rounds and
+0.9-1.9 ms with no game at all (two measurements on a loaded 2-core CPU, each the minimum of 5).
 
 Tirinzoni & Degenne 2022 (:meth:`FWS.tirinzoni_degenne`, :data:`TIRINZONI_DEGENNE`): their Table 1
 runs FWS with the ridge estimate (reg = 1), every arm pulled once, and the GLR of their ``runit.jl``
