@@ -1,9 +1,9 @@
 """The settings of Tirinzoni & Degenne, "On elimination strategies for bandit fixed-confidence
-identification", NeurIPS 2022, as options and ``tirinzoni_degenne()`` presets: the threshold log((t
-+ 1) / delta), LinGapE's sampling constant and the GLR stop of GIFA, single-learner LinGame without
-optimism, FWS's ridge GLR and exact (and certified) matrix game, LT&S's threshold, the fixed-weights
-Oracle, cumulative-estimate RAGE and global-estimate XY-adaptive; and the elimination wrapper
-eliminating for LinGame. Small d = 2 instances, each test well under a minute."""
+identification", NeurIPS 2022, as options and ``tirinzoni_degenne()`` presets: the threshold
+log((t + 1) / delta), LinGapE's sampling constant and the GLR stop of GIFA, single-learner LinGame
+without optimism, FWS's ridge GLR and exact (and certified) matrix game, LT&S's threshold, the
+fixed-weights Oracle, cumulative-estimate RAGE and global-estimate XY-adaptive; and the elimination
+wrapper eliminating for LinGame.  Small d = 2 instances, each test well under a minute."""
 import math
 
 import jax
