@@ -85,8 +85,8 @@ def run(ctx):
     if only:
         all_cases = [c for c in all_cases if any(x in c.label for x in only)]
     # JAXBANDITS_CALIBRATION_DELTAS="0.2": only these deltas of the grid (mutations run at 0.05 only)
-    deltas = tuple(d for d in cal.DELTAS if not os.environ.get("JAXBANDITS_CALIBRATION_DELTAS")
-                   or any(math.isclose(d, float(x)) for x in os.environ["JAXBANDITS_CALIBRATION_DELTAS"].split(",") if x))
+    only_deltas = [float(x) for x in os.environ.get("JAXBANDITS_CALIBRATION_DELTAS", "").split(",") if x]
+    deltas = tuple(d for d in cal.DELTAS if not only_deltas or any(math.isclose(d, x) for x in only_deltas))
     ctx.config = dict(reps=reps, sigmas=cal.SIGMAS, deltas=deltas, alpha=cal.ALPHA, band=cal.APPROX_BAND,
                       reg=cal.REG, cases=[c.label for c in all_cases])
     lbs = {(inst, d): cal.lower_bound(inst, d) for inst in cal.INSTANCES for d in cal.DELTAS}
