@@ -133,6 +133,8 @@ def run(ctx):
             _write_csv(ctx.out / "calibration.csv", rows)
             _write_csv(ctx.out / "mutations.csv", mut_rows)
 
+    _write_csv(ctx.out / "calibration.csv", rows)  # also when no delta of the run had mutations
+    _write_csv(ctx.out / "mutations.csv", mut_rows)
     ctx.table(_show(rows), "calibration",
               f"Calibration: {reps} runs per row, level {cal.ALPHA:g} per check (jaxbandits.calibration)")
     ctx.table(_show(mut_rows), "mutations",
