@@ -84,7 +84,10 @@ def run(ctx):
     only = [x for x in os.environ.get("JAXBANDITS_CALIBRATION_CASES", "").split(",") if x]
     if only:
         all_cases = [c for c in all_cases if any(x in c.label for x in only)]
-    ctx.config = dict(reps=reps, sigmas=cal.SIGMAS, deltas=cal.DELTAS, alpha=cal.ALPHA, band=cal.APPROX_BAND,
+    # JAXBANDITS_CALIBRATION_DELTAS="0.2": only these deltas of the grid (mutations run at 0.05 only)
+    only_deltas = [float(x) for x in os.environ.get("JAXBANDITS_CALIBRATION_DELTAS", "").split(",") if x]
+    deltas = tuple(d for d in cal.DELTAS if not only_deltas or any(math.isclose(d, x) for x in only_deltas))
+    ctx.config = dict(reps=reps, sigmas=cal.SIGMAS, deltas=deltas, alpha=cal.ALPHA, band=cal.APPROX_BAND,
                       reg=cal.REG, cases=[c.label for c in all_cases])
     lbs = {(inst, d): cal.lower_bound(inst, d) for inst in cal.INSTANCES for d in cal.DELTAS}
     rows, mut_rows = [], []
@@ -96,7 +99,7 @@ def run(ctx):
         return res.samples.ravel(), res.correct.ravel(), res.stopped.ravel()
 
     for case in all_cases:
-        for delta in cal.DELTAS:
+        for delta in deltas:
             try:
                 alg = case.algorithm(delta)
             except (TypeError, AttributeError) as e:
@@ -130,6 +133,8 @@ def run(ctx):
             _write_csv(ctx.out / "calibration.csv", rows)
             _write_csv(ctx.out / "mutations.csv", mut_rows)
 
+    _write_csv(ctx.out / "calibration.csv", rows)  # also when no delta of the run had mutations
+    _write_csv(ctx.out / "mutations.csv", mut_rows)
     ctx.table(_show(rows), "calibration",
               f"Calibration: {reps} runs per row, level {cal.ALPHA:g} per check (jaxbandits.calibration)")
     ctx.table(_show(mut_rows), "mutations",
@@ -156,7 +161,7 @@ def run(ctx):
     ctx.log(f"[calibration] {len(rows) - n_fail}/{len(rows)} grid rows pass; "
             f"{sum(str(r['verdict']).startswith('FAIL') for r in mut_rows)}/"
             f"{sum(not str(r['verdict']).startswith('not run') for r in mut_rows)} mutations caught")
-    if not ctx.quick:
+    if not ctx.quick and not only and deltas == tuple(cal.DELTAS):  # a filtered run: the filtered rows only
         run_table1(ctx, reps)
 
 

@@ -1,9 +1,9 @@
 """The settings of Tirinzoni & Degenne, "On elimination strategies for bandit fixed-confidence
 identification", NeurIPS 2022, as options and ``tirinzoni_degenne()`` presets: the threshold
 log((t + 1) / delta), LinGapE's sampling constant and the GLR stop of GIFA, single-learner LinGame
-without optimism, FWS's ridge GLR and certified matrix game, LT&S's threshold, the fixed-weights
-Oracle, cumulative-estimate RAGE and global-estimate XY-adaptive; and the elimination wrapper
-eliminating for LinGame.  Small d = 2 instances, each test well under a minute."""
+without optimism, FWS's ridge GLR and exact (and certified) matrix game, LT&S's threshold, the
+fixed-weights Oracle, cumulative-estimate RAGE and global-estimate XY-adaptive; and the elimination
+wrapper eliminating for LinGame.  Small d = 2 instances, each test well under a minute."""
 import math
 
 import jax
@@ -16,7 +16,7 @@ from jaxbandits import engine
 from jaxbandits.algorithms import FWS, GIFA, Eliminate, LazyTrackAndStop, LinGame
 from jaxbandits.algorithms.fixed_confidence import glr
 from jaxbandits.algorithms.fixed_confidence.fixed_weights import FixedWeightsOracle
-from jaxbandits.algorithms.fixed_confidence.fws import matrix_game_certified
+from jaxbandits.algorithms.fixed_confidence.fws import matrix_game_certified, matrix_game_exact
 from jaxbandits.algorithms.fixed_confidence.td_variants import CumulativeRAGE, GlobalXYAdaptive
 from jaxbandits.algorithms.base import is_correct
 from jaxbandits.instances.base import make_instance
@@ -179,11 +179,47 @@ def test_certified_game_gap_bounds_the_value():
     assert float(gap) == 0.0 and np.asarray(z).tolist() == [1.0, 0.0]
 
 
+def test_exact_game_is_the_linear_programs_optimum():
+    """The simplex solve against scipy's LP solver on random games (rows partly inactive, one game
+    with many zero columns as FWS's are), its certificate at rounding level, the vertex for a single
+    row, no pivot when not needed, and a pivot cap that stops early shows in the certificate."""
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(5)
+    solve = jax.jit(matrix_game_exact)  # the pivot cap and ``needed`` traced: one program per shape
+    for trial in range(6):
+        G = rng.standard_normal((8, 12)) if trial % 2 else rng.exponential(1.0, (8, 12)) ** 3 * (np.arange(12) >= 4)
+        rows = rng.random(8) < 0.7
+        rows[:2] = True
+        z, gap, piv = solve(jnp.asarray(G), jnp.asarray(rows), 200, True)
+        Ga = G[rows]
+        n = Ga.shape[0]
+        lp = linprog(np.r_[np.zeros(12), -1.0], A_ub=np.c_[-Ga, np.ones(n)], b_ub=np.zeros(n),
+                     A_eq=np.r_[np.ones(12), 0.0][None], b_eq=[1.0], bounds=[(0, None)] * 12 + [(None, None)])
+        z = np.asarray(z)
+        assert z.min() >= 0 and z.sum() == pytest.approx(1.0, abs=1e-12)
+        assert (Ga @ z).min() == pytest.approx(-lp.fun, abs=1e-9 * np.ptp(Ga))
+        assert 0.0 <= float(gap) < 1e-9 and 1 <= int(piv) < 200
+    G = jnp.array([[1.0, 0.0, -1.0], [0.0, 1.0, -1.0], [5.0, 5.0, 5.0]])
+    z, gap, _ = solve(G, jnp.array([True, True, False]), 10, True)
+    np.testing.assert_allclose(np.asarray(z), [0.5, 0.5, 0.0], atol=1e-12)
+    z, gap, piv = solve(G, jnp.array([True, False, False]), 10, True)
+    assert np.asarray(z).tolist() == [1.0, 0.0, 0.0] and float(gap) == 0.0 and int(piv) == 0
+    z, gap, piv = solve(G, jnp.array([True, True, False]), 10, False)
+    assert int(piv) == 0
+    rps = jnp.array([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])  # value 0 at uniform
+    z, gap, piv = solve(rps, jnp.ones(3, bool), 1, True)
+    assert int(piv) == 1 and float(gap) > 0.1                                  # capped: shown, not hidden
+    z, gap, _ = solve(rps, jnp.ones(3, bool), 50, True)
+    np.testing.assert_allclose(np.asarray(z), [1 / 3] * 3, atol=1e-12)
+    assert float(gap) < 1e-12
+
+
 def test_fws_preset_ridge_glr_and_correct():
     alg = FWS.tirinzoni_degenne(delta=0.05)
     fs = final_states(alg, easy(), 8)
     assert np.all(np.asarray(fs.stopped)) and np.all(np.asarray(fs.best) == 0)
-    assert np.all(np.asarray(fs.game_gap) >= 0.0) and np.all(np.asarray(fs.game_gap) < 1.0)
+    assert np.all(np.asarray(fs.game_gap) >= 0.0) and np.all(np.asarray(fs.game_gap) < 1e-9)  # exact game
     with pytest.raises(ValueError):
         FWS(glr_form="exact")
 

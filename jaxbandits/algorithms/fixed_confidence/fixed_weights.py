@@ -39,6 +39,21 @@ class FixedWeightsState(NamedTuple):
     stopped: jax.Array
 
 
+_SOLVERS: dict = {}
+
+
+def _allocation_solver(iters: int):
+    """The batched w* solver for ``iters`` Frank-Wolfe iterations, compiled once per process (every
+    ``prepare`` of every configuration with these iterations reuses it)."""
+    if iters not in _SOLVERS:
+        from jaxbandits.design import oracle_allocation
+
+        _SOLVERS[iters] = jax.jit(jax.vmap(
+            lambda X, Z, th, tol: oracle_allocation(X, Z, th, tol=tol, max_iters=iters).allocation,
+            in_axes=(0, 0, 0, None)))
+    return _SOLVERS[iters]
+
+
 @dataclasses.dataclass(frozen=True)
 class FixedWeightsOracle(Algorithm):
     """D-tracking of the true optimal allocation w* with the GLR stopping rule (module docstring).
@@ -75,11 +90,7 @@ class FixedWeightsOracle(Algorithm):
         common.check_sigma(self.sigma)
 
     def prepare(self, instances: Instance) -> Instance:
-        from jaxbandits.design import oracle_allocation
-
-        iters = int(self.design_iters)
-        solve = jax.jit(jax.vmap(lambda X, Z, th, tol: oracle_allocation(X, Z, th, tol=tol, max_iters=iters).allocation,
-                                 in_axes=(0, 0, 0, None)))
+        solve = _allocation_solver(int(self.design_iters))
         w = solve(instances.arms, instances.items, instances.theta, jnp.asarray(self.design_tol, instances.arms.dtype))
         return with_cache(instances, w.astype(instances.arms.dtype))
 
