@@ -51,13 +51,15 @@ from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.algorithms.common import check_sigma, require_linear_rewards
 from jaxbandits.algorithms.fixed_confidence.elimination import single_answer
 from jaxbandits.design.core import inverse_design, null_projector
-from jaxbandits.environment import pull_counts
+from jaxbandits.environment import multinomial, pull_counts
 from jaxbandits.instances.base import Instance
 
 
 class ALBAState(NamedTuple):
     """active: [K] bool; round: r; iteration: s (within the round); round_active: n_r;
-    pulls: [K]; samples: total pulls; theta_hat: [d] last estimate."""
+    pulls: [K]; samples: total pulls; theta_hat: [d] last estimate; unfinished_draws: binomial
+    draws that did not finish within their fixed number of tries
+    (:func:`jaxbandits.environment.multinomial`; 0 but with negligible probability)."""
 
     active: jax.Array
     round: jax.Array
@@ -66,6 +68,7 @@ class ALBAState(NamedTuple):
     pulls: jax.Array
     samples: jax.Array
     theta_hat: jax.Array
+    unfinished_draws: jax.Array
 
 
 def span_mask(X: jax.Array, active: jax.Array, rtol: float = 1e-9) -> jax.Array:
@@ -123,7 +126,7 @@ class ALBA(Algorithm):
                                   jnp.asarray(instance.true_num_arms(), jnp.int32), d)
         return ALBAState(active=active, round=r, iteration=s, round_active=n_r,
                          pulls=jnp.zeros((K,), dt), samples=jnp.zeros((), dt),
-                         theta_hat=jnp.zeros((d,), dt))
+                         theta_hat=jnp.zeros((d,), dt), unfinished_draws=jnp.zeros((), jnp.int32))
 
     def sample_size(self, r, s, n_r, d, L, sigma=1.0):
         """(N_s, l_s, e_s) of iteration s of round r (sigma: noise scale, module docstring)."""
@@ -159,7 +162,7 @@ class ALBA(Algorithm):
         lam = lam.at[jnp.argmax(lam)].add(dropped)
 
         k_alloc, k_pull = jax.random.split(key)
-        counts = jax.random.multinomial(k_alloc, n, lam, dtype=X.dtype)
+        counts, unfinished = multinomial(k_alloc, n, lam, dtype=X.dtype)
         sums = pull_counts(k_pull, instance, counts)
         b = X.T @ sums
         perp, _ = null_projector(X, state.active)
@@ -191,7 +194,7 @@ class ALBA(Algorithm):
         r, s, n_r = self._advance(active, state.round, state.iteration + 1, state.round_active, d)
         return ALBAState(active=active, round=r, iteration=s, round_active=n_r,
                          pulls=state.pulls + counts, samples=state.samples + jnp.sum(counts),
-                         theta_hat=theta)
+                         theta_hat=theta, unfinished_draws=state.unfinished_draws + unfinished)
 
     def done(self, state: ALBAState) -> jax.Array:
         return jnp.sum(state.active) <= 1
