@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.batching import solve_where
+from jaxbandits.batching import current_policy, solve_where
 from jaxbandits.design.gopt import g_optimal
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.algorithms.common import noise_scale
@@ -136,12 +136,13 @@ class ALBA(Algorithm):
         """The G-optimal design on the active arms and the arms in their span, weights below the
         cutoff moved to the largest one (released code).  It depends on the active set alone, so
         a step solves it only when that set changes (under
-        :func:`jaxbandits.batching.solve_where`), with a trip count fixed at compile time."""
+        :func:`jaxbandits.batching.solve_where`); under an accelerator policy with a trip count
+        known at compile time (``g_optimal(fixed_trips=True)``, the same design)."""
         smask = span_mask(X, active)
         if arm_mask is not None:
             smask = smask & arm_mask
         lam = g_optimal(X, arm_mask=smask, tol=self.design_tol, max_iters=int(self.design_iters),
-                        fixed_trips=True).allocation
+                        fixed_trips=current_policy().batched).allocation
         small = lam < self.design_cutoff
         dropped = jnp.sum(jnp.where(small, lam, 0.0))
         lam = jnp.where(small, 0.0, lam)

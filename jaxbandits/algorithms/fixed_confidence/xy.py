@@ -66,7 +66,7 @@ import jax.numpy as jnp
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.batching import in_smallest_bucket
+from jaxbandits.batching import current_policy, in_smallest_bucket
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
 from jaxbandits.algorithms.fixed_confidence.elimination import (eliminate, gram_from_counts, instance_cache, item_buckets,
                                                                 map_instances, single_answer, threshold_design,
@@ -295,7 +295,8 @@ class XYStatic(Algorithm):
         """(counts [K], unfinished binomial draws) of a round of ``n`` pulls."""
         if self.sampling == "multinomial":
             return multinomial_on_support(key, n, lam)
-        return design.round_design(lam, n).astype(lam.dtype), jnp.zeros((), jnp.int32)
+        return (design.round_design(lam, n, fixed_trips=current_policy().batched).astype(lam.dtype),
+                jnp.zeros((), jnp.int32))
 
     def step(self, key: jax.Array, state: XYPhasedState, instance: Instance) -> XYPhasedState:
         X, Z = instance.arms, instance.items
