@@ -173,7 +173,7 @@ def _uniforms(key: jax.Array, tries: int, parts: int, shape, dtype) -> list[jax.
 
 
 def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
-             tries: int = BINOMIAL_TRIES) -> tuple[jax.Array, jax.Array]:
+             tries: int = BINOMIAL_TRIES, fixed: bool | None = None) -> tuple[jax.Array, jax.Array]:
     """(draw, finished): ``jax.random.binomial(key, n, p, dtype=dtype)`` with a trip count fixed
     when the program is compiled.
 
@@ -189,7 +189,16 @@ def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
     candidate (accepted with probability at least 0.65 on every (n, q) with n q > 10, measured in
     the tests: P(64 rejections) < 0.35^64 < 1e-29).  An unfinished draw returns the mode floor((n + 1) p)
     and must be counted by the caller; it has never been seen.
+
+    ``fixed``: use the fixed trip count (default: under an accelerator policy,
+    :func:`jaxbandits.batching.current_policy`); otherwise ``jax.random.binomial`` itself, whose
+    loops cost nothing extra on a CPU, and ``finished`` is True.
     """
+    from jaxbandits.batching import current_policy
+
+    if not (current_policy().batched if fixed is None else fixed):
+        draw = jax.random.binomial(key, n, p, dtype=dtype)
+        return draw, jnp.ones(jnp.shape(draw), bool)
     p = jnp.asarray(p)
     if not jnp.issubdtype(p.dtype, jnp.floating):
         p = p.astype(jnp.result_type(float))
@@ -257,10 +266,11 @@ def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
 
 
 def multinomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
-                tries: int = BINOMIAL_TRIES) -> tuple[jax.Array, jax.Array]:
+                tries: int = BINOMIAL_TRIES, fixed: bool | None = None) -> tuple[jax.Array, jax.Array]:
     """(counts [K], unfinished): ``jax.random.multinomial(key, n, p, dtype=dtype)`` for one
     probability vector, its conditional binomials drawn by :func:`binomial` (bit for bit the same
-    counts wherever every binomial finishes); ``unfinished`` counts the binomials that did not."""
+    counts wherever every binomial finishes); ``unfinished`` counts the binomials that did not.
+    ``fixed`` as in :func:`binomial`."""
     p = jnp.asarray(p)
     if not jnp.issubdtype(p.dtype, jnp.floating):
         p = p.astype(jnp.result_type(float))
@@ -272,7 +282,7 @@ def multinomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
     def f(carry, rk):
         rem, bad = carry
         ratio, k = rk
-        cnt, ok = binomial(k, rem, jnp.clip(ratio, 0, 1), dtype=rem.dtype, tries=tries)
+        cnt, ok = binomial(k, rem, jnp.clip(ratio, 0, 1), dtype=rem.dtype, tries=tries, fixed=fixed)
         return (rem - cnt, bad + (~ok).astype(jnp.int32)), cnt
 
     (_, bad), counts = jax.lax.scan(f, (jnp.asarray(n, p.dtype), jnp.zeros((), jnp.int32)), (ratios, keys))

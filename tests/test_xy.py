@@ -105,6 +105,9 @@ def test_multinomial_on_support():
     np.testing.assert_array_equal(np.asarray(multinomial_on_support(keys[0], 50.0, p)), c[0])
     for i in range(3):
         np.testing.assert_array_equal(c[i], reference(keys[i], 50.0, p))
+    from jaxbandits import batching
+    with batching.policy(batching.solve_for("gpu", 400)):   # fixed-trip binomials: the same counts
+        np.testing.assert_array_equal(np.asarray(draw(keys[:50], 50.0, p)), c[:50])
 
 
 # ------------------------------------------------------------------------------------------------

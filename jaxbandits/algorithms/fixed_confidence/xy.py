@@ -143,9 +143,9 @@ def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> tuple[
     p = 0 get 0, as they must).  Under ``vmap`` the buffer is the one holding every lane's support
     (``custom_vmap``), so the branch taken is a real one; the draw itself does not depend on the
     buffer size (key of the c-th support category: fold_in(key, c)), so results stay independent
-    of batching.  Every loop has a trip count fixed at compile time (the buffer's B - 1
-    categories, those past the support skipped; binomials by
-    :func:`jaxbandits.environment.binomial`), with the values of the data-dependent loops.
+    of batching.  The support loop has a trip count fixed at compile time (the buffer's B - 1
+    categories, those past the support skipped), and so do the binomials under an accelerator
+    policy (:func:`jaxbandits.environment.binomial`), with the values of the data-dependent loops.
     """
     K = p.shape[0]
     buckets = item_buckets(K)
