@@ -58,13 +58,15 @@ def _chi2_pvalue(draws, n, p):
     return stats.chisquare(o, e).pvalue
 
 
+_draws = jax.jit(jax.vmap(lambda k, n, q: binomial(k, n, q, fixed=True)[0], in_axes=(0, None, None)))
+
+
 @pytest.mark.parametrize("n,p", [(30, 0.3), (200, 0.4), (200, 0.85)])  # inversion; rejection; 1 - p
 def test_binomial_law_chi_square_and_a_mutation_it_catches(n, p):
     keys = jax.random.split(jax.random.key(7), 20_000)
-    draw = jax.jit(jax.vmap(lambda k, q: binomial(k, float(n), q, fixed=True)[0], in_axes=(0, None)))
-    assert _chi2_pvalue(np.asarray(draw(keys, p)), n, p) > 1e-3
+    assert _chi2_pvalue(np.asarray(_draws(keys, float(n), p)), n, p) > 1e-3
     # power: the draws of p + 0.01 are told apart from Bin(n, p)
-    assert _chi2_pvalue(np.asarray(draw(keys, p + 0.01)), n, p) < 1e-3
+    assert _chi2_pvalue(np.asarray(_draws(keys, float(n), p + 0.01)), n, p) < 1e-3
 
 
 def test_binomial_follows_the_policy():
