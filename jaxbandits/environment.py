@@ -134,3 +134,156 @@ def normal_where(key: jax.Array, where: jax.Array, dtype) -> jax.Array:
         return draw
 
     return in_smallest_bucket(jnp.sum(where), item_buckets(K), make, key, where)
+
+
+#: candidate draws per binomial of :func:`binomial` (the iterations of JAX's loops that are
+#: evaluated, all at once); a draw that needs more is reported as unfinished
+BINOMIAL_TRIES = 64
+
+
+def _stirling_tail(k: jax.Array) -> jax.Array:
+    """log k! - Stirling's approximation of it, the correction of the BTRS bound (Hormann 1993;
+    tabulated for k <= 9, series beyond), as ``jax.random.binomial`` computes it."""
+    table = jnp.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                       0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                       0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                       0.00833056343336287], dtype=k.dtype)
+    small = k <= 9
+    kc = jnp.clip(k, 0.0, 9.0)
+    kp1sq = (kc + 1) * (kc + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (kc + 1)
+    return jnp.where(small, table[jnp.floor(kc).astype(jnp.int32)], approx)
+
+
+def _uniforms(key: jax.Array, tries: int, parts: int, shape, dtype) -> list[jax.Array]:
+    """The uniforms iteration i = 0 .. tries - 1 of JAX's binomial loops draws, stacked [tries,
+    *shape]: the inversion loop splits its key into (sub, next) and draws from sub (parts = 2);
+    the BTRS loop splits it into (next, sub_0, sub_1) and draws from sub_0 and sub_1 (parts = 3)."""
+    subs = [[] for _ in range(parts - 1)]
+    for _ in range(tries):
+        ks = jax.random.split(key, parts)
+        if parts == 2:
+            subs[0].append(ks[0])
+            key = ks[1]
+        else:
+            key = ks[0]
+            for j in range(parts - 1):
+                subs[j].append(ks[j + 1])
+    return [jax.vmap(lambda k: jax.random.uniform(k, shape, dtype))(jnp.stack(s)) for s in subs]
+
+
+def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
+             tries: int = BINOMIAL_TRIES, fixed: bool | None = None) -> tuple[jax.Array, jax.Array]:
+    """(draw, finished): ``jax.random.binomial(key, n, p, dtype=dtype)`` with a trip count fixed
+    when the program is compiled.
+
+    ``jax.random.binomial`` (the algorithm of TensorFlow) draws by inversion through a sum of
+    geometric waiting times when n min(p, 1 - p) <= 10 and by the transformed rejection BTRS of
+    Hormann (1993) otherwise, each a ``while`` loop that runs until its draw is found: on an
+    accelerator its predicate goes to the host every iteration.  Here the first ``tries``
+    iterations of both loops are computed at once, from the very keys JAX's loops would use, and
+    the draw is the one the loop stops at: bit for bit ``jax.random.binomial``'s value wherever the
+    loop stops within ``tries`` iterations (tested), so streams are unchanged.  ``finished`` is
+    False where it does not: the inversion needs X + 1 iterations (X ~ Bin(n, q), n q <= 10, so
+    P(X >= 64) <= e^-10 (10 e / 64)^64 < 1e-28 by the Chernoff bound), BTRS one iteration per
+    candidate (accepted with probability at least 0.65 on every (n, q) with n q > 10, measured in
+    the tests: P(64 rejections) < 0.35^64 < 1e-29).  An unfinished draw returns the mode floor((n + 1) p)
+    and must be counted by the caller; it has never been seen.
+
+    ``fixed``: use the fixed trip count (default: under an accelerator policy,
+    :func:`jaxbandits.batching.current_policy`); otherwise ``jax.random.binomial`` itself, whose
+    loops cost nothing extra on a CPU, and ``finished`` is True.
+    """
+    from jaxbandits.batching import current_policy
+
+    if not (current_policy().batched if fixed is None else fixed):
+        draw = jax.random.binomial(key, n, p, dtype=dtype)
+        return draw, jnp.ones(jnp.shape(draw), bool)
+    p = jnp.asarray(p)
+    if not jnp.issubdtype(p.dtype, jnp.floating):
+        p = p.astype(jnp.result_type(float))
+    dtype = p.dtype if dtype is None else jnp.dtype(dtype)
+    shape = jnp.broadcast_shapes(jnp.shape(n), jnp.shape(p))
+    count = jnp.broadcast_to(jnp.asarray(n).astype(p.dtype), shape)
+    prob = jnp.broadcast_to(p, shape)
+    p_lt_half = prob < 0.5
+    q = jnp.where(p_lt_half, prob, 1.0 - prob)
+    count_bad = jnp.isnan(count) | (count < 0.0)
+    count_inf = jnp.isinf(count)
+    q_nan = jnp.isnan(q)
+    q_neg = q < 0.0
+    q = jnp.where(q_nan | q_neg, jnp.full_like(q, 0.01), q)
+    use_inversion = count_bad | (count * q <= 10.0)
+    count = jnp.floor(count)
+
+    # inversion: the count of partial sums of geometric waiting times that stay <= n
+    c_inv = jnp.where(use_inversion, count, 0.0)
+    (u,) = _uniforms(key, tries, 2, shape, prob.dtype)
+    geom = jnp.ceil(jnp.log(u) / jnp.log1p(-q))
+    sums = jnp.cumsum(geom, axis=0)
+    k_inv = jnp.sum(sums <= c_inv, axis=0).astype(prob.dtype)
+    done_inv = sums[-1] > c_inv
+
+    # BTRS: the first accepted candidate (JAX's loop over an array keeps the last candidate
+    # accepted before every entry has one; for one draw, the first)
+    c_b = jnp.where(use_inversion, 1e4, count)
+    q_b = jnp.where(use_inversion, 0.5, q)
+    stddev = jnp.sqrt(c_b * q_b * (1 - q_b))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * q_b
+    c = c_b * q_b + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = q_b / (1 - q_b)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = jnp.floor((c_b + 1) * q_b)
+    u, v = _uniforms(key, tries, 3, shape, prob.dtype)
+    u = u - 0.5
+    us = 0.5 - jnp.abs(u)
+    accept1 = (us >= 0.07) & (v <= v_r)
+    k = jnp.floor((2 * a / us + b) * u + c)
+    reject = (k < 0) | (k > c_b)
+    v = jnp.log(v * alpha / (a / (us * us) + b))
+    ub = ((m + 0.5) * jnp.log((m + 1) / (r * (c_b - m + 1)))
+          + (c_b + 1) * jnp.log((c_b - m + 1) / (c_b - k + 1))
+          + (k + 0.5) * jnp.log(r * (c_b - k + 1) / (k + 1))
+          + _stirling_tail(m) + _stirling_tail(c_b - m) - _stirling_tail(k) - _stirling_tail(c_b - k))
+    accept = accept1 | (~reject & (v <= ub))
+    it = jnp.arange(tries).reshape((tries,) + (1,) * len(shape))
+    first = jnp.min(jnp.where(accept, it, tries), axis=0)
+    ran = jnp.max(first)
+    last = jnp.max(jnp.where(accept & (it <= ran), it, -1), axis=0)
+    k_btrs = jnp.take_along_axis(k, jnp.maximum(last, 0)[None], axis=0)[0]
+    done_btrs = last >= 0
+
+    finished = jnp.where(use_inversion, done_inv, done_btrs)
+    draw = jnp.where(use_inversion, k_inv, k_btrs)
+    draw = jnp.where(finished, draw, jnp.floor((count + 1) * q))
+    invalid = q_neg | q_nan | count_bad
+    draw = jnp.where(invalid, jnp.nan, draw)
+    draw = jnp.where(count_inf & ~invalid, jnp.inf, draw)
+    draw = jnp.where(p_lt_half | count_bad | q_nan | count_inf, draw, count - draw)
+    return draw.astype(dtype), finished | invalid | count_inf
+
+
+def multinomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
+                tries: int = BINOMIAL_TRIES, fixed: bool | None = None) -> tuple[jax.Array, jax.Array]:
+    """(counts [K], unfinished): ``jax.random.multinomial(key, n, p, dtype=dtype)`` for one
+    probability vector, its conditional binomials drawn by :func:`binomial` (bit for bit the same
+    counts wherever every binomial finishes); ``unfinished`` counts the binomials that did not.
+    ``fixed`` as in :func:`binomial`."""
+    p = jnp.asarray(p)
+    if not jnp.issubdtype(p.dtype, jnp.floating):
+        p = p.astype(jnp.result_type(float))
+    dtype = p.dtype if dtype is None else jnp.dtype(dtype)
+    rest = jax.lax.cumsum(p, 0, reverse=True)
+    ratios = p / jnp.where(rest == 0, 1, rest)
+    keys = jax.random.split(key, p.shape[0])
+
+    def f(carry, rk):
+        rem, bad = carry
+        ratio, k = rk
+        cnt, ok = binomial(k, rem, jnp.clip(ratio, 0, 1), dtype=rem.dtype, tries=tries, fixed=fixed)
+        return (rem - cnt, bad + (~ok).astype(jnp.int32)), cnt
+
+    (_, bad), counts = jax.lax.scan(f, (jnp.asarray(n, p.dtype), jnp.zeros((), jnp.int32)), (ratios, keys))
+    return counts.astype(dtype), bad

@@ -30,23 +30,11 @@ ALLOWED = {
         "LT&S's plug-in allocation by the Frank-Wolfe of seed 000's released code, stopped by its "
         "duality-gap test: the iteration count is part of the algorithm reproduced (paper(), "
         "released_code())",
-    "minimax.py:_paper_iterate":
-        "RAGE's XY-optimal design (Fiez et al. 2019, Alg. 1) by Frank-Wolfe until its certified "
-        "gap, once per phase",
     "gopt.py:_fw_loop":
-        "G-optimal design by Frank-Wolfe until its certified gap (ALBA, GSE and OD-LinBAI), once "
-        "per phase: ALBA's design depends only on the active set",
-    "rounding.py:round_design":
-        "efficient rounding (Pukelsheim 2006, ch. 12): at most about half the support's size "
-        "corrections, once per phase; a fixed K-pass loop would cost more at K = 1000",
+        "G-optimal design by Frank-Wolfe until its certified gap (GSE and OD-LinBAI), once per "
+        "stage of a fixed-budget run",
     "gse.py:round_allocation":
-        "the same efficient rounding for the fixed-budget stages, once per stage",
-    "xy.py:multinomial_on_support":
-        "XY-static / XY-oracle / Oracle pulls: conditional binomials over the design's support "
-        "(jax.random.binomial is a rejection sampler); the random stream of every run depends on it",
-    "alba.py:ALBA.step":
-        "ALBA's multinomial draw of a phase's pulls (jax.random.multinomial: rejection-sampled "
-        "binomials); the random stream of every run depends on it",
+        "the efficient rounding (Pukelsheim 2006, ch. 12) of the fixed-budget stages, once per stage",
 }
 
 

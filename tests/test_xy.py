@@ -71,8 +71,24 @@ def test_validation():
 
 def test_multinomial_on_support():
     # Counts sum to n, vanish off the support, have the multinomial mean (checked against the
-    # standard error), and a lane's draw does not depend on the other lanes (bucket size).
-    from jaxbandits.algorithms.fixed_confidence.xy import multinomial_on_support
+    # standard error), a lane's draw does not depend on the other lanes (bucket size), and they are
+    # the counts of the same conditional binomials drawn by jax.random.binomial's loops.
+    from jaxbandits.algorithms.fixed_confidence.xy import multinomial_on_support as draw_one
+
+    def multinomial_on_support(key, n, p):
+        counts, unfinished = draw_one(key, n, p)
+        assert unfinished.shape == ()
+        return counts
+
+    def reference(key, n, p):  # the support's conditional binomials, jax.random.binomial's loops
+        sup = np.flatnonzero(np.asarray(p) > 0)
+        out, rem, left = np.zeros(K), float(n), float(np.asarray(p)[sup].sum())
+        for c, i in enumerate(sup[:-1]):
+            ratio = min(max(float(p[i]) / left, 0.0), 1.0)
+            out[i] = float(jax.random.binomial(jax.random.fold_in(key, c), rem, ratio, dtype=p.dtype))
+            rem, left = rem - out[i], left - float(p[i])
+        out[sup[-1]] = rem
+        return out
 
     K = 40
     p = jnp.zeros(K).at[jnp.array([3, 17, 30])].set(jnp.array([0.5, 0.3, 0.2]))
@@ -87,6 +103,11 @@ def test_multinomial_on_support():
         keys[:2], 50.0, jnp.stack([p, wide]))          # lane 1 forces the full-size bucket
     np.testing.assert_array_equal(np.asarray(mixed[0]), c[0])
     np.testing.assert_array_equal(np.asarray(multinomial_on_support(keys[0], 50.0, p)), c[0])
+    for i in range(3):
+        np.testing.assert_array_equal(c[i], reference(keys[i], 50.0, p))
+    from jaxbandits import batching
+    with batching.policy(batching.solve_for("gpu", 400)):   # fixed-trip binomials: the same counts
+        np.testing.assert_array_equal(np.asarray(draw(keys[:50], 50.0, p)), c[:50])
 
 
 # ------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+from jaxbandits.batching import fixed_trip_while
 from jaxbandits.design.core import (DesignSolution, as_float, full_mask, initial_design, inverse_design,
                                     masked_argmax, masked_argmin, null_projector, quad_norms)
 
@@ -37,8 +38,13 @@ def _g_value(lam, X, mask, perp):
     return jax.lax.stop_gradient(f) + lagr - jax.lax.stop_gradient(lagr), g
 
 
-def _fw_loop(X, mask, lam0, perp, r, tol, max_iters, step_rule: str):
+def _fw_loop(X, mask, lam0, perp, r, tol, max_iters, step_rule: str, fixed_trips: bool = False):
     """Shared D-optimal Frank-Wolfe loop on lambda with rank-one updates of A^-1 and of g.
+
+    fixed_trips: run the outer loop (blocks of 32 iterations between refreshes) as a loop of
+    ceil(max_iters / 32) + 1 blocks, a trip count known at compile time (``max_iters`` must then
+    be static), the blocks after the stopping test holds leaving the design unchanged: the same
+    result as the data-dependent loop (:func:`jaxbandits.batching.fixed_trip_while`).
 
     step_rule: "exact" (Fedorov 1972 exact line search for log det, with Wolfe away / drop steps
     as in Todd & Yildirim 2007: linear convergence) or "wynn" (step 1/(n0 + k + 1): Wynn 1970,
@@ -102,7 +108,12 @@ def _fw_loop(X, mask, lam0, perp, r, tol, max_iters, step_rule: str):
                                                length=_REFRESH)
         return lam, k, done
 
-    lam, k, _ = jax.lax.while_loop(cond, body, (lam0, jnp.array(0, jnp.int32), jnp.array(False)))
+    init = (lam0, jnp.array(0, jnp.int32), jnp.array(False))
+    if fixed_trips:
+        # done is set at the latest by the iteration after k reaches max_iters
+        lam, k, _ = fixed_trip_while(cond, body, init, -(-int(max_iters) // _REFRESH) + 1)
+    else:
+        lam, k, _ = jax.lax.while_loop(cond, body, init)
     return lam, k
 
 
@@ -113,8 +124,9 @@ def _finish(lam, k, X, mask, perp, r, tol):
     return DesignSolution(allocation=lam, value=value, gap=gap, iterations=k, converged=gap <= tol * rr)
 
 
-@jax.jit
-def g_optimal(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int = 10_000) -> DesignSolution:
+@partial(jax.jit, static_argnames=("max_iters", "fixed_trips"))
+def g_optimal(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int = 10_000,
+              fixed_trips: bool = False) -> DesignSolution:
     """G-optimal design by D-optimal Frank-Wolfe (Fedorov-Wynn) with exact line search.
 
     Solves min_lambda max_{x active} ||x||^2_{A(lambda)^-1} (seed 002 Sec 6 / App C; seed 001
@@ -130,6 +142,9 @@ def g_optimal(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int 
       init: warm-start design [K] (default uniform on the active arms).
       tol: stop when value - r <= tol * r (relative gap).
       max_iters: iteration cap (static).
+      fixed_trips: run with a trip count known at compile time (no loop asks the host whether
+        to go on; the same result; ``max_iters`` must be a Python int): every block of the cap is
+        paid for, so this suits solves that run rarely, under :func:`jaxbandits.batching.solve_where`.
     Returns:
       DesignSolution; value = max_x ||x||^2_{A^-1} (-> r = dim span of the active arms, d when
       they span R^d); gap = value - r is exact.  The value's gradient w.r.t. X is the envelope
@@ -142,7 +157,7 @@ def g_optimal(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int 
     rr = r.astype(X.dtype)
     Xs = jax.lax.stop_gradient(X)
     lam0 = initial_design(mask, init, X.dtype)
-    lam, k = _fw_loop(Xs, mask, lam0, perp, rr, tol, max_iters, "exact")
+    lam, k = _fw_loop(Xs, mask, lam0, perp, rr, tol, max_iters, "exact", fixed_trips)
     return _finish(lam, k, X, mask, perp, r, tol)
 
 

@@ -31,12 +31,14 @@ direction's partial gradient.
 """
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
+from jaxbandits.batching import fixed_trip_while
 from jaxbandits.design.core import (DesignSolution, as_float, design_matrix, full_mask, initial_design,
                                     inverse_design, masked_argmax, masked_argmin, null_projector, pair_table, quad_norms)
 from jaxbandits.stats import kl_bernoulli
@@ -403,9 +405,23 @@ def paper_fw_running(state: PaperFW, max_iters) -> jax.Array:
     return (state.k < max_iters) & (state.rel >= 0.01)
 
 
-def _paper_iterate(X, mask, perp, dirs, state: PaperFW, max_iters) -> PaperFW:
-    return jax.lax.while_loop(lambda st: paper_fw_running(st, max_iters),
-                              lambda st: _paper_body(X, mask, perp, dirs, st), state)
+def paper_fw_trip_bound(num_arms: int) -> int:
+    """Iterations after which App F's Frank-Wolfe has surely stopped, whatever the data: the
+    relative change of iteration k is ||gamma (e_j - lambda)|| / ||lambda|| <= gamma sqrt(2) /
+    (1 / sqrt(K)) with gamma = 2 / (k + 3), below App F's 1 % once k + 3 > 200 sqrt(2 K)."""
+    return int(math.ceil(200.0 * math.sqrt(2.0 * num_arms)))
+
+
+def _paper_iterate(X, mask, perp, dirs, state: PaperFW, max_iters, trips: int | None = None) -> PaperFW:
+    """App F's iterations while :func:`paper_fw_running`; with ``trips`` (a Python int at least
+    the iterations the run can still make) as a loop of exactly that many iterations, the ones
+    after the stop leaving the state unchanged: the same iterate, with no loop whose trip count
+    depends on data (:func:`jaxbandits.batching.fixed_trip_while`)."""
+    cond = lambda st: paper_fw_running(st, max_iters)  # noqa: E731
+    body = lambda st: _paper_body(X, mask, perp, dirs, st)  # noqa: E731
+    if trips is not None:
+        return fixed_trip_while(cond, body, state, int(trips))
+    return jax.lax.while_loop(cond, body, state)
 
 
 def _paper_finish(X, perp, lam):
@@ -445,10 +461,12 @@ def xy_paper_start(X, Z, *, item_mask=None, arm_mask=None, init=None) -> PaperFW
     return PaperFW(initial_design(mask, init, X.dtype), jnp.array(0, jnp.int32), jnp.asarray(jnp.inf, X.dtype))
 
 
-def xy_paper_iterate(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None, max_iters=5_000) -> PaperFW:
-    """Continue App F's Frank-Wolfe from ``state`` while :func:`paper_fw_running`."""
+def xy_paper_iterate(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None, max_iters=5_000,
+                     trips: int | None = None) -> PaperFW:
+    """Continue App F's Frank-Wolfe from ``state`` while :func:`paper_fw_running`; ``trips``: a
+    loop of that many iterations known at compile time instead (:func:`_paper_iterate`)."""
     X, mask, perp, dirs = _xy_setup(X, Z, item_mask, arm_mask)
-    return _paper_iterate(X, mask, perp, dirs, state, max_iters)
+    return _paper_iterate(X, mask, perp, dirs, state, max_iters, trips)
 
 
 def xy_paper_value(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None):

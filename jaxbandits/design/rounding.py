@@ -8,11 +8,12 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
+from jaxbandits.batching import fixed_trip_while
 from jaxbandits.design.core import as_float, full_mask
 
 
-@jax.jit
-def round_design(allocation, n, *, arm_mask=None) -> jax.Array:
+@partial(jax.jit, static_argnames=("fixed_trips",))
+def round_design(allocation, n, *, arm_mask=None, fixed_trips: bool = False) -> jax.Array:
     """Efficient apportionment of n pulls to a design lambda (seed 001 App B, Pukelsheim Ch. 12).
 
     1. On the support (lambda > 0, on ``arm_mask``) of size p: N_i = ceil((n - p/2) lambda_i).
@@ -22,7 +23,9 @@ def round_design(allocation, n, *, arm_mask=None) -> jax.Array:
     (for n >= p; smaller n can leave support arms at 0).  Guarantee (Pukelsheim Lemma 12.8, seed
     001 Prop 2): the efficiency min_i (N_i / n) / lambda_i >= 1 - p / n, hence for every direction
     set Y, max_y ||y||^2_{(sum N_i x_i x_i^T)^-1} <= rho(Y) / (n (1 - p/n)) <= (1 + 2p/n) rho(Y) / n
-    when n >= 2p.
+    when n >= 2p.  ``fixed_trips``: step 2 as a loop of K // 2 + 2 iterations known at compile
+    time (the discrepancy bound below), those after the sum is n leaving the counts unchanged:
+    the same counts, with no loop whose trip count depends on data.
     """
     lam = as_float(allocation)
     K = lam.shape[0]
@@ -51,6 +54,8 @@ def round_design(allocation, n, *, arm_mask=None) -> jax.Array:
 
     # The discrepancy after step 1 is at most p/2 + 1 in absolute value (each ceil adds < 1 and
     # p/2 was removed), so the loop is bounded by about K iterations.
+    if fixed_trips:
+        return fixed_trip_while(lambda c: jnp.sum(c) != n, body, counts, K // 2 + 2)
     return jax.lax.while_loop(lambda c: jnp.sum(c) != n, body, counts)
 
 

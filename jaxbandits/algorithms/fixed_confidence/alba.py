@@ -45,19 +45,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxbandits.batching import current_policy, solve_where
 from jaxbandits.design.gopt import g_optimal
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.algorithms.common import check_sigma, require_linear_rewards
 from jaxbandits.algorithms.fixed_confidence.elimination import single_answer
 from jaxbandits.design.core import inverse_design, null_projector
-from jaxbandits.environment import pull_counts
+from jaxbandits.environment import multinomial, pull_counts
 from jaxbandits.instances.base import Instance
 
 
 class ALBAState(NamedTuple):
     """active: [K] bool; round: r; iteration: s (within the round); round_active: n_r;
-    pulls: [K]; samples: total pulls; theta_hat: [d] last estimate."""
+    pulls: [K]; samples: total pulls; theta_hat: [d] last estimate; unfinished_draws: binomial
+    draws that did not finish within their fixed number of tries
+    (:func:`jaxbandits.environment.multinomial`; 0 but with negligible probability); design: [K]
+    the G-optimal design of the active set (after the cutoff), solved when the set changes."""
 
     active: jax.Array
     round: jax.Array
@@ -66,6 +70,8 @@ class ALBAState(NamedTuple):
     pulls: jax.Array
     samples: jax.Array
     theta_hat: jax.Array
+    unfinished_draws: jax.Array
+    design: jax.Array
 
 
 def span_mask(X: jax.Array, active: jax.Array, rtol: float = 1e-9) -> jax.Array:
@@ -123,7 +129,24 @@ class ALBA(Algorithm):
                                   jnp.asarray(instance.true_num_arms(), jnp.int32), d)
         return ALBAState(active=active, round=r, iteration=s, round_active=n_r,
                          pulls=jnp.zeros((K,), dt), samples=jnp.zeros((), dt),
-                         theta_hat=jnp.zeros((d,), dt))
+                         theta_hat=jnp.zeros((d,), dt), unfinished_draws=jnp.zeros((), jnp.int32),
+                         design=self._design(instance.arms, active, instance.arm_mask))
+
+    def _design(self, X, active, arm_mask):
+        """The G-optimal design on the active arms and the arms in their span, weights below the
+        cutoff moved to the largest one (released code).  It depends on the active set alone, so
+        a step solves it only when that set changes (under
+        :func:`jaxbandits.batching.solve_where`); under an accelerator policy with a trip count
+        known at compile time (``g_optimal(fixed_trips=True)``, the same design)."""
+        smask = span_mask(X, active)
+        if arm_mask is not None:
+            smask = smask & arm_mask
+        lam = g_optimal(X, arm_mask=smask, tol=self.design_tol, max_iters=int(self.design_iters),
+                        fixed_trips=current_policy().batched).allocation
+        small = lam < self.design_cutoff
+        dropped = jnp.sum(jnp.where(small, lam, 0.0))
+        lam = jnp.where(small, 0.0, lam)
+        return lam.at[jnp.argmax(lam)].add(dropped)
 
     def sample_size(self, r, s, n_r, d, L, sigma=1.0):
         """(N_s, l_s, e_s) of iteration s of round r (sigma: noise scale, module docstring)."""
@@ -147,19 +170,12 @@ class ALBA(Algorithm):
         sigma = noise_scale(self.sigma, instance)
         n, l_s, e_s = self.sample_size(state.round, state.iteration, state.round_active, d, L, sigma)
 
-        # G-optimal design on the active arms and the arms in their span.
-        smask = span_mask(X, state.active)
-        if instance.arm_mask is not None:
-            smask = smask & instance.arm_mask
-        lam = g_optimal(X, arm_mask=smask, tol=self.design_tol,
-                               max_iters=self.design_iters).allocation
-        small = lam < self.design_cutoff
-        dropped = jnp.sum(jnp.where(small, lam, 0.0))
-        lam = jnp.where(small, 0.0, lam)
-        lam = lam.at[jnp.argmax(lam)].add(dropped)
+        # G-optimal design on the active arms and the arms in their span (solved when the active
+        # set last changed).
+        lam = state.design
 
         k_alloc, k_pull = jax.random.split(key)
-        counts = jax.random.multinomial(k_alloc, n, lam, dtype=X.dtype)
+        counts, unfinished = multinomial(k_alloc, n, lam, dtype=X.dtype)
         sums = pull_counts(k_pull, instance, counts)
         b = X.T @ sums
         perp, _ = null_projector(X, state.active)
@@ -189,9 +205,13 @@ class ALBA(Algorithm):
         active = state.active & ~removed
 
         r, s, n_r = self._advance(active, state.round, state.iteration + 1, state.round_active, d)
+        design = solve_where(jnp.any(removed) & (jnp.sum(active) > 1),
+                             lambda X_, a_, m_: self._design(X_, a_, m_),
+                             (X, active, instance.arm_mask), lam)
         return ALBAState(active=active, round=r, iteration=s, round_active=n_r,
                          pulls=state.pulls + counts, samples=state.samples + jnp.sum(counts),
-                         theta_hat=theta)
+                         theta_hat=theta, unfinished_draws=state.unfinished_draws + unfinished,
+                         design=design)
 
     def done(self, state: ALBAState) -> jax.Array:
         return jnp.sum(state.active) <= 1

@@ -143,21 +143,30 @@ def _paper_bucket(X, Z, active, init, B, here, max_iters, arm_mask, out):
     seed 001 benchmark most rounds after the first have two active items and stop within ~12
     iterations, so the serial part is rare; a small buffer keeps the lanes' batched iterations
     cheap (``BATCHED_FW_MAX_ITEMS``).  Only the design and its value are computed (RAGE reads no
-    certificate; :func:`jaxbandits.design.minimax.xy_paper_value`).
+    certificate; :func:`jaxbandits.design.minimax.xy_paper_value`).  Under an accelerator policy
+    (:func:`jaxbandits.batching.current_policy`) both parts are loops of a trip count known at
+    compile time: ``BATCHED_FW_ITERS`` iterations, then the continuation to the iteration by which
+    the run has surely stopped (:func:`jaxbandits.design.minimax.paper_fw_trip_bound`), the
+    iterations after the stop leaving the design unchanged: the same designs.
     """
-    from jaxbandits.batching import solve_where
+    from jaxbandits.batching import current_policy, solve_where
     from jaxbandits.design import minimax
+
+    fixed = current_policy().batched
+    first = min(int(max_iters), BATCHED_FW_ITERS)
+    rest = min(int(max_iters), minimax.paper_fw_trip_bound(X.shape[0])) - first
 
     idx = jnp.nonzero(active, size=B, fill_value=0)[0]
     Zb = Z[idx]
     im = jnp.arange(B) < jnp.sum(active)
     st = minimax.xy_paper_start(X, Zb, item_mask=im, arm_mask=arm_mask, init=init)
     st = st._replace(rel=jnp.where(here, st.rel, 0.0))     # no solve in this bucket: stopped
-    st = minimax.xy_paper_iterate(X, Zb, st, item_mask=im, arm_mask=arm_mask,
-                                  max_iters=jnp.minimum(max_iters, BATCHED_FW_ITERS))
+    st = minimax.xy_paper_iterate(X, Zb, st, item_mask=im, arm_mask=arm_mask, max_iters=first,
+                                  trips=first if fixed else None)
 
     def more(X, Zb, im, arm_mask, st):
-        return minimax.xy_paper_iterate(X, Zb, st, item_mask=im, arm_mask=arm_mask, max_iters=max_iters)
+        return minimax.xy_paper_iterate(X, Zb, st, item_mask=im, arm_mask=arm_mask, max_iters=max_iters,
+                                        trips=max(rest, 1) if fixed else None)
 
     st = solve_where(here & minimax.paper_fw_running(st, max_iters), more, (X, Zb, im, arm_mask, st), st)
     lam, rho = minimax.xy_paper_value(X, Zb, st, item_mask=im, arm_mask=arm_mask)

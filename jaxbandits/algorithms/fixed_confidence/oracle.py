@@ -40,7 +40,7 @@ from jaxbandits.algorithms.common import noise_scale, safe_cholesky
 from jaxbandits.algorithms.fixed_confidence.elimination import gram_from_counts
 from jaxbandits.batching import solve_where
 from jaxbandits.algorithms.fixed_confidence.xy import XYOracle, XYPhasedState, certified_best, spans
-from jaxbandits.environment import pull_counts
+from jaxbandits.environment import multinomial, pull_counts
 from jaxbandits.instances.base import Instance
 
 CHECKS = ("empirical", "true_best")
@@ -64,24 +64,27 @@ class Oracle(XYOracle):
     check: str = "empirical"
     max_support: int = 128
 
-    def round_counts(self, key: jax.Array, lam: jax.Array, n: jax.Array) -> jax.Array:
-        """Multinomial(n, lam) counts, drawn exactly in O(S) instead of O(K): the ``max_support``
-        largest weights plus one "rest" category; the (rare) lanes with a positive rest count
-        draw it over the remaining arms through :func:`solve_where`, so others never pay O(K)."""
+    def round_counts(self, key: jax.Array, lam: jax.Array, n: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(Multinomial(n, lam) counts, unfinished binomial draws), drawn exactly in O(S) instead
+        of O(K): the ``max_support`` largest weights plus one "rest" category; the (rare) lanes
+        with a positive rest count draw it over the remaining arms through :func:`solve_where`,
+        so others never pay O(K).  Binomials by :func:`jaxbandits.environment.multinomial`
+        (``jax.random.multinomial``'s values, with fixed trip counts)."""
         if self.sampling != "multinomial" or lam.shape[0] <= self.max_support:
             return super().round_counts(key, lam, n)
         k1, k2 = jax.random.split(key)
         top, idx = jax.lax.top_k(lam, self.max_support)
         rest = jnp.clip(1.0 - jnp.sum(top), 0.0, 1.0)
-        c = jax.random.multinomial(k1, n, jnp.append(top, rest), dtype=lam.dtype)
+        c, bad = multinomial(k1, n, jnp.append(top, rest), dtype=lam.dtype)
         counts = jnp.zeros_like(lam).at[idx].add(c[:-1])
         others = lam.at[idx].set(0.0)
 
         def spread(k, m, w):
-            return jax.random.multinomial(k, m, w / jnp.maximum(jnp.sum(w), 1e-300), dtype=w.dtype)
+            return multinomial(k, m, w / jnp.maximum(jnp.sum(w), 1e-300), dtype=w.dtype)
 
-        extra = solve_where(c[-1] > 0, spread, (k2, c[-1], others), jnp.zeros_like(lam))
-        return counts + extra
+        extra, bad_extra = solve_where(c[-1] > 0, spread, (k2, c[-1], others),
+                                       (jnp.zeros_like(lam), jnp.zeros((), jnp.int32)))
+        return counts + extra, bad + bad_extra
 
     @classmethod
     def released_code(cls, **kw) -> "Oracle":
@@ -95,7 +98,7 @@ class Oracle(XYOracle):
         k_alloc, k_pull = jax.random.split(key)
         idx = 1 + self.index_stride * (state.phase - 1)
         n = jnp.ceil(self.gamma ** idx.astype(X.dtype))
-        counts = self.round_counts(k_alloc, state.design, n)
+        counts, unfinished = self.round_counts(k_alloc, state.design, n)
         sums = state.sums + pull_counts(k_pull, instance, counts)
         pulls = state.pulls + counts
         L = safe_cholesky(gram_from_counts(X, pulls))
@@ -116,7 +119,8 @@ class Oracle(XYOracle):
             holds, best = certified_best(Z, theta, L, log_term, sigma, instance.item_mask)
         return state._replace(phase=state.phase + 1, pulls=pulls, sums=sums,
                               samples=state.samples + jnp.sum(counts),
-                              stopped=holds & spans(X, pulls), best=best.astype(jnp.int32))
+                              stopped=holds & spans(X, pulls), best=best.astype(jnp.int32),
+                              unfinished_draws=state.unfinished_draws + unfinished)
 
     @property
     def correct_by_construction(self) -> bool:

@@ -39,6 +39,7 @@ import jax.numpy as jnp
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.batching import current_policy
 
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky  # noqa: F401 (re-exported)
 from jaxbandits.algorithms.fixed_confidence.elimination import (  # noqa: F401 (re-exported)
@@ -175,7 +176,7 @@ class RAGE(Algorithm):
         n, log_term = rage_phase_size(rho, state.phase, self.delta, instance.true_num_items(), support,
                                       self.rounding_eps, self.log_factor,
                                       noise_scale(self.sigma, instance))
-        counts = design.round_design(lam, n)
+        counts = design.round_design(lam, n, fixed_trips=current_policy().batched)
         return lam, rho, n, counts, log_term
 
     def step(self, key: jax.Array, state: RAGEState, instance: Instance) -> RAGEState:

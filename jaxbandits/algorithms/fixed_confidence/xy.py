@@ -66,12 +66,12 @@ import jax.numpy as jnp
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.batching import in_smallest_bucket
+from jaxbandits.batching import current_policy, in_smallest_bucket
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
 from jaxbandits.algorithms.fixed_confidence.elimination import (eliminate, gram_from_counts, instance_cache, item_buckets,
                                                                 map_instances, single_answer, threshold_design,
                                                                 whiten_items, with_cache)
-from jaxbandits.environment import pull_counts
+from jaxbandits.environment import binomial, pull_counts
 from jaxbandits.instances.base import Instance
 
 
@@ -85,7 +85,9 @@ class XYPhasedState(NamedTuple):
     per-arm counts and reward sums of every round so far; samples: total pulls; stopped: the
     stopping condition held; best: [] index of the item returned (the empirical best);
     design_value, design_gap: the design's value max_y ||y||^2_{A(lambda)^-1} (before the 1e-5
-    cutoff) and its certified duality gap (value - a lower bound on the optimum).
+    cutoff) and its certified duality gap (value - a lower bound on the optimum);
+    unfinished_draws: binomial draws of the rounds that did not finish within their fixed number
+    of tries (:func:`jaxbandits.environment.binomial`; 0 but with negligible probability).
     """
 
     design: jax.Array
@@ -97,6 +99,7 @@ class XYPhasedState(NamedTuple):
     best: jax.Array
     design_value: jax.Array
     design_gap: jax.Array
+    unfinished_draws: jax.Array
 
 
 def spans(X: jax.Array, counts: jax.Array, rtol: float = 1e-9) -> jax.Array:
@@ -129,8 +132,9 @@ def certified_best(items: jax.Array, theta_hat: jax.Array, L: jax.Array, log_ter
     return jnp.all(ok), best
 
 
-def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> jax.Array:
-    """Multinomial(n, p) counts [K] (float), drawn on the support of p only.
+def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(counts [K] (float), unfinished): Multinomial(n, p) counts drawn on the support of p only,
+    and the number of its binomials that did not finish (:func:`jaxbandits.environment.binomial`).
 
     ``jax.random.multinomial`` draws one binomial per category in a sequential scan (K rejection
     samplers); a design has few arms in its support, so the categories with p > 0 are gathered
@@ -139,7 +143,9 @@ def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> jax.Ar
     p = 0 get 0, as they must).  Under ``vmap`` the buffer is the one holding every lane's support
     (``custom_vmap``), so the branch taken is a real one; the draw itself does not depend on the
     buffer size (key of the c-th support category: fold_in(key, c)), so results stay independent
-    of batching.
+    of batching.  The support loop has a trip count fixed at compile time (the buffer's B - 1
+    categories, those past the support skipped), and so do the binomials under an accelerator
+    policy (:func:`jaxbandits.environment.binomial`), with the values of the data-dependent loops.
     """
     K = p.shape[0]
     buckets = item_buckets(K)
@@ -153,18 +159,21 @@ def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> jax.Ar
             rest = jnp.cumsum(pc[::-1])[::-1]
             ratios = jnp.clip(pc / jnp.where(rest > 0, rest, 1.0), 0.0, 1.0)
 
-            # only the support's categories are drawn (a loop of support - 1 binomials, not B: past
-            # the support every count is 0), and the last one takes the remainder (its ratio is 1)
+            # only the support's categories are drawn (support - 1 binomials, not B: past the
+            # support every count is 0), and the last one takes the remainder (its ratio is 1)
             last = jnp.sum(idx < K) - 1
 
             def one(c, carry):
-                rem, counts = carry
-                cnt = jax.random.binomial(jax.random.fold_in(key, c), rem, ratios[c], dtype=p.dtype)
-                return rem - cnt, counts.at[c].set(cnt)
+                rem, counts, bad = carry
+                cnt, ok = binomial(jax.random.fold_in(key, c), rem, ratios[c], dtype=p.dtype)
+                use = c < last
+                cnt = jnp.where(use, cnt, 0.0)
+                return rem - cnt, counts.at[c].set(cnt), bad + (use & ~ok).astype(jnp.int32)
 
-            rem, counts = jax.lax.fori_loop(0, jnp.maximum(last, 0), one, (n, jnp.zeros((B,), p.dtype)))
+            rem, counts, bad = jax.lax.fori_loop(0, max(B - 1, 0), one,
+                                                 (n, jnp.zeros((B,), p.dtype), jnp.zeros((), jnp.int32)))
             counts = counts.at[jnp.maximum(last, 0)].set(jnp.where(last >= 0, rem, 0.0))
-            return jnp.zeros_like(p).at[idx].set(counts, mode="drop")
+            return jnp.zeros_like(p).at[idx].set(counts, mode="drop"), bad
         return f
 
     return in_smallest_bucket(jnp.sum(p > 0), buckets, branch, key, jnp.asarray(n, p.dtype), p)
@@ -266,7 +275,8 @@ class XYStatic(Algorithm):
         return XYPhasedState(design=lam, phase=jnp.asarray(1, jnp.int32), pulls=jnp.zeros((K,), dt),
                              sums=jnp.zeros((K,), dt), samples=jnp.zeros((), dt),
                              stopped=jnp.asarray(False), best=jnp.asarray(0, jnp.int32),
-                             design_value=jnp.asarray(value, dt), design_gap=jnp.asarray(gap, dt))
+                             design_value=jnp.asarray(value, dt), design_gap=jnp.asarray(gap, dt),
+                             unfinished_draws=jnp.zeros((), jnp.int32))
 
     def design_report(self, instances: Instance) -> dict:
         """Per instance of a batch: the design's value, certified gap, relative gap and support
@@ -281,17 +291,19 @@ class XYStatic(Algorithm):
         return dict(design_value=value, design_gap=gap, design_rel_gap=gap / value,
                     design_support=np.asarray(jnp.sum(lam > 0, axis=-1)))
 
-    def round_counts(self, key: jax.Array, lam: jax.Array, n: jax.Array) -> jax.Array:
+    def round_counts(self, key: jax.Array, lam: jax.Array, n: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(counts [K], unfinished binomial draws) of a round of ``n`` pulls."""
         if self.sampling == "multinomial":
             return multinomial_on_support(key, n, lam)
-        return design.round_design(lam, n).astype(lam.dtype)
+        return (design.round_design(lam, n, fixed_trips=current_policy().batched).astype(lam.dtype),
+                jnp.zeros((), jnp.int32))
 
     def step(self, key: jax.Array, state: XYPhasedState, instance: Instance) -> XYPhasedState:
         X, Z = instance.arms, instance.items
         k_alloc, k_pull = jax.random.split(key)
         t = state.phase.astype(X.dtype)
         n = jnp.ceil(self.gamma**t)
-        counts = self.round_counts(k_alloc, state.design, n)
+        counts, unfinished = self.round_counts(k_alloc, state.design, n)
         sums = state.sums + pull_counts(k_pull, instance, counts)
         pulls = state.pulls + counts
         L = safe_cholesky(gram_from_counts(X, pulls))
@@ -300,7 +312,8 @@ class XYStatic(Algorithm):
                                      noise_scale(self.sigma, instance), instance.item_mask)
         return state._replace(phase=state.phase + 1, pulls=pulls, sums=sums,
                               samples=state.samples + jnp.sum(counts),
-                              stopped=holds & spans(X, pulls), best=best.astype(jnp.int32))
+                              stopped=holds & spans(X, pulls), best=best.astype(jnp.int32),
+                              unfinished_draws=state.unfinished_draws + unfinished)
 
     def done(self, state: XYPhasedState) -> jax.Array:
         return state.stopped

@@ -1,0 +1,60 @@
+"""Solvers with a trip count known at compile time give the results of their data-dependent loops.
+
+Under an accelerator policy ALBA's G-optimal design, RAGE's App F Frank-Wolfe and the efficient
+rounding run as loops of a fixed number of iterations (the iterations after the stopping test
+holds leave the iterate unchanged); the trip counts are bounds the data-dependent loops never
+exceed, so the results are the same, bit for bit.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbandits.design import minimax
+from jaxbandits.design.gopt import g_optimal
+from jaxbandits.design.rounding import round_design
+
+jax.config.update("jax_enable_x64", True)
+
+
+def test_g_optimal_fixed_trips_is_the_while_loop_result():
+    rng = np.random.default_rng(0)
+    for K, d, it in ((6, 3, 2000), (20, 4, 50), (9, 2, 2000)):   # 50: the cap binds
+        X = jnp.asarray(rng.normal(size=(K, d)))
+        mask = jnp.asarray(rng.random(K) < 0.8).at[:d].set(True)
+        a = g_optimal(X, arm_mask=mask, tol=1e-6, max_iters=it)
+        b = g_optimal(X, arm_mask=mask, tol=1e-6, max_iters=it, fixed_trips=True)
+        np.testing.assert_array_equal(np.asarray(a.allocation), np.asarray(b.allocation))
+        assert int(a.iterations) == int(b.iterations) and float(a.gap) == float(b.gap)
+    assert "while" not in str(jax.make_jaxpr(lambda X: g_optimal(X, max_iters=100, fixed_trips=True))(X))
+
+
+def test_round_design_fixed_trips_is_the_while_loop_result():
+    rng = np.random.default_rng(1)
+    f = jax.jit(jax.vmap(lambda lam, n: round_design(lam, n)))
+    g = jax.jit(jax.vmap(lambda lam, n: round_design(lam, n, fixed_trips=True)))
+    K = 12
+    lam = rng.dirichlet(np.full(K, 0.3), size=400) * (rng.random((400, K)) < 0.7)
+    lam[:, 0] += 1e-3
+    lam = jnp.asarray(lam / lam.sum(1, keepdims=True))
+    n = jnp.asarray(rng.integers(1, 200, size=400))
+    a, b = f(lam, n), g(lam, n)
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    counts0 = jnp.ceil((n[:, None] - 0.5 * jnp.sum(lam > 0, 1, keepdims=True)) * lam)
+    assert int(jnp.max(jnp.abs(jnp.maximum(counts0, 0).sum(1) - n))) >= 3   # corrections were needed
+
+
+def test_paper_frank_wolfe_stops_within_its_trip_bound_and_fixed_trips_agree():
+    rng = np.random.default_rng(2)
+    for K, M, d in ((4, 8, 3), (12, 30, 3), (30, 6, 5)):
+        X = jnp.asarray(rng.normal(size=(K, d)))
+        Z = jnp.asarray(rng.normal(size=(M, d)))
+        st = minimax.xy_paper_start(X, Z)
+        bound = minimax.paper_fw_trip_bound(K)
+        a = jax.jit(lambda s: minimax.xy_paper_iterate(X, Z, s, max_iters=5000))(st)
+        b = jax.jit(lambda s: minimax.xy_paper_iterate(X, Z, s, max_iters=5000, trips=min(5000, bound)))(st)
+        assert 1 < int(a.k) < min(5000, bound) and int(a.k) == int(b.k)
+        # the same iterations (XLA may fuse the two programs' arithmetic differently: last bits)
+        np.testing.assert_allclose(np.asarray(a.lam), np.asarray(b.lam), rtol=1e-13, atol=1e-16)
+        # fewer trips than the run needs give another iterate: the comparison can fail
+        c = minimax.xy_paper_iterate(X, Z, st, max_iters=5000, trips=int(a.k) - 1)
+        assert int(c.k) == int(a.k) - 1
