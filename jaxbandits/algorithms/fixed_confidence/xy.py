@@ -65,12 +65,11 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits import design
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.batching import in_smallest_bucket
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, map_instances, with_cache
+from jaxbandits.batching import in_smallest_bucket, item_buckets
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
-from jaxbandits.algorithms.fixed_confidence.elimination import (eliminate, gram_from_counts, instance_cache, item_buckets,
-                                                                map_instances, single_answer, threshold_design,
-                                                                whiten_items, with_cache)
+from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
+                                              whiten_items)
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
 
