@@ -1,4 +1,6 @@
-"""Pieces shared by the linear algorithms: least-squares statistics, GLR statistic, thresholds.
+"""Pieces shared by the linear algorithms: least-squares statistics, GLR statistic, thresholds, the
+closed-form small-d linear algebra of the per-pull algorithms, the random spanning set of forced
+exploration, and top-m selection.
 
 Numerics (docs/design.md, section 9): the design matrix A_t = sum_s x_s x_s^T (+ lambda I) is kept as exact
 sufficient statistics (per-arm counts and reward sums, from which A_t and b_t are rebuilt, or

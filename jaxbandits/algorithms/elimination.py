@@ -1,12 +1,14 @@
 """Elimination pieces shared by the fixed-confidence family (RAGE, the XY family, ALBA, the Oracle).
 
-* :class:`CachedInstance`, :func:`with_cache`, :func:`instance_cache`, :func:`map_instances`: the
-  per-instance caches (item differences, whitening) computed once per run in ``prepare``;
-* :func:`compacted_xy_design`, :func:`item_buckets`, :func:`threshold_design`: the XY design over the
-  active items, compacted into a few bucket sizes so that shrinking active sets reuse programs;
+* :func:`compacted_xy_design`, :func:`threshold_design`: the XY design over the active items,
+  compacted into the buffer sizes of :func:`jaxbandits.batching.item_buckets` so that shrinking
+  active sets reuse programs;
 * :func:`gram_from_counts`, :func:`whiten_items`, :func:`pairwise_gaps_and_widths`,
   :func:`eliminate`, :func:`eliminate_all_pairs`, :func:`single_answer`: the discard rule of
   seed 001 Algorithm 1, step 6 (and Soare et al. 2014's for XY-adaptive), blocked over pairs.
+
+The per-instance caches that ``prepare`` computes once per run (:func:`~jaxbandits.algorithms.base.with_cache`,
+:func:`~jaxbandits.algorithms.base.map_instances`) are part of the contract, in :mod:`jaxbandits.algorithms.base`.
 """
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> jax.Ar
 
     ``jax.random.multinomial`` draws one binomial per category in a sequential scan (K rejection
     samplers); a design has few arms in its support, so the categories with p > 0 are gathered
-    (in order) into the smallest buffer of :func:`jaxbandits.algorithms.fixed_confidence.rage.item_buckets` that
+    (in order) into the smallest buffer of :func:`jaxbandits.batching.item_buckets` that
     holds them, the conditional binomials are drawn there and scattered back (categories with
     p = 0 get 0, as they must).  Under ``vmap`` the buffer is the one holding every lane's support
     (``custom_vmap``), so the branch taken is a real one; the draw itself does not depend on the
