@@ -39,7 +39,7 @@ ALLOWED = {
     "rounding.py:round_design":
         "efficient rounding (Pukelsheim 2006, ch. 12): at most about half the support's size "
         "corrections, once per phase; a fixed K-pass loop would cost more at K = 1000",
-    "gse.py:round_allocation":
+    "stages.py:round_allocation":
         "the same efficient rounding for the fixed-budget stages, once per stage",
     "xy.py:multinomial_on_support":
         "XY-static / XY-oracle / Oracle pulls: conditional binomials over the design's support "
