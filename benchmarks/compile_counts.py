@@ -62,7 +62,7 @@ def sweep_child() -> None:
 
     from jaxbandits import compilation_cache, engine
     from jaxbandits.algorithms import UniformGLR, XYStatic
-    from jaxbandits.algorithms.top_m.gifa import LinGapE
+    from jaxbandits.algorithms.fixed_confidence.lingape import LinGapE
     from jaxbandits.instances import seeds
 
     compilation_cache.enable(min_compile_seconds=0.0)  # every program persisted: warm = no XLA compile

@@ -68,7 +68,7 @@ def main(argv=None):
     import time
 
     from jaxbandits.algorithms.fixed_confidence.alba import ALBA
-    from jaxbandits.algorithms.top_m.gifa import LinGapE
+    from jaxbandits.algorithms.fixed_confidence.lingape import LinGapE
     from jaxbandits.instances.base import as_batch
     from jaxbandits.algorithms.fixed_confidence.rage import RAGE
     from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYOracle, XYStatic

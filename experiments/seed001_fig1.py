@@ -84,7 +84,7 @@ def algorithms(names, delta=DELTA):
             out[n] = XYOracle(delta=delta, gamma=1.1, sampling="round")
         elif n == "LinGapE":
             try:
-                from jaxbandits.algorithms.top_m.gifa import LinGapE
+                from jaxbandits.algorithms.fixed_confidence.lingape import LinGapE
             except ImportError:
                 continue
             out[n] = LinGapE(delta=delta, selection="optimized")

@@ -44,7 +44,9 @@ def roster(names, budget: int, num_arms: int, dim: int, *, lingape_deltas=None, 
     from jaxbandits.algorithms.fixed_budget.gse import GSE
     from jaxbandits.algorithms.fixed_budget.od_linbai import ODLinBAI
     from jaxbandits.algorithms.fixed_budget.peace import Peace
-    from jaxbandits.algorithms.fixed_budget.regret import LINGAPE_DELTA_GRID, UCBGLM, LinUCB, lingape_budgeted, ucbglm_released
+    from jaxbandits.algorithms.fixed_budget.budget_capped import LINGAPE_DELTA_GRID, lingape_budgeted
+    from jaxbandits.algorithms.fixed_budget.linucb import LinUCB
+    from jaxbandits.algorithms.fixed_budget.ucb_glm import UCBGLM, ucbglm_released
 
     B, K = int(budget), int(num_arms)
     out = []

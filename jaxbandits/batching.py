@@ -212,3 +212,12 @@ def in_smallest_bucket(count: jax.Array, buckets: tuple[int, ...], make: Callabl
         return out, jax.tree.map(lambda _: True, out)
 
     return run(count, *args)
+
+
+def item_buckets(M: int, smallest: int = 16, factor: int = 4) -> tuple[int, ...]:
+    """Sizes of the compacted item buffers: smallest, smallest*factor, ..., M."""
+    out, b = [], smallest
+    while b < M:
+        out.append(b)
+        b *= factor
+    return tuple(out) + (M,)

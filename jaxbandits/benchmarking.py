@@ -183,6 +183,7 @@ def _fc_baselines():
     from jaxbandits.algorithms import (FWS, RAGE, Eliminate, LazyTrackAndStop, LinGame, TopTwo, UniformGLR,
                                        XYAdaptive, XYStatic)
     from jaxbandits.algorithms.top_m import gifa
+    from jaxbandits.algorithms.fixed_confidence.lingape import LinGapE
 
     return {
         "LT&S": lambda delta, **_: LazyTrackAndStop(delta=delta),
@@ -195,7 +196,7 @@ def _fc_baselines():
                                                                         at_sampling=True),
         "XY-static": lambda delta, **_: XYStatic(delta=delta),
         "XY-adaptive": lambda delta, **_: XYAdaptive(delta=delta),
-        "LinGapE": lambda delta, **_: gifa.LinGapE(delta),
+        "LinGapE": lambda delta, **_: LinGapE(delta),
     }
 
 

@@ -180,6 +180,7 @@ def cases() -> list[Case]:
                                        UniformGLR, XYAdaptive,
                                        XYOracle, XYStatic)
     from jaxbandits.algorithms.top_m import gifa
+    from jaxbandits.algorithms.fixed_confidence.lingape import LinGapE
 
     H, C = "hard_top1", "classic_topm"
     per_pull = 2_000_000
@@ -216,7 +217,7 @@ def cases() -> list[Case]:
              max_steps=per_pull, note="Tirinzoni & Degenne 2022 wrapper, Top Two's own threshold"),
         Case("LinGame + elimination at sampling", H, lambda d: Eliminate(LinGame(delta=d), at_sampling=True),
              max_steps=per_pull, note="LinGame's own heuristic threshold for stopping and elimination"),
-        Case("LinGapE (greedy)", H, lambda d: gifa.LinGapE(d), max_steps=per_pull,
+        Case("LinGapE (greedy)", H, lambda d: LinGapE(d), max_steps=per_pull,
              note="Xu et al.: lambda = 1, determinant threshold"),
         Case("m-LinGapE (greedy)", H, lambda d: gifa.MLinGapE(1, d, selection="greedy", reg=REG), max_steps=per_pull),
         Case("LinGIFA (greedy)", H, lambda d: gifa.LinGIFA(1, d, selection="greedy", reg=REG), max_steps=per_pull),

@@ -117,8 +117,7 @@ def normal_where(key: jax.Array, where: jax.Array, dtype) -> jax.Array:
     buffer of 16, 64, 256, ... that holds them (under ``vmap`` the one holding every lane's) and
     drawn there by :func:`_normal_at`, bit for bit the values of the full draw.  Falls back to the
     full draw where that identity does not hold (:func:`_normal_at_exact`)."""
-    from jaxbandits.algorithms.fixed_confidence.elimination import item_buckets
-    from jaxbandits.batching import in_smallest_bucket
+    from jaxbandits.batching import in_smallest_bucket, item_buckets
 
     K = where.shape[0]
     if K <= 16 or not _normal_at_exact(jnp.dtype(dtype).name):

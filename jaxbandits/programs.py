@@ -36,7 +36,7 @@ from typing import Any, Callable, Hashable
 #: compilation (about 30 programs' worth of room is left above it)
 RELEASE_FRACTION = 0.5
 
-#: compiled per-instance ``prepare`` programs (``elimination.map_instances``), by (static
+#: compiled per-instance ``prepare`` programs (``algorithms.base.map_instances``), by (static
 #: configuration, method, shapes), and the seconds spent compiling them (the engine reports them
 #: as compile time)
 PREPARED: dict = {}

@@ -11,7 +11,7 @@ import pytest
 import jaxbandits  # noqa: F401
 from jaxbandits import engine
 from jaxbandits.algorithms import LinUCB, SphereBAI, UniformGLR, XYStatic
-from jaxbandits.algorithms.fixed_budget.regret import lingape_budgeted
+from jaxbandits.algorithms.fixed_budget.budget_capped import lingape_budgeted
 from jaxbandits.algorithms.fixed_confidence.sphere import sphere_instance
 from jaxbandits.algorithms.top_m.gifa import MLinGapE
 from jaxbandits.instances import seeds

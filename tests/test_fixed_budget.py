@@ -13,7 +13,9 @@ from jaxbandits.algorithms.fixed_budget.bayesgap import BayesGap, feature_map, k
 from jaxbandits.algorithms.fixed_budget.gse import GSE
 from jaxbandits.algorithms.fixed_budget.od_linbai import ODLinBAI, od_linbai_schedule
 from jaxbandits.algorithms.fixed_budget.peace import Peace, gaussian_width_objective, peace_allocation
-from jaxbandits.algorithms.fixed_budget.regret import LinUCB, UCBGLM, lingape_budgeted
+from jaxbandits.algorithms.fixed_budget.budget_capped import lingape_budgeted
+from jaxbandits.algorithms.fixed_budget.linucb import LinUCB
+from jaxbandits.algorithms.fixed_budget.ucb_glm import UCBGLM
 from jaxbandits.design.core import null_projector
 from jaxbandits.engine import programs_compiled, simulate
 from jaxbandits.instances import seeds
@@ -124,7 +126,7 @@ def _needs_prepare(alg):
 
 
 def test_budget_capped_forwards_prepare_and_correct_by_construction():
-    from jaxbandits.algorithms.fixed_budget.regret import BudgetCapped
+    from jaxbandits.algorithms.fixed_budget.budget_capped import BudgetCapped
     from jaxbandits.algorithms.fixed_confidence.oracle import Oracle
 
     inst = _easy(6, gap=2.0, noise=0.5)
@@ -349,7 +351,8 @@ def test_bayesgap_round_matches_numpy_reference(rule):
 
 
 def test_ucb_glm_squared_width_matches_reference():
-    from jaxbandits.algorithms.fixed_budget.regret import _ucb_pick, ucbglm_released
+    from jaxbandits.algorithms.fixed_budget.linucb import _ucb_pick
+    from jaxbandits.algorithms.fixed_budget.ucb_glm import ucbglm_released
 
     X = jax.random.normal(jax.random.key(0), (9, 3))
     theta = jnp.array([0.3, -0.2, 0.1])

@@ -11,6 +11,7 @@ from scipy.optimize import linprog
 
 import jaxbandits  # noqa: F401
 from jaxbandits.algorithms.top_m import gifa
+from jaxbandits.algorithms.fixed_confidence.lingape import LinGapE
 from jaxbandits.algorithms.base import is_correct
 from jaxbandits.instances.base import make_instance, pad_to
 from jaxbandits.instances.seeds import topm_classic
@@ -49,7 +50,7 @@ ASSEMBLIES = {
     "m-LinGapE (optimized)": lambda: gifa.MLinGapE(2, DELTA, selection="optimized"),
     "LinGIFA (individual, tau_LUCB, greedy)": lambda: gifa.LinGIFA(2, DELTA, index="individual", selection="greedy",
                                                                    stopping="lucb"),
-    "LinGapE (m=1)": lambda: gifa.LinGapE(DELTA, selection="greedy"),
+    "LinGapE (m=1)": lambda: LinGapE(DELTA, selection="greedy"),
 }
 
 
@@ -165,7 +166,7 @@ def test_lingape_framework_equals_direct_lingape(selection):
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     theta = np.array([1.0, 0.3, -0.2])
     inst = make_instance(X, theta, 0.5)
-    alg = gifa.LinGapE(0.1, selection=selection, tie_break="first")
+    alg = LinGapE(0.1, selection=selection, tie_break="first")
     k_init, k_run = jax.random.split(jax.random.fold_in(key, 1))
     T = 3000
     normals = np.asarray(jax.vmap(lambda t: jax.random.normal(jax.random.split(jax.random.fold_in(k_run, t), 3)[1], (), jnp.float64))(jnp.arange(T)))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jaxbandits  # noqa: F401
-from jaxbandits.algorithms.fixed_budget.glm import logistic_mle
+from jaxbandits.algorithms.glm import logistic_mle
 from jaxbandits.algorithms.fixed_budget.gse import (GSE, halving_schedule, projected_least_squares, round_allocation,
                                        stage_budgets, theorem_4_1_bound, design_counts)
 from jaxbandits.design.core import inverse_design, null_projector, quad_norms

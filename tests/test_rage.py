@@ -127,7 +127,7 @@ def test_batched_paper_design_matches_per_lane_solves(monkeypatch):
     # (one at a time on a CPU, batched on an accelerator): every lane gets the design and value of
     # its own uninterrupted solve, whether it stops within the batched part or long after, and
     # a lane with no active item keeps the placeholder.
-    from jaxbandits.algorithms.fixed_confidence import elimination
+    from jaxbandits.algorithms import elimination
     from jaxbandits.batching import SolvePolicy, policy
 
     rng = np.random.default_rng(1)

@@ -66,7 +66,7 @@ def test_a_change_of_code_or_of_an_old_layout_is_computed_again(tmp_path, monkey
 
 
 def test_code_version_follows_the_imports_of_the_algorithm():
-    from jaxbandits.algorithms.fixed_budget.regret import lingape_budgeted
+    from jaxbandits.algorithms.fixed_budget.budget_capped import lingape_budgeted
     from jaxbandits.store import code_version, source_files
 
     import jaxbandits

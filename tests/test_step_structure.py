@@ -33,7 +33,7 @@ ALLOWED = {
     "gopt.py:_fw_loop":
         "G-optimal design by Frank-Wolfe until its certified gap (GSE and OD-LinBAI), once per "
         "stage of a fixed-budget run",
-    "gse.py:round_allocation":
+    "stages.py:round_allocation":
         "the efficient rounding (Pukelsheim 2006, ch. 12) of the fixed-budget stages, once per stage",
 }
 

@@ -14,7 +14,7 @@ import pytest
 import jaxbandits  # noqa: F401  (float64)
 from jaxbandits import engine
 from jaxbandits.algorithms import FWS, GIFA, Eliminate, LazyTrackAndStop, LinGame
-from jaxbandits.algorithms.fixed_confidence import glr
+from jaxbandits.algorithms import glr
 from jaxbandits.algorithms.fixed_confidence.fixed_weights import FixedWeightsOracle
 from jaxbandits.algorithms.fixed_confidence.fws import matrix_game_certified, matrix_game_exact
 from jaxbandits.algorithms.fixed_confidence.td_variants import CumulativeRAGE, GlobalXYAdaptive

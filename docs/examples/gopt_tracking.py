@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.fixed_confidence.elimination import instance_cache, map_instances, with_cache
+from jaxbandits.algorithms.base import instance_cache, map_instances, with_cache
 from jaxbandits.design import g_optimal
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance

@@ -15,15 +15,26 @@ No Python control flow on traced values, fixed shapes (active sets are masks), n
 ``validate(instance)`` runs on the host before anything is compiled and raises ``ValueError`` on
 bad input.  The engine (:mod:`jaxbandits.engine`) vmaps these over lanes of replications and
 instances.
+
+Declared, never guessed: the numeric hyperparameters the kernels receive traced
+(``dynamic_fields``; floats, except the integer ones listed in ``integer_fields``), the number of
+items returned (``top_m``, overridden by the algorithms with an ``m`` field), the tolerated slack
+(``slack``, overridden by those with an ``epsilon`` field), and the released-code configuration
+(``released_settings``, reached by :meth:`Algorithm.released_code`).  A display ``name`` field is
+declared with :func:`display_name` so that it stays out of equality, hashing and so out of the
+engine's compile key.  :class:`Wrapper` is the base of algorithms built around another one.
 """
 from __future__ import annotations
 
 import dataclasses
+import time
+from functools import partial
 from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from jaxbandits import programs
 from jaxbandits.instances.base import Instance, validate_instance
 
 
@@ -61,6 +72,33 @@ def is_correct(answer: jax.Array, instance: Instance, m: int = 1, epsilon: float
     return ok_items & (jnp.sum(answer) == m)
 
 
+def display_name(default: str):
+    """A ``name`` field (a label for tables and plots): excluded from ``==`` and ``hash``, so two
+    configurations that differ only in their names share one compiled program."""
+    return dataclasses.field(default=default, compare=False)
+
+
+class _ReleasedCode:
+    """``released_code(**changes)``, one signature on the class and on an instance: on the class,
+    the configuration built from :attr:`Algorithm.released_settings` and ``changes``
+    (``LazyTrackAndStop.released_code(delta=0.01)``); on an instance, that configuration with the
+    released settings and ``changes`` applied (``MLinGapE(2).released_code()``).  A ``name`` field,
+    where there is one, gets the suffix " [released code]" unless ``changes`` names it."""
+
+    def __get__(self, obj, cls):
+        def released_code(**changes):
+            if cls.released_settings is None:
+                raise TypeError(f"{cls.__name__} has no released-code configuration (released_settings)")
+            settings = {**cls.released_settings, **changes}
+            new = cls(**settings) if obj is None else dataclasses.replace(obj, **settings)
+            if "name" in {f.name for f in dataclasses.fields(cls)} and "name" not in changes:
+                new = dataclasses.replace(new, name=f"{(obj if obj is not None else new).name} [released code]")
+            return new
+
+        released_code.__doc__ = _ReleasedCode.__doc__
+        return released_code
+
+
 def concrete(value) -> bool:
     """Whether a field holds a host value that construction-time checks may read: not None (the
     static part of :meth:`Algorithm.split_dynamic`) and not a tracer (the engine's program puts
@@ -90,12 +128,20 @@ class Algorithm:
         (never ``float(...)``, ``int(...)``, ``math.log`` or a Python ``if`` on them, never to
         size an array or a loop); ``validate`` runs on the host with the concrete values and may
         read them.  A None value stays static (see :meth:`split_dynamic`).
+      integer_fields: the dynamic fields passed as integers (a budget); every other dynamic field
+        is passed as a float array even when given as an int, so ``u=1`` and ``u=1.0`` share a
+        program.
+      released_settings: the field values of the authors' released code where it departs from the
+        paper's text (None: no such configuration); :meth:`released_code` applies them.
     """
 
     needs_span: ClassVar[bool] = True
     fixed_budget: ClassVar[bool] = False
     supports_padding: ClassVar[bool] = False
     dynamic_fields: ClassVar[tuple[str, ...]] = ()
+    integer_fields: ClassVar[tuple[str, ...]] = ()
+    released_settings: ClassVar[dict | None] = None
+    released_code = _ReleasedCode()
 
     # -- the contract --------------------------------------------------------------------------
     def init(self, key: jax.Array, instance: Instance) -> Any:
@@ -126,12 +172,11 @@ class Algorithm:
         The first part keys the engine's compiled program; the values are passed to it as traced
         arguments and put back with :meth:`with_dynamic` inside the trace.  A field whose value
         is None stays in the static part (None is a structural choice, e.g. ``sigma=None``: the
-        instance's noise), so its program differs from that of any numeric value.  A field
-        annotated ``float`` is passed as a float array even when given as an int, so ``u=1``
-        and ``u=1.0`` share a program.  A field holding an algorithm (``BudgetCapped.inner``) is
-        split the same way, its values nested in a dict.
+        instance's noise), so its program differs from that of any numeric value.  A dynamic field
+        not listed in ``integer_fields`` is passed as a float array even when given as an int.  A
+        field holding an algorithm (``BudgetCapped.inner``) is split the same way, its values
+        nested in a dict.
         """
-        floats = {f.name for f in dataclasses.fields(self) if "float" in str(f.type)}
         static, values = {}, {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
@@ -141,7 +186,7 @@ class Algorithm:
                     static[f.name], values[f.name] = inner_static, inner_values
             elif f.name in self.dynamic_fields and v is not None:
                 v = jnp.asarray(v)
-                if f.name in floats and not jnp.issubdtype(v.dtype, jnp.floating):
+                if f.name not in self.integer_fields and not jnp.issubdtype(v.dtype, jnp.floating):
                     v = v.astype(jnp.result_type(float))
                 static[f.name], values[f.name] = None, v
         return (dataclasses.replace(self, **static) if static else self), values
@@ -156,8 +201,9 @@ class Algorithm:
 
     @property
     def top_m(self) -> int:
-        """Number of items to return (1 for best-arm identification)."""
-        return getattr(self, "m", 1)
+        """Number of items to return (1 for best-arm identification; Top-m algorithms return
+        their ``m`` field)."""
+        return 1
 
     @property
     def correct_by_construction(self) -> bool:
@@ -167,10 +213,10 @@ class Algorithm:
 
     @property
     def slack(self) -> float | jax.Array:
-        """Tolerated suboptimality epsilon of the answer (0: exact identification); a traced
-        scalar inside the engine's program when ``epsilon`` is a dynamic field."""
-        eps = getattr(self, "epsilon", 0.0)
-        return 0.0 if eps is None else eps
+        """Tolerated suboptimality epsilon of the answer (0: exact identification; algorithms
+        with an ``epsilon`` field return it, a traced scalar inside the engine's program when it
+        is a dynamic field)."""
+        return 0.0
 
     def validate(self, instance: Instance) -> None:
         """Host-side input checks, run before compiling; raise ``ValueError`` on bad input."""
@@ -187,3 +233,109 @@ class Algorithm:
             raise ValueError(f"m must satisfy 1 <= m < M = {M}, got m = {m}")
         if instance.is_padded and not self.supports_padding:
             raise ValueError(f"{type(self).__name__} does not support padded instances (supports_padding)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Wrapper(Algorithm):
+    """An algorithm built around another one, :attr:`wrapped` (the field named by
+    ``wrapped_field``).  Everything is forwarded to it by default: ``init``, ``step``, ``done``,
+    ``outcome`` (the state is the wrapped algorithm's), ``prepare``, ``validate``, ``top_m``,
+    ``slack``, ``correct_by_construction``, and the optional protocol methods named in
+    ``forwarded`` (``stopping_threshold``, ``linear_stats``, ``step_masked``, ``delta``), present
+    exactly when the wrapped algorithm has them.  A subclass overrides what it changes; a wrapper
+    with a state of its own (:class:`~jaxbandits.algorithms.fixed_confidence.elimination_rules.Eliminate`)
+    overrides the four contract methods.  The wrapped configuration's dynamic fields are traced
+    like the wrapper's own (:meth:`Algorithm.split_dynamic`)."""
+
+    wrapped_field: ClassVar[str] = "inner"
+    forwarded: ClassVar[tuple[str, ...]] = ("stopping_threshold", "linear_stats", "step_masked", "delta")
+
+    @property
+    def wrapped(self) -> Algorithm:
+        return getattr(self, self.wrapped_field)
+
+    def __getattr__(self, name: str):
+        # only reached for attributes the wrapper lacks; the field itself is never forwarded
+        if name in type(self).forwarded and name != type(self).wrapped_field:
+            return getattr(getattr(self, type(self).wrapped_field), name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def init(self, key: jax.Array, instance: Instance) -> Any:
+        return self.wrapped.init(key, instance)
+
+    def step(self, key: jax.Array, state: Any, instance: Instance) -> Any:
+        return self.wrapped.step(key, state, instance)
+
+    def done(self, state: Any) -> jax.Array:
+        return self.wrapped.done(state)
+
+    def outcome(self, state: Any, instance: Instance) -> Outcome:
+        return self.wrapped.outcome(state, instance)
+
+    def prepare(self, instances: Instance) -> Instance:
+        return self.wrapped.prepare(instances)
+
+    def validate(self, instance: Instance) -> None:
+        self.wrapped.validate(instance)
+
+    @property
+    def top_m(self) -> int:
+        return self.wrapped.top_m
+
+    @property
+    def slack(self) -> float | jax.Array:
+        return self.wrapped.slack
+
+    @property
+    def correct_by_construction(self) -> bool:
+        return self.wrapped.correct_by_construction
+
+
+# -- per-instance work done once per run (``prepare``) ---------------------------------------
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class CachedInstance(Instance):
+    """An :class:`Instance` carrying ``cache``: per-instance quantities computed once by
+    :meth:`Algorithm.prepare` (e.g. the first round's design, which every replication shares)."""
+
+    cache: Any = None
+
+
+def with_cache(instances: Instance, cache) -> CachedInstance:
+    """``instances`` with the pytree ``cache`` attached (leading batch axis like the instances)."""
+    fields = {f.name: getattr(instances, f.name) for f in dataclasses.fields(Instance)}
+    return CachedInstance(**fields, cache=cache)
+
+
+def instance_cache(instance: Instance):
+    """The cache attached by :func:`with_cache`, or None."""
+    return getattr(instance, "cache", None)
+
+
+def map_instances(obj, method: str, instances: Instance):
+    """``obj.method(instance)`` for every instance of a batch, one after the other (``lax.map``,
+    compiled once per equal static configuration: ``obj``'s dynamic fields are traced arguments, as
+    in the engine, so a delta sweep solves its designs with one program): design solves under
+    ``vmap`` would run every instance to the slowest one's iteration count.
+
+    The program is compiled ahead of time, kept in :data:`jaxbandits.programs.PREPARED` and its
+    compile time added to ``programs.PREPARE_COMPILE_SECONDS``, so that :func:`jaxbandits.engine.simulate` counts it as
+    compilation, not as run time (called under a trace, it is simply traced inline)."""
+    static, dynamic = obj.split_dynamic()
+    if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves((dynamic, instances))):
+        return _mapped(static, method, dynamic, instances)
+    sig = (static, method, jax.tree.structure((dynamic, instances)),
+           tuple((a.shape, a.dtype) for a in jax.tree.leaves((dynamic, instances))))
+    fn = programs.PREPARED.get(sig)
+    if fn is None:
+        programs.release_if_high()  # as the engine does before its compilations
+        t0 = time.perf_counter()
+        fn = _mapped.lower(static, method, dynamic, instances).compile()
+        programs.PREPARE_COMPILE_SECONDS[0] += time.perf_counter() - t0
+        programs.PREPARED[sig] = fn
+    return fn(dynamic, instances)
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def _mapped(static, method, dynamic, instances):
+    return jax.lax.map(getattr(static.with_dynamic(dynamic), method), instances)

@@ -1,4 +1,6 @@
-"""Pieces shared by the linear algorithms: least-squares statistics, GLR statistic, thresholds.
+"""Pieces shared by the linear algorithms: least-squares statistics, GLR statistic, thresholds, the
+closed-form small-d linear algebra of the per-pull algorithms, the random spanning set of forced
+exploration, and top-m selection.
 
 Numerics (docs/design.md, section 9): the design matrix A_t = sum_s x_s x_s^T (+ lambda I) is kept as exact
 sufficient statistics (per-arm counts and reward sums, from which A_t and b_t are rebuilt, or
@@ -243,3 +245,152 @@ def argmax_fast(v: jax.Array) -> jax.Array:
     m = jnp.max(v)
     n = v.shape[-1]
     return jnp.min(jnp.where(v == m, jnp.arange(n), n))
+
+
+def inverse_gram(gram: jax.Array) -> jax.Array:
+    """A_t^{-1} of the float64 sufficient statistic A_t (tiny relative jitter while A_t is
+    singular, as :func:`safe_cholesky`).  d = 2: the closed form (elementwise, so it fuses
+    under vmap; batched LAPACK calls on 2 x 2 matrices cost more than the rest of a round);
+    otherwise a fresh Cholesky factorisation.  The M quadratic forms are then plain elementwise
+    sums (a batched triangular solve over M right-hand sides is ~100x slower under vmap on CPU)."""
+    d = gram.shape[0]
+    if d == 2:
+        jit = 1e-12 * (0.5 * (gram[0, 0] + gram[1, 1]) + 1e-30)
+        a, b, c = gram[0, 0] + jit, 0.5 * (gram[0, 1] + gram[1, 0]), gram[1, 1] + jit
+        det = a * c - b * b
+        return jnp.stack([jnp.stack([c, -b]), jnp.stack([-b, a])]) / det
+    L = safe_cholesky(gram)
+    return jax.scipy.linalg.cho_solve((L, True), jnp.eye(d, dtype=gram.dtype))
+
+
+def lambda_min_small(A: jax.Array) -> jax.Array:
+    """lambda_min of a symmetric matrix: closed form for d = 2 (fuses under vmap), else
+    ``eigvalsh``."""
+    if A.shape[0] == 2:
+        h = 0.5 * (A[0, 0] + A[1, 1])
+        q = 0.5 * (A[0, 0] - A[1, 1])
+        b = 0.5 * (A[0, 1] + A[1, 0])
+        return h - jnp.sqrt(q * q + b * b)
+    return lambda_min(A)
+
+
+def glr_threshold_small(gram, delta, sigma, c, u):
+    """beta(delta, t) of seed 000 Prop 2 / eq. (9), as :func:`glr_threshold`, with the
+    determinant in closed form for d = 2."""
+    if gram.shape[0] == 2:
+        s = u * c
+        a, b, e = gram[0, 0] / s + 1.0, 0.5 * (gram[0, 1] + gram[1, 0]) / s, gram[1, 1] / s + 1.0
+        return (1.0 + u) * sigma**2 * (0.5 * jnp.log(a * e - b * b) - jnp.log(delta))
+    return glr_threshold(gram, delta, sigma, c, u)
+
+
+def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array, item_mask=None):
+    """Z(t) = max_a min_{b != a} Z_{a,b}(t) of seed 000 Lemma 7 (epsilon = 0) and the empirical best
+    item, from A_t^{-1}: the same quantity as :func:`glr_statistic`, in O(M d^2) elementwise
+    work after the O(d^3) inverse.  The products over the d coordinates are unrolled (d is static):
+    under vmap on CPU, [M, d] x [d, d] batched matrix products were ~4x slower than these fused
+    elementwise sums at (M, d) = (1000, 2).  Items identical to the empirical best are skipped, and
+    so are masked (padded) items, which are never the best."""
+    M, d = items.shape
+    cols = [items[:, a] for a in range(d)]
+    values = cols[0] * theta_hat[0]
+    for a in range(1, d):
+        values = values + cols[a] * theta_hat[a]
+    if item_mask is not None:
+        values = jnp.where(item_mask, values, -jnp.inf)
+    top = jnp.max(values)
+    best = jnp.min(jnp.where(values == top, jnp.arange(M), M))
+    zb = items[best]
+    diffs = [zb[a] - cols[a] for a in range(d)]
+    norms = jnp.zeros_like(values)
+    sq = jnp.zeros_like(values)
+    for a in range(d):
+        sq = sq + diffs[a] * diffs[a]
+        norms = norms + Ainv[a, a] * (diffs[a] * diffs[a])
+        for b in range(a + 1, d):
+            norms = norms + (Ainv[a, b] + Ainv[b, a]) * (diffs[a] * diffs[b])
+    gaps = top - values
+    z = gaps * gaps / (2.0 * jnp.maximum(norms, 1e-300))
+    skip = sq == 0 if item_mask is None else (sq == 0) | ~item_mask
+    return jnp.min(jnp.where(skip, jnp.inf, z)), best
+
+
+def random_spanning_set(key: jax.Array, X: jax.Array, rtol: float = 1e-9, arm_mask=None) -> jax.Array:
+    """d arm indices, drawn at random one at a time among the arms that increase the rank
+    (seed 000 Lemma 5 / Sec 5: "the initial exploration matrix A_0 is chosen at random", as the
+    released code: uniform among the arms not in the span of those already chosen).  O(K d^2).
+    Masked (padded) arms are never chosen; the Gumbel draw of arm k does not depend on K, so a
+    padded instance draws the same set."""
+    K, d = X.shape
+    norms = jnp.sqrt(jnp.sum(X * X, axis=-1))
+    Q = jnp.zeros((d, d), X.dtype)
+    idx = jnp.zeros((d,), jnp.int32)
+    for r in range(d):
+        resid = X - (X @ Q.T) @ Q
+        rn = jnp.sqrt(jnp.sum(resid * resid, axis=-1))
+        ok = rn > rtol * jnp.maximum(norms, 1e-300)
+        if arm_mask is not None:
+            ok = ok & arm_mask
+        g = jax.random.gumbel(jax.random.fold_in(key, r), (K,), X.dtype)
+        i = argmax_fast(jnp.where(ok, g, -jnp.inf)).astype(jnp.int32)
+        q = resid[i] / jnp.maximum(rn[i], 1e-300)
+        Q = Q.at[r].set(q)
+        idx = idx.at[r].set(i)
+    return idx
+
+
+TOPK_ITERATIVE_MAX = 8
+
+
+def top_values(v: jax.Array, k: int) -> jax.Array:
+    """The k largest values along the last axis, in decreasing order (repeated values repeated).
+
+    For k <= ``TOPK_ITERATIVE_MAX``: k passes of max-and-remove-one (fixed shapes); under vmap on
+    CPU this was 50x faster than ``lax.top_k`` (a sort) at K = 4 and 2x+ at K = 100.
+    """
+    if k > TOPK_ITERATIVE_MAX:
+        return jax.lax.top_k(v, k)[0]
+    K = v.shape[-1]
+    ar = jnp.arange(K)
+    out = []
+    for n in range(k):
+        mx = jnp.max(v, axis=-1, keepdims=True)
+        out.append(mx)
+        if n + 1 < k:
+            first = jnp.min(jnp.where(v == mx, ar, K), axis=-1, keepdims=True)
+            v = jnp.where(ar == first, -jnp.inf, v)
+    return jnp.concatenate(out, axis=-1)
+
+
+def mth_largest(v: jax.Array, m: int, axis: int = -1) -> jax.Array:
+    """max^m: the m-th largest value along ``axis`` (fixed shapes)."""
+    v = jnp.moveaxis(v, axis, -1)
+    return top_values(v, m)[..., m - 1]
+
+
+def topm_mask(v: jax.Array, m: int) -> jax.Array:
+    """argmax^[m] as a bool mask: the m largest entries of ``v`` (ties: lowest index).
+
+    From the m-th largest value t: entries above t, then the first (m - #above) entries equal to
+    t; no scatter of the top-k indices (per-lane scatters are slow under vmap on CPU).
+    """
+    t = mth_largest(v, m)
+    above = v > t
+    eq = v == t
+    return above | (eq & (jnp.cumsum(eq) <= m - jnp.sum(above)))
+
+
+def top_indices(v: jax.Array, m: int) -> jax.Array:
+    """[m] indices of the m largest entries of ``v`` (the set :func:`topm_mask` marks: ties to the
+    lowest index), in decreasing value; m passes of max-and-remove, no sort or scatter."""
+    K = v.shape[-1]
+    ar = jnp.arange(K)
+    taken = jnp.zeros(K, bool)
+    out = []
+    for n in range(m):
+        mx = jnp.max(jnp.where(taken, -jnp.inf, v))
+        first = jnp.min(jnp.where((v == mx) & ~taken, ar, K))
+        out.append(first)
+        if n + 1 < m:
+            taken = taken | (ar == first)
+    return jnp.stack(out).astype(jnp.int32)

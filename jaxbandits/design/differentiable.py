@@ -51,7 +51,7 @@ import optax
 
 from jaxbandits.design.core import DesignSolution, as_float, full_mask, inverse_design, null_projector
 from jaxbandits.design.gopt import g_optimal
-from jaxbandits.design.minimax import (_certificate, _explicit, _oracle_directions, _pairs, _value, oracle_allocation,
+from jaxbandits.design.minimax import (_certificate, _explicit, oracle_directions, _pairs, _value, oracle_allocation,
                                        xy_allocation)
 
 
@@ -84,7 +84,7 @@ def _dirs_for(kind, X, Z, theta, item_mask):
         d = _pairs(Z, full_mask(item_mask, Z.shape[0]))
         return d, d.bmat
     if kind == "oracle":
-        Y, ym = _oracle_directions(Z, theta, full_mask(item_mask, Z.shape[0]))
+        Y, ym = oracle_directions(Z, theta, full_mask(item_mask, Z.shape[0]))
         return _explicit(Y, ym), (lambda m: (Y * m[:, None]).T @ Y)
     if kind == "minimax":
         Y = Z

@@ -561,7 +561,7 @@ def xy_allocation(X, Z=None, *, item_mask=None, arm_mask=None, init=None, tol: f
     return _solution(lam, k, f, lb, value, tol)
 
 
-def _oracle_directions(Z, theta, item_mask):
+def oracle_directions(Z, theta, item_mask):
     """Directions (z* - z) / |(z* - z)^T theta| for active z != z* (seed 001 eq. (1))."""
     vals = Z @ theta
     star = masked_argmax(vals, item_mask)
@@ -592,10 +592,10 @@ def oracle_allocation(X, Z, theta, *, item_mask=None, arm_mask=None, init=None, 
     mask = full_mask(arm_mask, X.shape[0])
     im = full_mask(item_mask, Z.shape[0])
     perp, _ = null_projector(X, mask)
-    Ys, ym = _oracle_directions(jax.lax.stop_gradient(Z), jax.lax.stop_gradient(theta), im)
+    Ys, ym = oracle_directions(jax.lax.stop_gradient(Z), jax.lax.stop_gradient(theta), im)
     lam, k, f, lb, mu = _solve(jax.lax.stop_gradient(X), mask, init, perp, _explicit(Ys, ym), tol,
                                max_iters, method)
-    Y, _ = _oracle_directions(Z, theta, im)
+    Y, _ = oracle_directions(Z, theta, im)
     value = _value(lam, mu, X, perp, lambda m: (Y * m[:, None]).T @ Y, f)
     return _solution(lam, k, f, lb, value, tol)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -10,6 +11,18 @@ from jaxbandits.stats import summarize
 
 if TYPE_CHECKING:
     from jaxbandits.engine.layout import Layout
+
+
+class RESULTS(enum.IntEnum):
+    """How a replication ended (:attr:`Results.result`, one code per replication; in the way
+    optimistix reports a solve's ``RESULTS``)."""
+
+    #: stopped by its own rule (fixed confidence) or spent its budget (fixed budget)
+    STOPPED = 0
+    #: reached ``max_steps`` without stopping: its sample count is a lower bound, it has no answer
+    CAPPED = 1
+    #: its sample count was not finite or beyond :data:`COUNT_LIMIT` (saturated): the count was lost
+    NON_FINITE = 2
 
 
 @dataclasses.dataclass
@@ -68,12 +81,22 @@ class Results:
     def n_reps(self) -> int:
         return self.samples.shape[1]
 
+    @property
+    def result(self) -> np.ndarray:
+        """[.., n_reps] int8 :class:`RESULTS` code of every replication (a replication that did not
+        run, ``ran`` False, reads as CAPPED)."""
+        code = np.where(self.stopped, RESULTS.STOPPED, RESULTS.CAPPED)
+        return np.where(self.samples >= COUNT_LIMIT, RESULTS.NON_FINITE, code).astype(np.int8)
+
     def summary(self, level: float = 0.95) -> dict:
         """Sample-complexity statistics, error rate with Clopper-Pearson interval, capped
-        fraction, wall time and lane efficiency over the replications that ran."""
+        fraction, wall time and lane efficiency over the replications that ran, and ``results``:
+        how many of them ended with each :class:`RESULTS` code (by lower-case name)."""
         r = self.ran
         out = summarize(self.samples[r], self.correct[r], self.stopped[r], level,
                         error_defined=self.error_defined)
+        codes = self.result[r]
+        out["results"] = {c.name.lower(): int(np.sum(codes == c)) for c in RESULTS}
         out.update(wall_time=self.wall_time, compile_time=self.compile_time,
                    efficiency=self.efficiency,
                    steps_per_second=self.useful_steps / self.wall_time if self.wall_time > 0 else float("nan"))

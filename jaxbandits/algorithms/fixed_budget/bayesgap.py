@@ -124,6 +124,7 @@ class BayesGap(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "length_scale", "prior_std", "noise_var", "eps", "beta", "sigma")
+    integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
     budget: int
     kernel: str = "linear"
     length_scale: float = 1.0

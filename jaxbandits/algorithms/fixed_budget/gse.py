@@ -20,7 +20,7 @@ stage; the B mod s left-over pulls go to the last stages, as in the authors' rel
    allocation of Soare et al. (2014).  Pulls are drawn with
    :func:`jaxbandits.environment.pull_counts` (O(K) per stage).
 3. Estimation (line 4): least squares theta_t = V_t^{-1} b_t, mu_i = x_i^T theta_t (Eq. 1), or
-   the logistic maximum-likelihood estimate by IRLS (Eq. 4; :mod:`jaxbandits.algorithms.fixed_budget.glm`),
+   the logistic maximum-likelihood estimate by IRLS (Eq. 4; :mod:`jaxbandits.algorithms.glm`),
    mu_i = h(x_i^T theta_t) (same ranking as x_i^T theta_t).  Only the stage's own observations are
    used (Algorithm 1; ``memory=True`` pools all stages, an option of the authors' code).
 4. Elimination (line 5): keep the ceil(|A_t| / eta) arms of largest estimated mean.
@@ -46,7 +46,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.fixed_budget.glm import logistic_mle
+from jaxbandits.algorithms.stages import (descending_rank, halving_schedule, keep_top,  # noqa: F401 (also imported
+                                         projected_least_squares, round_allocation, stage_budget, stage_budgets)  # from here)
+from jaxbandits.algorithms.glm import logistic_mle
 from jaxbandits.design.core import null_projector
 from jaxbandits.design.gopt import fwg as _fwg_literal
 from jaxbandits.design.gopt import g_optimal, greedy_allocation, wynn
@@ -56,95 +58,6 @@ from jaxbandits.instances.base import Instance
 DESIGNS = ("uniform", "fwg", "fwg_g", "wynn", "greedy")
 ESTIMATORS = ("linear", "logistic")
 PROJECTIONS = ("span", "pinv")
-
-
-# ------------------------------------------------------------------------------------------------
-# schedule and allocation helpers (shared with OD-LinBAI and Peace)
-# ------------------------------------------------------------------------------------------------
-def halving_schedule(num_arms: int, eta: float = 2.0) -> list[int]:
-    """Survivor counts |A_1| = K, |A_{t+1}| = ceil(|A_t| / eta), ..., 1 (seed 002 Alg 1 line 5).
-
-    Its length minus one is the number of stages s (= ceil(log_eta K) for integer eta).
-    """
-    if eta <= 1:
-        raise ValueError(f"eta must be > 1, got {eta}")
-    sizes = [int(num_arms)]
-    while sizes[-1] > 1:
-        sizes.append(int(math.ceil(sizes[-1] / eta - 1e-12)))
-    return sizes
-
-
-def stage_budgets(budget: int, stages: int) -> np.ndarray:
-    """n_t = floor(B / s), with the B mod s left-over pulls added to the last stages."""
-    n = np.full(stages, budget // stages, dtype=np.int64)
-    extra = budget % stages
-    if extra:
-        n[-extra:] += 1
-    return n
-
-
-def stage_budget(budget, stages: int, t) -> jax.Array:
-    """n_t of stage t (0-based) of :func:`stage_budgets`, for a budget that may be traced.
-
-    floor(B / s), plus one for the last B mod s stages (integer arithmetic, so it equals
-    ``stage_budgets(B, s)[t]`` exactly).
-    """
-    B = jnp.asarray(budget)
-    extra = B % stages
-    return B // stages + (jnp.asarray(t) >= stages - extra).astype(B.dtype)
-
-
-def round_allocation(lam: jax.Array, n: jax.Array, mask: jax.Array) -> jax.Array:
-    """Integer allocation of n pulls from a design lam (efficient apportionment, Pukelsheim 2006).
-
-    m_i = ceil((n - p/2) lam_i) on the support (size p), then single pulls are added to
-    argmin m_i / lam_i or removed from argmax (m_i - 1) / lam_i until the total is n (at most p
-    corrections).  Seed 002 Alg 2 line 9 (ROUND); seed 001 App B uses the same procedure.
-    Returns float counts [K] summing to n (jit/vmap safe, n may be traced).
-    """
-    dt = lam.dtype
-    lam = jnp.where(mask, jnp.maximum(lam, 0.0), 0.0)
-    lam = lam / jnp.maximum(jnp.sum(lam), 1e-300)
-    supp = lam > 0
-    p = jnp.sum(supp).astype(dt)
-    n = jnp.asarray(n, dt)
-    m = jnp.where(supp, jnp.maximum(jnp.ceil((n - p / 2.0) * lam), 0.0), 0.0)
-    K = lam.shape[0]
-    safe = jnp.where(supp, lam, 1.0)
-    idx = jnp.arange(K)
-
-    def fix(c):
-        m, k = c
-        tot = jnp.sum(m)
-        up = jnp.where(supp, m / safe, jnp.inf)
-        down = jnp.where(supp & (m > 0), (m - 1.0) / safe, -jnp.inf)
-        i_up = jnp.argmin(up)
-        i_dn = jnp.argmax(down)
-        # one-hot adds instead of scatters: elementwise, far cheaper under vmap on CPU
-        m = m + jnp.where((tot < n) & (idx == i_up), 1.0, 0.0) - jnp.where((tot > n) & (idx == i_dn), 1.0, 0.0)
-        return m, k + 1
-
-    # sum(m) starts within p/2 of n, so at most ~p/2 corrections: loop until the total is n
-    # (bounded by K) instead of always K times -- the same result, p/2 << K passes at large K.
-    return jax.lax.while_loop(lambda c: (jnp.sum(c[0]) != n) & (c[1] < K), fix, (m, 0))[0]
-
-
-_PAIRWISE_RANK_MAX_K = 128  # below this, O(K^2) comparisons beat a vmapped sort on CPU
-
-
-def descending_rank(s: jax.Array) -> jax.Array:
-    """Position of every entry in the stable descending order of s (ties: smaller index first).
-
-    Same as inverting ``argsort(-s, stable=True)``; for K <= 128 computed by pairwise comparisons
-    (one fused elementwise pass, much cheaper than a sort under vmap on CPU).
-    """
-    K = s.shape[0]
-    if K > _PAIRWISE_RANK_MAX_K:
-        order = jnp.argsort(-s, stable=True)
-        return jnp.zeros_like(order).at[order].set(jnp.arange(K))
-    idx = jnp.arange(K)
-    before = (s[None, :] > s[:, None]) | ((s[None, :] == s[:, None]) & (idx[None, :] < idx[:, None]))
-    return jnp.sum(before, axis=1, dtype=jnp.int32)
 
 
 def uniform_allocation(key: jax.Array, n: jax.Array, mask: jax.Array, dtype) -> jax.Array:
@@ -157,12 +70,6 @@ def uniform_allocation(key: jax.Array, n: jax.Array, mask: jax.Array, dtype) -> 
     u = jnp.where(mask, jax.random.uniform(key, mask.shape, dtype), jnp.inf)
     rank = descending_rank(-u)
     return jnp.where(mask, base + (rank < extra).astype(dtype), 0.0)
-
-
-def keep_top(scores: jax.Array, alive: jax.Array, keep: jax.Array) -> jax.Array:
-    """Mask of the ``keep`` surviving arms of largest score (ties towards the smaller index)."""
-    rank = descending_rank(jnp.where(alive, scores, -jnp.inf))
-    return alive & (rank < keep)
 
 
 def design_counts(design: str, key: jax.Array, X: jax.Array, alive: jax.Array, n: jax.Array,
@@ -199,25 +106,6 @@ def design_and_counts(design: str, key: jax.Array, X: jax.Array, alive: jax.Arra
     else:
         raise ValueError(f"unknown design {design!r}; expected one of {DESIGNS}")
     return sol.allocation, round_allocation(sol.allocation, n, alive)
-
-
-def projected_least_squares(X: jax.Array, counts: jax.Array, sums: jax.Array, alive: jax.Array,
-                            projection: str = "span") -> jax.Array:
-    """theta_t from one stage's per-arm counts and reward sums (seed 002 Eq. 1).
-
-    ``"span"``: (V_t + P_perp)^{-1} b_t, V_t = sum_k n_k x_k x_k^T, P_perp the projector onto
-    span(A_t)^perp (the projection step, Sec 4 footnote 1).  ``"pinv"``: V_t^+ b_t.
-    """
-    V = (X.T * counts) @ X
-    b = X.T @ sums
-    if projection == "pinv":
-        return jnp.linalg.pinv(V, hermitian=True) @ b
-    perp, _ = null_projector(X, alive)
-    A = V + perp
-    d = A.shape[0]
-    A = A + (1e-12 * jnp.trace(A) / d) * jnp.eye(d, dtype=A.dtype)
-    L = jnp.linalg.cholesky(A)
-    return jax.scipy.linalg.cho_solve((L, True), b)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -263,6 +151,7 @@ class GSE(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "design_tol", "irls_reg")
+    integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
     budget: int
     eta: float = 2.0
     design: str = "fwg"

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.fixed_budget.gse import keep_top, projected_least_squares, round_allocation
+from jaxbandits.algorithms.stages import keep_top, projected_least_squares, round_allocation
 from jaxbandits.design.gopt import g_optimal
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
@@ -84,6 +84,7 @@ class ODLinBAI(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "design_tol")
+    integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
     budget: int
     design_iters: int = 1000
     design_tol: float = 1e-2

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.fixed_budget.gse import halving_schedule, keep_top, projected_least_squares, round_allocation, stage_budget
+from jaxbandits.algorithms.stages import halving_schedule, keep_top, projected_least_squares, round_allocation, stage_budget
 from jaxbandits.design.core import null_projector
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
@@ -114,6 +114,7 @@ class Peace(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "b")
+    integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
     budget: int
     eta: float = 2.0
     md_iters: int = 100

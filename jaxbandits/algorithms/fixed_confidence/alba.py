@@ -50,7 +50,7 @@ from jaxbandits.design.gopt import g_optimal
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.algorithms.common import check_sigma, require_linear_rewards
-from jaxbandits.algorithms.fixed_confidence.elimination import single_answer
+from jaxbandits.algorithms.elimination import single_answer
 from jaxbandits.design.core import inverse_design, null_projector
 from jaxbandits.environment import multinomial, pull_counts
 from jaxbandits.instances.base import Instance

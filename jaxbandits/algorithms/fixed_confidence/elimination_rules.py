@@ -86,13 +86,13 @@ guarantees above hold whenever the base's threshold is delta-correct.  The bases
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, Wrapper, answer_mask
 from jaxbandits.instances.base import Instance
 
 RULES = ("computational", "statistical")
@@ -120,7 +120,7 @@ def pairwise_evidence(theta_hat: jax.Array, L: jax.Array, items: jax.Array) -> j
 
 
 @dataclasses.dataclass(frozen=True)
-class Eliminate(Algorithm):
+class Eliminate(Wrapper):
     """``base`` with elimination at stopping and/or at sampling (Tirinzoni & Degenne 2022, Sec 3-4;
     module docstring).
 
@@ -135,6 +135,9 @@ class Eliminate(Algorithm):
       rule: "computational" (Z_{ihat,j} > beta) or "statistical" (max_i Z_{i,j} > beta).
       sigma: if set, replaces the base's ``sigma`` (so the wrapper and its base always agree).
     """
+
+    wrapped_field: ClassVar[str] = "base"
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("sigma",)
 
     base: Algorithm
     at_stopping: bool = True
@@ -152,28 +155,9 @@ class Eliminate(Algorithm):
                 raise TypeError(f"{type(self.base).__name__} has no sigma option")
             object.__setattr__(self, "base", dataclasses.replace(self.base, sigma=self.sigma))
 
-    # -- delegation ----------------------------------------------------------------------------
-    @property
-    def top_m(self) -> int:
-        return self.base.top_m
-
-    @property
-    def slack(self) -> float:
-        return self.base.slack
-
-    @property
-    def correct_by_construction(self) -> bool:
-        return self.base.correct_by_construction
-
-    @property
-    def delta(self):
-        return self.base.delta
-
-    def prepare(self, instances: Instance) -> Instance:
-        return self.base.prepare(instances)
-
+    # -- what differs from the base (the rest is forwarded by Wrapper) ----------------------------
     def validate(self, instance: Instance) -> None:
-        self.base.validate(instance)
+        super().validate(instance)
         if self.base.fixed_budget:
             raise ValueError("elimination wraps fixed-confidence algorithms, not fixed-budget ones")
         if self.base.top_m != 1 or self.base.slack != 0.0:

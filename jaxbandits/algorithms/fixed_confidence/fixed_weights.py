@@ -25,9 +25,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.fixed_confidence import glr
-from jaxbandits.algorithms.fixed_confidence.elimination import instance_cache, with_cache
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, with_cache
+from jaxbandits.algorithms import glr
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 

@@ -87,8 +87,8 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.fixed_confidence import glr
-from jaxbandits.algorithms.fixed_confidence.track_and_stop import inverse_gram
+from jaxbandits.algorithms import glr
+from jaxbandits.algorithms.common import inverse_gram
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 
@@ -304,7 +304,7 @@ class FWS(Algorithm):
     glr_form: str = "envelope"
     game: str = "hedge"
 
-    dynamic_fields = ("delta", "reg", "r_scale", "r_exponent")
+    dynamic_fields = ("delta", "reg", "r_scale", "r_exponent", "sigma")
 
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "FWS":

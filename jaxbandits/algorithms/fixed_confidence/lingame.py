@@ -99,9 +99,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome
-from jaxbandits.algorithms.fixed_confidence.track_and_stop import glr_statistic_inv, inverse_gram
-from jaxbandits.algorithms.top_m.gifa import topm_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, display_name
+from jaxbandits.algorithms.common import glr_statistic_inv, inverse_gram, topm_mask
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 
@@ -266,9 +265,15 @@ class LinGame(Algorithm):
     width: str = "squared"
     learners: str = "per_answer"
     optimism: bool = True
-    name: str = "LinGame"
+    name: str = display_name("LinGame")
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "reg", "hedge_delta0", "sigma")
+    #: the LinGame run of seed 003's released code (the run behind seed 003 Fig. 1b / Table 3):
+    #: D-tracking, ridge (sigma_0 / 20)^2 with sigma_0 = 1/2, Gaussian(1) formulas (``sigma=1``, so
+    #: at noise 1/2 the threshold is 4x conservative in units of sigma^2), nature's best response
+    #: to the counts V_{N_t} instead of V_{w_t}, and the width sqrt(2 log t ||x||_{V_t^-1}) (a norm
+    #: where the paper has its square)
+    released_settings: ClassVar[dict] = SEED003_CODE
 
     def __post_init__(self):
         if self.threshold not in THRESHOLDS:
@@ -284,14 +289,9 @@ class LinGame(Algorithm):
         if int(self.learner_slots) < 1:
             raise ValueError(f"learner_slots must be >= 1, got {self.learner_slots}")
 
-    def released_code(self, name: str | None = None) -> "LinGame":
-        """This configuration as the LinGame run of seed 003's released code (:data:`SEED003_CODE`,
-        the run behind seed 003 Fig. 1b / Table 3): D-tracking, ridge (sigma_0 / 20)^2 with
-        sigma_0 = 1/2, Gaussian(1) formulas (``sigma=1``, so at noise 1/2 the threshold is 4x
-        conservative in units of sigma^2), nature's best response to the counts V_{N_t} instead of
-        V_{w_t}, and the width sqrt(2 log t ||x||_{V_t^-1}) (a norm where the paper has its square).
-        Name suffixed " [released code]" (as :meth:`GIFA.released_code`)."""
-        return dataclasses.replace(self, **SEED003_CODE, name=name or f"{self.name} [released code]")
+    @property
+    def top_m(self) -> int:
+        return self.m
 
     @classmethod
     def tirinzoni_degenne(cls, m: int = 1, **kw) -> "LinGame":

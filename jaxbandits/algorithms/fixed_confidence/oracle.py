@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms.common import noise_scale, safe_cholesky
-from jaxbandits.algorithms.fixed_confidence.elimination import gram_from_counts
+from jaxbandits.algorithms.elimination import gram_from_counts
 from jaxbandits.batching import solve_where
 from jaxbandits.algorithms.fixed_confidence.xy import XYOracle, XYPhasedState, certified_best, spans
 from jaxbandits.environment import multinomial, pull_counts
@@ -60,6 +60,8 @@ class Oracle(XYOracle):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "gamma", "design_cutoff", "design_tol")
+    #: the released XY_ORACLE that produced seed 000 Table 1 (its Frank-Wolfe design, App F, included)
+    released_settings: ClassVar[dict] = dict(design_method="paper", index_stride=2, check="true_best")
     index_stride: int = 1
     check: str = "empirical"
     max_support: int = 128
@@ -85,13 +87,6 @@ class Oracle(XYOracle):
         extra, bad_extra = solve_where(c[-1] > 0, spread, (k2, c[-1], others),
                                        (jnp.zeros_like(lam), jnp.zeros((), jnp.int32)))
         return counts + extra, bad + bad_extra
-
-    @classmethod
-    def released_code(cls, **kw) -> "Oracle":
-        """The configuration of the released XY_ORACLE that produced seed 000 Table 1 (its
-        Frank-Wolfe design, App F, included)."""
-        kw.setdefault("design_method", "paper")
-        return cls(index_stride=2, check="true_best", **kw)
 
     def step(self, key: jax.Array, state: XYPhasedState, instance: Instance) -> XYPhasedState:
         X, Z = instance.arms, instance.items

@@ -38,13 +38,15 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits import design
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import (Algorithm, CachedInstance, Outcome, answer_mask, instance_cache,  # noqa: F401
+                                       map_instances, with_cache)
 from jaxbandits.batching import current_policy
 
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky  # noqa: F401 (re-exported)
-from jaxbandits.algorithms.fixed_confidence.elimination import (  # noqa: F401 (re-exported)
-    CachedInstance, compacted_xy_design, eliminate, eliminate_all_pairs, gram_from_counts, instance_cache, item_buckets,
-    map_instances, pairwise_gaps_and_widths, single_answer, threshold_design, whiten_items, with_cache)
+from jaxbandits.algorithms.elimination import (  # noqa: F401 (re-exported)
+    compacted_xy_design, eliminate, eliminate_all_pairs, gram_from_counts, pairwise_gaps_and_widths, single_answer,
+    threshold_design, whiten_items)
+from jaxbandits.batching import item_buckets  # noqa: F401 (re-exported)
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
 

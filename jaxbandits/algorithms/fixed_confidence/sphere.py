@@ -98,6 +98,10 @@ class SphereBAI(Algorithm):
     delta: float = 0.05
     sigma: float | None = None
 
+    @property
+    def slack(self):
+        return 0.0 if self.epsilon is None else self.epsilon  # None: the static part of a split
+
     def epsilon_t(self, t: jax.Array, sigma: jax.Array) -> jax.Array:
         """eps_t = eps (1 + (4 sigma^2 eps log t)^{-1/2})^{-1} (our reading of Thm 5; 0 at t = 1)."""
         lg = jnp.log(jnp.maximum(t, 1.0))

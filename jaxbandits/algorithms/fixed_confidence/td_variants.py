@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.fixed_confidence.elimination import eliminate, gram_from_counts, single_answer
+from jaxbandits.algorithms.elimination import eliminate, gram_from_counts, single_answer
 from jaxbandits.algorithms.fixed_confidence.rage import RAGE
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance

@@ -67,8 +67,8 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.algorithms.fixed_confidence import glr
-from jaxbandits.algorithms.fixed_confidence.track_and_stop import random_spanning_set
+from jaxbandits.algorithms import glr
+from jaxbandits.algorithms.common import random_spanning_set
 from jaxbandits.design.copt import c_optimal
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
@@ -138,8 +138,7 @@ class TopTwo(Algorithm):
     initial: str = "all"
     sigma: float | None = None
 
-    # epsilon is not dynamic: the engine reads ``slack`` as a Python float for the correctness check
-    dynamic_fields = ("delta", "beta", "reg")
+    dynamic_fields = ("delta", "epsilon", "beta", "reg", "sigma")
 
     def __post_init__(self):
         glr.check_threshold(self.threshold)
@@ -164,6 +163,10 @@ class TopTwo(Algorithm):
             b = self.beta
             if isinstance(b, (int, float)) and not 0.0 < b < 1.0:
                 raise ValueError(f"beta must be in (0, 1), got {b}")
+
+    @property
+    def slack(self):
+        return 0.0 if self.epsilon is None else self.epsilon  # None: the static part of a split
 
     # -- elimination protocol ------------------------------------------------------------------
     def linear_stats(self, state: TopTwoState) -> common.LinearStats:

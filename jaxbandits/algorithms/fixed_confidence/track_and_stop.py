@@ -100,10 +100,12 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete
+from jaxbandits.algorithms.common import (glr_statistic_inv, glr_threshold_small, inverse_gram,  # noqa: F401 (also
+                                         lambda_min_small, random_spanning_set)  # imported from here by older code)
 from jaxbandits.batching import solve_where  # noqa: F401  (re-exported: its old home)
 from jaxbandits.design import oracle_allocation
 from jaxbandits.design.core import design_matrix, initial_design
-from jaxbandits.design.minimax import _oracle_directions
+from jaxbandits.design.minimax import oracle_directions
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 
@@ -178,7 +180,7 @@ def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mas
     K, d = X.shape
     mask = jnp.ones((K,), bool) if arm_mask is None else arm_mask
     item_mask = jnp.ones((Z.shape[0],), bool) if item_mask is None else item_mask
-    Y, ym = _oracle_directions(Z, theta, item_mask)
+    Y, ym = oracle_directions(Z, theta, item_mask)
     ia, ib = jnp.triu_indices(d)
     Yq = Y[:, ia] * Y[:, ib] * jnp.where(ia == ib, 1.0, 2.0).astype(dtype)
     eye = jnp.eye(d, dtype=dtype)
@@ -229,101 +231,6 @@ def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mas
     thr = thr / jnp.sum(thr)
     ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(design_matrix(thr, X))))
     return jnp.where(ok, thr, lam)
-
-
-def inverse_gram(gram: jax.Array) -> jax.Array:
-    """A_t^{-1} of the float64 sufficient statistic A_t (tiny relative jitter while A_t is
-    singular, as :func:`common.safe_cholesky`).  d = 2: the closed form (elementwise, so it fuses
-    under vmap; batched LAPACK calls on 2 x 2 matrices cost more than the rest of a round);
-    otherwise a fresh Cholesky factorisation.  The M quadratic forms are then plain elementwise
-    sums (a batched triangular solve over M right-hand sides is ~100x slower under vmap on CPU)."""
-    d = gram.shape[0]
-    if d == 2:
-        jit = 1e-12 * (0.5 * (gram[0, 0] + gram[1, 1]) + 1e-30)
-        a, b, c = gram[0, 0] + jit, 0.5 * (gram[0, 1] + gram[1, 0]), gram[1, 1] + jit
-        det = a * c - b * b
-        return jnp.stack([jnp.stack([c, -b]), jnp.stack([-b, a])]) / det
-    L = common.safe_cholesky(gram)
-    return jax.scipy.linalg.cho_solve((L, True), jnp.eye(d, dtype=gram.dtype))
-
-
-def lambda_min_small(A: jax.Array) -> jax.Array:
-    """lambda_min of a symmetric matrix: closed form for d = 2 (fuses under vmap), else
-    ``eigvalsh``."""
-    if A.shape[0] == 2:
-        h = 0.5 * (A[0, 0] + A[1, 1])
-        q = 0.5 * (A[0, 0] - A[1, 1])
-        b = 0.5 * (A[0, 1] + A[1, 0])
-        return h - jnp.sqrt(q * q + b * b)
-    return common.lambda_min(A)
-
-
-def glr_threshold_small(gram, delta, sigma, c, u):
-    """beta(delta, t) of seed 000 Prop 2 / eq. (9), as :func:`common.glr_threshold`, with the
-    determinant in closed form for d = 2."""
-    if gram.shape[0] == 2:
-        s = u * c
-        a, b, e = gram[0, 0] / s + 1.0, 0.5 * (gram[0, 1] + gram[1, 0]) / s, gram[1, 1] / s + 1.0
-        return (1.0 + u) * sigma**2 * (0.5 * jnp.log(a * e - b * b) - jnp.log(delta))
-    return common.glr_threshold(gram, delta, sigma, c, u)
-
-
-def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array, item_mask=None):
-    """Z(t) = max_a min_{b != a} Z_{a,b}(t) of seed 000 Lemma 7 (epsilon = 0) and the empirical best
-    item, from A_t^{-1}: the same quantity as :func:`common.glr_statistic`, in O(M d^2) elementwise
-    work after the O(d^3) inverse.  The products over the d coordinates are unrolled (d is static):
-    under vmap on CPU, [M, d] x [d, d] batched matrix products were ~4x slower than these fused
-    elementwise sums at (M, d) = (1000, 2).  Items identical to the empirical best are skipped, and
-    so are masked (padded) items, which are never the best."""
-    M, d = items.shape
-    cols = [items[:, a] for a in range(d)]
-    values = cols[0] * theta_hat[0]
-    for a in range(1, d):
-        values = values + cols[a] * theta_hat[a]
-    if item_mask is not None:
-        values = jnp.where(item_mask, values, -jnp.inf)
-    top = jnp.max(values)
-    best = jnp.min(jnp.where(values == top, jnp.arange(M), M))
-    zb = items[best]
-    diffs = [zb[a] - cols[a] for a in range(d)]
-    norms = jnp.zeros_like(values)
-    sq = jnp.zeros_like(values)
-    for a in range(d):
-        sq = sq + diffs[a] * diffs[a]
-        norms = norms + Ainv[a, a] * (diffs[a] * diffs[a])
-        for b in range(a + 1, d):
-            norms = norms + (Ainv[a, b] + Ainv[b, a]) * (diffs[a] * diffs[b])
-    gaps = top - values
-    z = gaps * gaps / (2.0 * jnp.maximum(norms, 1e-300))
-    skip = sq == 0 if item_mask is None else (sq == 0) | ~item_mask
-    return jnp.min(jnp.where(skip, jnp.inf, z)), best
-
-
-# ------------------------------------------------------------------------------------------------
-# forced exploration set
-# ------------------------------------------------------------------------------------------------
-def random_spanning_set(key: jax.Array, X: jax.Array, rtol: float = 1e-9, arm_mask=None) -> jax.Array:
-    """d arm indices, drawn at random one at a time among the arms that increase the rank
-    (seed 000 Lemma 5 / Sec 5: "the initial exploration matrix A_0 is chosen at random", as the
-    released code: uniform among the arms not in the span of those already chosen).  O(K d^2).
-    Masked (padded) arms are never chosen; the Gumbel draw of arm k does not depend on K, so a
-    padded instance draws the same set."""
-    K, d = X.shape
-    norms = jnp.sqrt(jnp.sum(X * X, axis=-1))
-    Q = jnp.zeros((d, d), X.dtype)
-    idx = jnp.zeros((d,), jnp.int32)
-    for r in range(d):
-        resid = X - (X @ Q.T) @ Q
-        rn = jnp.sqrt(jnp.sum(resid * resid, axis=-1))
-        ok = rn > rtol * jnp.maximum(norms, 1e-300)
-        if arm_mask is not None:
-            ok = ok & arm_mask
-        g = jax.random.gumbel(jax.random.fold_in(key, r), (K,), X.dtype)
-        i = common.argmax_fast(jnp.where(ok, g, -jnp.inf)).astype(jnp.int32)
-        q = resid[i] / jnp.maximum(rn[i], 1e-300)
-        Q = Q.at[r].set(q)
-        idx = idx.at[r].set(i)
-    return idx
 
 
 # ------------------------------------------------------------------------------------------------
@@ -384,6 +291,10 @@ class LazyTrackAndStop(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "u", "sigma", "factor", "tol")
+    #: the released LT&S code (lazy_ts.py) where it differs from the text: the Gram matrix of A_0
+    #: added to A_t as a reward-free prior, u = 0.1, threshold beta(delta, t) (no union over t),
+    #: Frank-Wolfe of seed 001 App F restarted from uniform at every update (1000 iterations max)
+    released_settings: ClassVar[dict] = RELEASED_CODE
     delta: float = 0.05
     averaging: bool = True
     schedule: str = "exponential"
@@ -410,14 +321,6 @@ class LazyTrackAndStop(Algorithm):
         no prior, u = 1, beta(6 delta / (pi^2 t^2), t), Frank-Wolfe warm-started from w(t - 1).
         The same as the plain constructor; ``kw`` overrides."""
         return cls(**{**PAPER_TEXT, **kw})
-
-    @classmethod
-    def released_code(cls, **kw) -> "LazyTrackAndStop":
-        """The choices of the released LT&S code (lazy_ts.py) where they differ from the text
-        (:data:`RELEASED_CODE`): the Gram matrix of A_0 added to A_t as a reward-free prior,
-        u = 0.1, threshold beta(delta, t) (no union over t), Frank-Wolfe of seed 001 App F
-        restarted from uniform at every update (1000 iterations max).  ``kw`` overrides."""
-        return cls(**{**RELEASED_CODE, **kw})
 
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "LazyTrackAndStop":

@@ -65,12 +65,11 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits import design
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
-from jaxbandits.batching import current_policy, in_smallest_bucket
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, map_instances, with_cache
+from jaxbandits.batching import current_policy, in_smallest_bucket, item_buckets
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
-from jaxbandits.algorithms.fixed_confidence.elimination import (eliminate, gram_from_counts, instance_cache, item_buckets,
-                                                                map_instances, single_answer, threshold_design,
-                                                                whiten_items, with_cache)
+from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
+                                              whiten_items)
 from jaxbandits.environment import binomial, pull_counts
 from jaxbandits.instances.base import Instance
 
@@ -138,7 +137,7 @@ def multinomial_on_support(key: jax.Array, n: jax.Array, p: jax.Array) -> tuple[
 
     ``jax.random.multinomial`` draws one binomial per category in a sequential scan (K rejection
     samplers); a design has few arms in its support, so the categories with p > 0 are gathered
-    (in order) into the smallest buffer of :func:`jaxbandits.algorithms.fixed_confidence.rage.item_buckets` that
+    (in order) into the smallest buffer of :func:`jaxbandits.batching.item_buckets` that
     holds them, the conditional binomials are drawn there and scattered back (categories with
     p = 0 get 0, as they must).  Under ``vmap`` the buffer is the one holding every lane's support
     (``custom_vmap``), so the branch taken is a real one; the draw itself does not depend on the

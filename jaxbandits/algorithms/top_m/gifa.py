@@ -3,8 +3,8 @@
 Seed 003 = Reda, Kaufmann, Delahaye-Duriez, "Top-m identification for linear bandits", AISTATS 2021.
 
 One configurable kernel, :class:`GIFA`, whose pluggable pieces are the degrees of freedom of
-Algorithm 1; the named algorithms of Table 1 are assemblies (:func:`LUCB`, :func:`UGapE`,
-:func:`LinGapE`, :func:`MLinGapE`, :func:`LinGIFA`):
+Algorithm 1; the named algorithms of Table 1 are assemblies, subclasses of :class:`GIFA` (:class:`LUCB`, :class:`UGapE`, :class:`MLinGapE`,
+:class:`LinGIFA`; the best-arm :class:`~jaxbandits.algorithms.fixed_confidence.lingape.LinGapE`):
 
 * gap indices B_{i,j}(t) = mu_i(t) - mu_j(t) + C_{t,delta} W_t(i,j) (Sec 2): ``index="paired"``
   (W = ||x_i - x_j||_Sigma), ``"individual"`` (||x_i||_Sigma + ||x_j||_Sigma) with the
@@ -106,8 +106,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, concrete
-from jaxbandits.algorithms.common import argmax_fast, noise_scale
+from jaxbandits.algorithms.base import Algorithm, Outcome, concrete, display_name
+from jaxbandits.algorithms.common import (TOPK_ITERATIVE_MAX, argmax_fast, mth_largest, noise_scale,  # noqa: F401
+                                         top_indices, top_values, topm_mask)
 from jaxbandits.algorithms.top_m.complexity import min_l1_representation
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
@@ -161,63 +162,6 @@ class GIFAState(NamedTuple):
     done: jax.Array
     w_pair: jax.Array
     w: jax.Array
-
-
-TOPK_ITERATIVE_MAX = 8
-
-
-def top_values(v: jax.Array, k: int) -> jax.Array:
-    """The k largest values along the last axis, in decreasing order (repeated values repeated).
-
-    For k <= ``TOPK_ITERATIVE_MAX``: k passes of max-and-remove-one (fixed shapes); under vmap on
-    CPU this was 50x faster than ``lax.top_k`` (a sort) at K = 4 and 2x+ at K = 100.
-    """
-    if k > TOPK_ITERATIVE_MAX:
-        return jax.lax.top_k(v, k)[0]
-    K = v.shape[-1]
-    ar = jnp.arange(K)
-    out = []
-    for n in range(k):
-        mx = jnp.max(v, axis=-1, keepdims=True)
-        out.append(mx)
-        if n + 1 < k:
-            first = jnp.min(jnp.where(v == mx, ar, K), axis=-1, keepdims=True)
-            v = jnp.where(ar == first, -jnp.inf, v)
-    return jnp.concatenate(out, axis=-1)
-
-
-def mth_largest(v: jax.Array, m: int, axis: int = -1) -> jax.Array:
-    """max^m: the m-th largest value along ``axis`` (fixed shapes)."""
-    v = jnp.moveaxis(v, axis, -1)
-    return top_values(v, m)[..., m - 1]
-
-
-def topm_mask(v: jax.Array, m: int) -> jax.Array:
-    """argmax^[m] as a bool mask: the m largest entries of ``v`` (ties: lowest index).
-
-    From the m-th largest value t: entries above t, then the first (m - #above) entries equal to
-    t; no scatter of the top-k indices (per-lane scatters are slow under vmap on CPU).
-    """
-    t = mth_largest(v, m)
-    above = v > t
-    eq = v == t
-    return above | (eq & (jnp.cumsum(eq) <= m - jnp.sum(above)))
-
-
-def top_indices(v: jax.Array, m: int) -> jax.Array:
-    """[m] indices of the m largest entries of ``v`` (the set :func:`topm_mask` marks: ties to the
-    lowest index), in decreasing value; m passes of max-and-remove, no sort or scatter."""
-    K = v.shape[-1]
-    ar = jnp.arange(K)
-    taken = jnp.zeros(K, bool)
-    out = []
-    for n in range(m):
-        mx = jnp.max(jnp.where(taken, -jnp.inf, v))
-        first = jnp.min(jnp.where((v == mx) & ~taken, ar, K))
-        out.append(first)
-        if n + 1 < m:
-            taken = taken | (ar == first)
-    return jnp.stack(out).astype(jnp.int32)
 
 
 #: up to this d, the column mode's products with X and V^-1 are unrolled over d (see :func:`_mv`)
@@ -284,6 +228,7 @@ class GIFA(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "epsilon", "reg", "S", "sigma")
+    released_settings: ClassVar[dict] = RELEASED_CODE  # the released code's stopping pair and threshold tail
     m: int = 1
     delta: float = 0.05
     epsilon: float = 0.0
@@ -300,7 +245,7 @@ class GIFA(Algorithm):
     sigma: float | None = None
     stopping_pair: str = "post_pull"
     threshold_tail: str = "sqrt_lambda"
-    name: str = "GIFA"
+    name: str = display_name("GIFA")
 
     def __post_init__(self):
         for field, allowed in (("index", INDICES), ("threshold", THRESHOLDS), ("compute_J", COMPUTE_J),
@@ -562,10 +507,13 @@ class GIFA(Algorithm):
         return cls(**{"m": m, "delta": 0.01, **TIRINZONI_DEGENNE, **base,
                       "name": f"{name} [Tirinzoni & Degenne]", **kw})
 
-    def released_code(self, name: str | None = None) -> "GIFA":
-        """This configuration with the released code's stopping pair and threshold tail
-        (:data:`RELEASED_CODE`, module docstring); name suffixed " [released code]"."""
-        return dataclasses.replace(self, **RELEASED_CODE, name=name or f"{self.name} [released code]")
+    @property
+    def top_m(self) -> int:
+        return self.m
+
+    @property
+    def slack(self):
+        return 0.0 if self.epsilon is None else self.epsilon  # None: the static part of a split
 
     def _pick(self, key, v, valid):
         return argmax_random_ties(key if self.tie_break == "random" else None, v, valid)
@@ -674,66 +622,84 @@ class GIFA(Algorithm):
 # ------------------------------------------------------------------------------------------------
 # Named assemblies (seed 003 Table 1; options of Fig. 1 and Table 3)
 # ------------------------------------------------------------------------------------------------
-def LUCB(m: int, delta: float = 0.05, epsilon: float = 0.0, *, selection: str = "largest_variance",
-         threshold: str = "lucb1", **kw) -> GIFA:
+class GIFAAssembly(GIFA):
+    """A named GIFA assembly: a subclass (so ``isinstance(x, LUCB)`` holds) whose constructor fixes
+    the pieces of seed 003 Table 1 and keeps GIFA's fields, so ``dataclasses.replace`` (which
+    passes every field) and the engine's static/dynamic split rebuild the same configuration."""
+
+    #: the pieces this assembly fixes (a field given explicitly, e.g. by ``replace``, wins)
+    pieces: ClassVar[dict] = {}
+
+    def _build(self, default_name: str, /, **fields) -> None:
+        GIFA.__init__(self, **{**self.pieces, **fields, "name": fields.get("name") or default_name})
+
+
+@dataclasses.dataclass(frozen=True, init=False)
+class LUCB(GIFAAssembly):
     """LUCB (Kalyanakrishnan et al. 2012) as GIFA (seed 003 Table 1): classical individual indices,
     J = argmax^[m] mu, b_t = argmax_{j in J} max_{i notin J} B_ij, tau_LUCB; ``selection`` =
     "largest_variance" (the rule analysed in seed 003) or "both" (original LUCB, Fig. 1c)."""
-    return GIFA(m=m, delta=delta, epsilon=epsilon, index="classical", threshold=threshold,
-                compute_J="empirical", compute_b="lucb", selection=selection, stopping="lucb",
-                initialization=True, name=kw.pop("name", f"LUCB ({selection.replace('_', ' ')})"), **kw)
+
+    pieces: ClassVar[dict] = dict(index="classical", compute_J="empirical", compute_b="lucb", stopping="lucb",
+                                  initialization=True)
+
+    def __init__(self, m: int, delta: float = 0.05, epsilon: float = 0.0, *, selection: str = "largest_variance",
+                 threshold: str = "lucb1", **kw):
+        self._build(f"LUCB ({selection.replace('_', ' ')})", m=m, delta=delta, epsilon=epsilon,
+                    selection=selection, threshold=threshold, **kw)
 
 
-def UGapE(m: int, delta: float = 0.05, epsilon: float = 0.0, *, threshold: str = "lucb1", **kw) -> GIFA:
+@dataclasses.dataclass(frozen=True, init=False)
+class UGapE(GIFAAssembly):
     """UGapE (Gabillon et al. 2012) as GIFA (seed 003 Table 1): classical individual indices, J = the m
     arms with smallest max^m_{i != j} B_ij, b_t as LUCB, largest variance (= least sampled), tau_UGapE."""
-    return GIFA(m=m, delta=delta, epsilon=epsilon, index="classical", threshold=threshold,
-                compute_J="gap", compute_b="lucb", selection="largest_variance", stopping="ugape",
-                initialization=True, name=kw.pop("name", "UGapE"), **kw)
+
+    pieces: ClassVar[dict] = dict(index="classical", compute_J="gap", compute_b="lucb", selection="largest_variance",
+                                  stopping="ugape", initialization=True)
+
+    def __init__(self, m: int, delta: float = 0.05, epsilon: float = 0.0, *, threshold: str = "lucb1", **kw):
+        self._build("UGapE", m=m, delta=delta, epsilon=epsilon, threshold=threshold, **kw)
 
 
-def MLinGapE(m: int, delta: float = 0.05, epsilon: float = 0.0, *, selection: str = "greedy",
-             threshold: str = "theoretical", index: str = "paired", initialization: bool = True, **kw) -> GIFA:
+@dataclasses.dataclass(frozen=True, init=False)
+class MLinGapE(GIFAAssembly):
     """m-LinGapE (seed 003 Sec 3.3, Table 1): paired indices, J = argmax^[m] mu,
     b_t = argmax_{j in J} max_{i notin J} B_ij, tau_LUCB; selection "largest_variance", "greedy"
     or "optimized"; initialization as LinGapE (each arm once)."""
-    return GIFA(m=m, delta=delta, epsilon=epsilon, index=index, threshold=threshold,
-                compute_J="empirical", compute_b="lucb", selection=selection, stopping="lucb",
-                initialization=initialization, name=kw.pop("name", f"m-LinGapE ({selection.replace('_', ' ')})"),
-                **kw)
+
+    pieces: ClassVar[dict] = dict(compute_J="empirical", compute_b="lucb", stopping="lucb")
+
+    def __init__(self, m: int, delta: float = 0.05, epsilon: float = 0.0, *, selection: str = "greedy",
+                 threshold: str = "theoretical", index: str = "paired", initialization: bool = True, **kw):
+        self._build(f"m-LinGapE ({selection.replace('_', ' ')})", m=m, delta=delta, epsilon=epsilon,
+                    selection=selection, threshold=threshold, index=index, initialization=initialization, **kw)
 
 
-def LinGapE(delta: float = 0.05, epsilon: float = 0.0, *, selection: str = "greedy",
-            threshold: str = "determinant", reg: float = 1.0, **kw) -> GIFA:
-    """LinGapE (Xu et al. 2018) = GIFA with m = 1 (seed 003 Table 1), as analysed by Xu et al.:
-    each arm pulled once, regulariser lambda = 1, the determinant confidence bound, epsilon = 0 by
-    default, "greedy" or "optimized" selection.  i_t = argmax mu, j_t = argmax_j B_{j, i_t}, stop
-    when B_{j_t, i_t} <= epsilon."""
-    return MLinGapE(1, delta, epsilon, selection=selection, threshold=threshold, reg=reg,
-                    name=kw.pop("name", f"LinGapE ({selection})"), **kw)
-
-
-def LinGIFA(m: int, delta: float = 0.05, epsilon: float = 0.0, *, selection: str = "largest_variance",
-            stopping: str = "ugape", index: str = "paired", threshold: str = "theoretical",
-            initialization: bool = False, **kw) -> GIFA:
+@dataclasses.dataclass(frozen=True, init=False)
+class LinGIFA(GIFAAssembly):
     """LinGIFA (seed 003 Sec 3.3, Table 1): paired indices, J = the m arms with smallest
     max^m_{i != j} B_ij, b_t = argmax_{j in J} max^m_{i != j} B_ij, tau_UGapE (or tau_LUCB, Fig. 1a),
     "largest_variance" or "greedy" selection, no initialization (as in the experiments)."""
-    tag = [selection.replace("_", " ")]
-    if stopping == "lucb":
-        tag.insert(0, "tau_LUCB")
-    if index == "individual":
-        tag.insert(0, "individual indices")
-    return GIFA(m=m, delta=delta, epsilon=epsilon, index=index, threshold=threshold,
-                compute_J="gap", compute_b="gap", selection=selection, stopping=stopping,
-                initialization=initialization, name=kw.pop("name", f"LinGIFA ({', '.join(tag)})"), **kw)
+
+    pieces: ClassVar[dict] = dict(compute_J="gap", compute_b="gap")
+
+    def __init__(self, m: int, delta: float = 0.05, epsilon: float = 0.0, *, selection: str = "largest_variance",
+                 stopping: str = "ugape", index: str = "paired", threshold: str = "theoretical",
+                 initialization: bool = False, **kw):
+        tag = [selection.replace("_", " ")]
+        if stopping == "lucb":
+            tag.insert(0, "tau_LUCB")
+        if index == "individual":
+            tag.insert(0, "individual indices")
+        self._build(f"LinGIFA ({', '.join(tag)})", m=m, delta=delta, epsilon=epsilon, selection=selection,
+                    stopping=stopping, index=index, threshold=threshold, initialization=initialization, **kw)
 
 
 def fig1a_algorithms(m: int = 2, delta: float = 0.05, *, threshold: str = "theoretical",
                      classical_threshold: str = "lucb1", released_code: bool = False, **kw) -> list[GIFA]:
     """The nine variants of seed 003 Fig. 1(a) / Table 3, first column.
 
-    ``released_code=True``: each with :meth:`GIFA.released_code` (pre-pull stopping pair, lambda S /
+    ``released_code=True``: each with :meth:`~jaxbandits.algorithms.base.Algorithm.released_code` (pre-pull stopping pair, lambda S /
     sigma tail), the behaviour behind the released code's 500-run outputs.  ``kw`` (e.g. ``sigma``)
     goes to every constructor.
     """

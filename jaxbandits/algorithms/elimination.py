@@ -1,87 +1,24 @@
 """Elimination pieces shared by the fixed-confidence family (RAGE, the XY family, ALBA, the Oracle).
 
-* :class:`CachedInstance`, :func:`with_cache`, :func:`instance_cache`, :func:`map_instances`: the
-  per-instance caches (item differences, whitening) computed once per run in ``prepare``;
-* :func:`compacted_xy_design`, :func:`item_buckets`, :func:`threshold_design`: the XY design over the
-  active items, compacted into a few bucket sizes so that shrinking active sets reuse programs;
+* :func:`compacted_xy_design`, :func:`threshold_design`: the XY design over the active items,
+  compacted into the buffer sizes of :func:`jaxbandits.batching.item_buckets` so that shrinking
+  active sets reuse programs;
 * :func:`gram_from_counts`, :func:`whiten_items`, :func:`pairwise_gaps_and_widths`,
   :func:`eliminate`, :func:`eliminate_all_pairs`, :func:`single_answer`: the discard rule of
   seed 001 Algorithm 1, step 6 (and Soare et al. 2014's for XY-adaptive), blocked over pairs.
+
+The per-instance caches that ``prepare`` computes once per run (:func:`~jaxbandits.algorithms.base.with_cache`,
+:func:`~jaxbandits.algorithms.base.map_instances`) are part of the contract, in :mod:`jaxbandits.algorithms.base`.
 """
 from __future__ import annotations
-
-import dataclasses
-import time
-from functools import partial
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from jaxbandits import design, programs
-from jaxbandits.batching import in_smallest_bucket
+from jaxbandits import design
+from jaxbandits.batching import in_smallest_bucket, item_buckets
 from jaxbandits.design.core import pair_table
 from jaxbandits.instances.base import Instance
-
-@jax.tree_util.register_dataclass
-@dataclasses.dataclass(frozen=True)
-class CachedInstance(Instance):
-    """An :class:`Instance` carrying ``cache``: per-instance quantities computed once by
-    :meth:`Algorithm.prepare` (e.g. the first round's design, which every replication shares)."""
-
-    cache: Any = None
-
-
-def with_cache(instances: Instance, cache) -> CachedInstance:
-    """``instances`` with the pytree ``cache`` attached (leading batch axis like the instances)."""
-    fields = {f.name: getattr(instances, f.name) for f in dataclasses.fields(Instance)}
-    return CachedInstance(**fields, cache=cache)
-
-
-def instance_cache(instance: Instance):
-    """The cache attached by :func:`with_cache`, or None."""
-    return getattr(instance, "cache", None)
-
-
-
-
-def map_instances(obj, method: str, instances: Instance):
-    """``obj.method(instance)`` for every instance of a batch, one after the other (``lax.map``,
-    compiled once per equal static configuration: ``obj``'s dynamic fields are traced arguments, as
-    in the engine, so a delta sweep solves its designs with one program): design solves under
-    ``vmap`` would run every instance to the slowest one's iteration count.
-
-    The program is compiled ahead of time, kept in :data:`jaxbandits.programs.PREPARED` and its
-    compile time added to ``programs.PREPARE_COMPILE_SECONDS``, so that :func:`jaxbandits.engine.simulate` counts it as
-    compilation, not as run time (called under a trace, it is simply traced inline)."""
-    static, dynamic = obj.split_dynamic()
-    if any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves((dynamic, instances))):
-        return _mapped(static, method, dynamic, instances)
-    sig = (static, method, jax.tree.structure((dynamic, instances)),
-           tuple((a.shape, a.dtype) for a in jax.tree.leaves((dynamic, instances))))
-    fn = programs.PREPARED.get(sig)
-    if fn is None:
-        programs.release_if_high()  # as the engine does before its compilations
-        t0 = time.perf_counter()
-        fn = _mapped.lower(static, method, dynamic, instances).compile()
-        programs.PREPARE_COMPILE_SECONDS[0] += time.perf_counter() - t0
-        programs.PREPARED[sig] = fn
-    return fn(dynamic, instances)
-
-
-@partial(jax.jit, static_argnums=(0, 1))
-def _mapped(static, method, dynamic, instances):
-    return jax.lax.map(getattr(static.with_dynamic(dynamic), method), instances)
-
-
-def item_buckets(M: int, smallest: int = 16, factor: int = 4) -> tuple[int, ...]:
-    """Sizes of the compacted item buffers: smallest, smallest*factor, ..., M."""
-    out, b = [], smallest
-    while b < M:
-        out.append(b)
-        b *= factor
-    return tuple(out) + (M,)
-
 
 def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=None, arm_mask=None):
     """(lambda, rho) of the XY design over Y(Z_active) (:func:`jaxbandits.design.xy_allocation`),
