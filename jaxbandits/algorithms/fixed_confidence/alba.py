@@ -130,20 +130,23 @@ class ALBA(Algorithm):
         return ALBAState(active=active, round=r, iteration=s, round_active=n_r,
                          pulls=jnp.zeros((K,), dt), samples=jnp.zeros((), dt),
                          theta_hat=jnp.zeros((d,), dt), unfinished_draws=jnp.zeros((), jnp.int32),
-                         design=self._design(instance.arms, active, instance.arm_mask))
+                         design=self._design(instance.arms, active, instance.arm_mask, self.design_tol,
+                                             self.design_cutoff))
 
-    def _design(self, X, active, arm_mask):
+    def _design(self, X, active, arm_mask, tol, cutoff):
         """The G-optimal design on the active arms and the arms in their span, weights below the
         cutoff moved to the largest one (released code).  It depends on the active set alone, so
         a step solves it only when that set changes (under
         :func:`jaxbandits.batching.solve_where`); under an accelerator policy with a trip count
-        known at compile time (``g_optimal(fixed_trips=True)``, the same design)."""
+        known at compile time (``g_optimal(fixed_trips=True)``, the same design).  ``tol`` and
+        ``cutoff`` are ``design_tol`` and ``design_cutoff``, passed in rather than read from
+        ``self`` because they may be traced and ``solve_where`` sees only its arguments."""
         smask = span_mask(X, active)
         if arm_mask is not None:
             smask = smask & arm_mask
-        lam = g_optimal(X, arm_mask=smask, tol=self.design_tol, max_iters=int(self.design_iters),
+        lam = g_optimal(X, arm_mask=smask, tol=tol, max_iters=int(self.design_iters),
                         fixed_trips=current_policy().batched).allocation
-        small = lam < self.design_cutoff
+        small = lam < cutoff
         dropped = jnp.sum(jnp.where(small, lam, 0.0))
         lam = jnp.where(small, 0.0, lam)
         return lam.at[jnp.argmax(lam)].add(dropped)
@@ -206,8 +209,9 @@ class ALBA(Algorithm):
 
         r, s, n_r = self._advance(active, state.round, state.iteration + 1, state.round_active, d)
         design = solve_where(jnp.any(removed) & (jnp.sum(active) > 1),
-                             lambda X_, a_, m_: self._design(X_, a_, m_),
-                             (X, active, instance.arm_mask), lam)
+                             self._design,
+                             (X, active, instance.arm_mask, jnp.asarray(self.design_tol, X.dtype),
+                              jnp.asarray(self.design_cutoff, X.dtype)), lam)
         return ALBAState(active=active, round=r, iteration=s, round_active=n_r,
                          pulls=state.pulls + counts, samples=state.samples + jnp.sum(counts),
                          theta_hat=theta, unfinished_draws=state.unfinished_draws + unfinished,
