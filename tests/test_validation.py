@@ -11,7 +11,7 @@ import pytest
 
 import jaxbandits as jb
 from jaxbandits import engine, programs
-from jaxbandits.algorithms import GSE, RAGE, LazyTrackAndStop, LinUCB, MLinGapE, Oracle, TopTwo, UniformGLR
+from jaxbandits.algorithms import FWS, GSE, RAGE, LazyTrackAndStop, LinUCB, MLinGapE, Oracle, TopTwo, UniformGLR
 from jaxbandits.engine import simulate
 from jaxbandits.instances.base import Instance
 
@@ -127,6 +127,7 @@ CASES = [
     ("epsilon negative", lambda f: lambda: simulate(MLinGapE(m=1, epsilon=-0.1), inst(), 0, 4, 100),
      ValueError, "epsilon", "-0.1"),
     ("GIFA epsilon negative", lambda f: lambda: MLinGapE(m=2, epsilon=-1e-3), ValueError, "epsilon", "-0.001"),
+    ("FWS game_iters zero", lambda f: lambda: FWS(game_iters=0), ValueError, "game_iters", "got 0"),
     ("design_iters zero", lambda f: sim(alg=RAGE(design_iters=0)), ValueError, "design_iters", "got 0"),
     ("design_iters float", lambda f: sim(alg=RAGE(design_iters=2.5)), TypeError, "design_iters", "2.5"),
     ("design_tol negative", lambda f: sim(alg=RAGE(design_tol=-1.0)), ValueError, "design_tol", "-1.0"),

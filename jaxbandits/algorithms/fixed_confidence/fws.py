@@ -316,8 +316,9 @@ class FWS(Algorithm):
         glr.check_threshold(self.threshold)
         if self.forced not in FORCED:
             raise ValueError(f"forced must be one of {FORCED}, got {self.forced!r}")
-        if int(self.max_active) < 1 or int(self.game_iters) < 1:
-            raise ValueError("max_active and game_iters must be >= 1")
+        for field in ("max_active", "game_iters"):
+            if int(getattr(self, field)) < 1:
+                raise ValueError(f"FWS.{field} must be an integer >= 1, got {getattr(self, field)!r}")
         if self.glr_form not in GLR_FORMS:
             raise ValueError(f"glr_form must be one of {GLR_FORMS}, got {self.glr_form!r}")
         if self.game not in GAMES:
