@@ -140,13 +140,35 @@ def test_renaming_does_not_recompile():
 
 def test_result_codes():
     """Every replication gets one code: STOPPED, CAPPED (hit max_steps), NON_FINITE (count lost),
-    counted in the summary."""
+    NOT_CONVERGED (stopped on an uncertified fixed-trip solve), counted in the summary."""
     from jaxbandits import engine
 
-    res = engine.simulate(algorithms_package.LinGapE(0.1), GAUSSIAN, 0, 4, 30)
+    res = engine.simulate(algorithms_package.LinGapE(0.1), GAUSSIAN, 0, 5, 30)
+    assert res.converged.all()                         # LinGapE has no fixed-trip solver
     res.stopped[0, :2] = True
     res.stopped[0, 2:] = False
+    res.stopped[0, 4] = True
     res.samples[0, 1] = engine.COUNT_LIMIT
+    res.converged[0, 1] = res.converged[0, 2] = res.converged[0, 4] = False
     assert res.result.tolist() == [[engine.RESULTS.STOPPED, engine.RESULTS.NON_FINITE,
-                                    engine.RESULTS.CAPPED, engine.RESULTS.CAPPED]]
-    assert res.summary()["results"] == {"stopped": 1, "capped": 2, "non_finite": 1}
+                                    engine.RESULTS.CAPPED, engine.RESULTS.CAPPED,
+                                    engine.RESULTS.NOT_CONVERGED]]
+    assert res.summary()["results"] == {"stopped": 1, "capped": 2, "non_finite": 1, "not_converged": 1}
+
+
+def test_not_converged_reaches_the_results():
+    """FWS's exact matrix game with a one-pivot cap leaves duality gaps: those replications that
+    stop are NOT_CONVERGED (Outcome.converged through the engine's lane buffers), and no capped
+    or converged one is."""
+    from jaxbandits import engine
+    from jaxbandits.algorithms.fixed_confidence.fws import EXACT_GAME_GAP
+
+    X5 = jnp.array([[1.0, 0.0], [0.0, 1.0], [0.8, 0.6], [0.6, 0.8], [-0.5, 0.5]])
+    inst = make_instance(X5, jnp.array([1.0, 0.9]), 1.0)
+    alg = algorithms_package.FWS(delta=0.1, game="exact", game_iters=1, max_active=8)
+    res = engine.simulate(alg, inst, 0, 8, 3000)
+    states = engine.final_states(alg, inst, jax.random.fold_in(jax.random.key(0), 0), 8, 3000)
+    unsolved = jnp.asarray(states.game_gap > EXACT_GAME_GAP)
+    assert (res.converged[0] == ~unsolved).all()
+    assert ((res.result[0] == engine.RESULTS.NOT_CONVERGED) == (unsolved & res.stopped[0])).all()
+    assert (res.result[0] == engine.RESULTS.NOT_CONVERGED).sum() >= 2

@@ -46,11 +46,16 @@ class Outcome(NamedTuple):
         identification).
       samples: total number of pulls used (the stopping time tau, or the budget spent).
       pulls: [K] per-arm pull counts.
+      converged: bool scalar, False when a solver or sampler with a fixed trip count that the run
+        relied on ended before its certificate (an unfinished binomial draw, a matrix game left
+        with a duality gap); None (the default) for algorithms with no such step.  The engine
+        reports such replications as ``RESULTS.NOT_CONVERGED``.
     """
 
     answer: jax.Array
     samples: jax.Array
     pulls: jax.Array
+    converged: jax.Array | None = None
 
 
 def answer_mask(index: jax.Array, num_items: int) -> jax.Array:

@@ -28,6 +28,7 @@ class Out(NamedTuple):
     stopped: jax.Array   # [C] bool
     correct: jax.Array   # [C] bool
     pulls: jax.Array     # [C, K] (or [C, 0] when not recorded)
+    converged: jax.Array  # [C] bool (Outcome.converged; True for algorithms without it)
 
 
 def replication_key(key: jax.Array, instance_index, rep_index) -> jax.Array:
@@ -125,6 +126,7 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
             stopped=jnp.zeros((C,), bool),
             correct=jnp.zeros((C,), bool),
             pulls=jnp.zeros((C, K if record_pulls else 0), proto.pulls.dtype),
+            converged=jnp.ones((C,), bool),
         )
         m, eps = algorithm.top_m, algorithm.slack
 
@@ -150,6 +152,7 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
                 stopped=upd(out.stopped, jax.vmap(algorithm.done)(lanes_.state)),
                 correct=upd(out.correct, corr),
                 pulls=upd(out.pulls, oc.pulls) if record_pulls else out.pulls,
+                converged=out.converged if oc.converged is None else upd(out.converged, oc.converged),
             )
             free = ~lanes_.active
             new_slots = nxt + jnp.cumsum(free, dtype=nxt.dtype) - 1

@@ -23,6 +23,9 @@ class RESULTS(enum.IntEnum):
     CAPPED = 1
     #: its sample count was not finite or beyond :data:`COUNT_LIMIT` (saturated): the count was lost
     NON_FINITE = 2
+    #: stopped, but a solver or sampler with a fixed trip count it relied on ended before its
+    #: certificate (:attr:`Outcome.converged` False): the run is not the algorithm's as specified
+    NOT_CONVERGED = 3
 
 
 @dataclasses.dataclass
@@ -49,6 +52,8 @@ class Results:
       precision: "float64" or "float32" (:mod:`jaxbandits.precision`).
       num_arms, num_items: the real K and M (of the instances given); bucket: (K, M) of the
         padded instances the program ran on (shape buckets), None when not padded.
+      converged: [.., n_reps] bool, :attr:`Outcome.converged` of every replication (True for
+        algorithms without fixed-trip solvers); None where results were built without it.
     """
 
     samples: np.ndarray
@@ -72,6 +77,7 @@ class Results:
     num_arms: int | None = None
     num_items: int | None = None
     bucket: tuple[int, int] | None = None
+    converged: np.ndarray | None = None
 
     @property
     def n_instances(self) -> int:
@@ -84,8 +90,11 @@ class Results:
     @property
     def result(self) -> np.ndarray:
         """[.., n_reps] int8 :class:`RESULTS` code of every replication (a replication that did not
-        run, ``ran`` False, reads as CAPPED)."""
+        run, ``ran`` False, reads as CAPPED).  Precedence: NON_FINITE, then CAPPED, then
+        NOT_CONVERGED, then STOPPED."""
         code = np.where(self.stopped, RESULTS.STOPPED, RESULTS.CAPPED)
+        if self.converged is not None:
+            code = np.where(self.stopped & ~self.converged, RESULTS.NOT_CONVERGED, code)
         return np.where(self.samples >= COUNT_LIMIT, RESULTS.NON_FINITE, code).astype(np.int8)
 
     def summary(self, level: float = 0.95) -> dict:

@@ -145,6 +145,7 @@ class _Collected:
         self.stopped = np.zeros((T,), bool)
         self.answer = np.zeros((T, M), bool)
         self.pulls = np.zeros((T, K), np.int64) if record_pulls else None
+        self.converged = np.ones((T,), bool)
         self.ran = np.zeros((T,), bool)
 
     def add(self, tid, out, sel):
@@ -155,11 +156,12 @@ class _Collected:
         self.answer[tid] = out.answer[sel]
         if self.pulls is not None:
             self.pulls[tid] = _counts(out.pulls[sel])
+        self.converged[tid] = out.converged[sel]
         self.ran[tid] = True
 
     def arrays(self) -> dict:
         return dict(samples=self.samples, steps=self.steps, correct=self.correct, stopped=self.stopped,
-                    answer=self.answer, pulls=self.pulls)
+                    answer=self.answer, pulls=self.pulls, converged=self.converged)
 
     def gather(self):
         """Every process gets every process's replications (a ``jax.distributed`` run)."""
@@ -330,6 +332,7 @@ def _simulate(algorithm, instances, key, n_reps, max_steps, *, lanes, chunk_size
         wall_time=wall, compile_time=compile_time + prep_compile, lane_steps=lane_steps, useful_steps=useful,
         devices=D, lanes=L, chunk_size=per_call, error_defined=not algorithm.correct_by_construction,
         layout=layout, num_arms=K_real, num_items=M_real, bucket=bucket,
+        converged=got.converged.reshape(shape),
     )
 
 

@@ -223,7 +223,7 @@ class ALBA(Algorithm):
     def outcome(self, state: ALBAState, instance: Instance) -> Outcome:
         idx = single_answer(state.active, instance.arms @ state.theta_hat)
         return Outcome(answer=answer_mask(idx, instance.num_items), samples=state.samples,
-                       pulls=state.pulls)
+                       pulls=state.pulls, converged=state.unfinished_draws == 0)
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)

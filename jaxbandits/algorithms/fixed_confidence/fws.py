@@ -96,6 +96,10 @@ FORCED = ("squares", "exact_squares", "none")
 GLR_FORMS = ("envelope", "ridge")
 GAMES = ("hedge", "certified", "exact")
 
+#: largest relative duality gap of ``game="exact"`` counted as solved (the simplex's optimum is
+#: certified to about 1e-14 of the payoff range; a larger gap means the pivot cap was reached)
+EXACT_GAME_GAP = 1e-9
+
 #: FWS as run in Tirinzoni & Degenne 2022, Table 1 (released code ``experiments/linear_bai.jl``,
 #: ``runit.jl``): log((t + 1) / delta) threshold, ridge GLR; the matrix game over every r-active
 #: piece solved exactly as a linear program, as the released ``envelope.jl`` (``solveZeroSumGame``)
@@ -439,5 +443,7 @@ class FWS(Algorithm):
         return state.stopped
 
     def outcome(self, state: FWSState, instance: Instance) -> Outcome:
+        # the exact game's pivot cap reached before the optimum shows as a gap above rounding
+        converged = state.game_gap <= EXACT_GAME_GAP if self.game == "exact" else None
         return Outcome(answer_mask(state.best, instance.num_items), state.t,
-                       state.stats.counts.astype(jnp.int32))
+                       state.stats.counts.astype(jnp.int32), converged)

@@ -319,7 +319,7 @@ class XYStatic(Algorithm):
 
     def outcome(self, state: XYPhasedState, instance: Instance) -> Outcome:
         return Outcome(answer=answer_mask(state.best, instance.num_items), samples=state.samples,
-                       pulls=state.pulls)
+                       pulls=state.pulls, converged=state.unfinished_draws == 0)
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
