@@ -219,4 +219,4 @@ class Eliminate(Wrapper):
         oc = self.base.outcome(state.base, instance)
         own = state.stopped & ~self.base.done(state.base)
         answer = jnp.where(own, answer_mask(state.answer, instance.num_items), oc.answer)
-        return Outcome(answer, oc.samples, oc.pulls)
+        return Outcome(answer, oc.samples, oc.pulls, oc.converged)
