@@ -93,8 +93,14 @@ BANDWIDTH = 0.8 * 3.35e12
 EFFICIENCY = 0.9
 #: mean steps per replication where no CPU run is asked for (``--reps 0``): LT&S many-arms K = 1000
 #: (seed 000 released-code length, about 473 pulls), XY-adaptive and uniform + GLR (their step
-#: counts on these instances), m-LinGapE (measured here on the CPU, 2,000 replications)
-STEPS_PER_REP = {"LT&S": 473.0, "XY-adaptive": 22_600.0, "uniform + GLR, sphere": 96_000.0, "m-LinGapE": 3_261.0}
+#: counts on these instances), m-LinGapE (measured here on the CPU, 2,000 replications).
+#: The others: 8-replication CPU runs of 2026-11-25 (``--reps 8``, docs/design.md 7.8); the first
+#: key a row's name starts with is taken, so "GSE logistic" precedes "GSE".
+STEPS_PER_REP = {"LT&S": 473.0, "XY-adaptive": 22_600.0, "uniform + GLR, sphere": 96_000.0, "m-LinGapE": 3_261.0,
+                 "RAGE": 13.75, "XY-static": 43.75, "XY-oracle": 112.75, "ALBA": 31.625, "Oracle": 112.75,
+                 "LinGapE (top-1)": 4_538.8, "LinGIFA": 4_334.2, "LUCB": 15_527.4, "UGapE": 15_335.8,
+                 "GSE logistic": 3.0, "GSE": 4.0, "OD-LinBAI": 4.0, "BayesGap": 304.0, "Peace": 4.0,
+                 "LinUCB": 320.0, "UCB-GLM": 400.0, "LinGapE capped": 304.0}
 
 _NO_KERNEL = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "while", "conditional",
               "call", "after-all", "partition-id", "replica-id", "opt-barrier", "add-dependency",
@@ -294,6 +300,21 @@ def compile_for_h100(w, lanes: int | None, n_tasks: int):
                                     program_bytes=pbytes, compile_s=ct)
 
 
+def extra_workloads() -> list:
+    """Rows of this script beyond ``devices.py``'s workloads: GSE with the logistic estimator
+    (Eq. 4, IRLS) on seed 002's logistic instance, the budget of the UCB-GLM row."""
+    import jax
+
+    from devices import Workload
+
+    from jaxbandits import algorithms as A
+    from jaxbandits.instances import seeds
+
+    logistic = seeds.logistic_gse(jax.random.key(0), 8, 5)
+    return [Workload("GSE logistic, logistic K=8 d=5 B=400", A.GSE(budget=400, estimator="logistic"),
+                     logistic, 10_000, 100)]
+
+
 def steps_per_rep(w, reps: int) -> float:
     """Mean steps per replication from a short CPU run."""
     import jax
@@ -350,7 +371,7 @@ def main(argv=None) -> int:
         return 0
     print(f"# jax {jax.__version__}, H100 target (compiled, not run); T_KERNEL {T_KERNEL * 1e6:.1f} us, "
           f"T_SYNC {T_SYNC * 1e6:.1f} us, {BANDWIDTH / 1e12:.1f} TB/s", flush=True)
-    for w in workloads(args.quick):
+    for w in workloads(args.quick) + extra_workloads():
         if args.only and not any(s.lower() in w.name.lower() for s in args.only):
             continue
         row = rows.get(w.name, dict(name=w.name))
