@@ -94,11 +94,12 @@ EFFICIENCY = 0.9
 #: mean steps per replication where no CPU run is asked for (``--reps 0``): LT&S many-arms K = 1000
 #: (seed 000 released-code length, about 473 pulls), XY-adaptive and uniform + GLR (their step
 #: counts on these instances), m-LinGapE (measured here on the CPU, 2,000 replications).
-#: The others: 8-replication CPU runs of 2026-11-25 (``--reps 8``, docs/design.md 7.8); the first
-#: key a row's name starts with is taken, so "GSE logistic" precedes "GSE".
+#: The others (2026-11-25, docs/design.md 7.8): the fixed-budget rows from ``--reps 8``, the rest
+#: from ``steps_per_rep(w, 1000)``; the first key a row's name starts with is taken, so
+#: "GSE logistic" precedes "GSE".
 STEPS_PER_REP = {"LT&S": 473.0, "XY-adaptive": 22_600.0, "uniform + GLR, sphere": 96_000.0, "m-LinGapE": 3_261.0,
-                 "RAGE": 13.75, "XY-static": 43.75, "XY-oracle": 112.75, "ALBA": 31.625, "Oracle": 112.75,
-                 "LinGapE (top-1)": 4_538.8, "LinGIFA": 4_334.2, "LUCB": 15_527.4, "UGapE": 15_335.8,
+                 "RAGE": 13.72, "XY-static": 43.21, "XY-oracle": 112.27, "ALBA": 30.48, "Oracle": 112.27,
+                 "LinGapE (top-1)": 4_479.6, "LinGIFA": 4_469.7, "LUCB": 14_032.5, "UGapE": 14_053.3,
                  "GSE logistic": 3.0, "GSE": 4.0, "OD-LinBAI": 4.0, "BayesGap": 304.0, "Peace": 4.0,
                  "LinUCB": 320.0, "UCB-GLM": 400.0, "LinGapE capped": 304.0}
 
