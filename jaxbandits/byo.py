@@ -121,16 +121,26 @@ def name_of(algorithm) -> str:
         algorithm, "__name__", type(algorithm).__name__)
 
 
+def _layers(algorithm) -> list:
+    """The algorithm and every algorithm held in its fields, recursively: a
+    :class:`~jaxbandits.algorithms.base.Wrapper`'s wrapped algorithm, or any composition of your
+    own, whatever its field is called."""
+    out = [algorithm]
+    if dataclasses.is_dataclass(algorithm):
+        for f in dataclasses.fields(algorithm):
+            value = getattr(algorithm, f.name, None)
+            if isinstance(value, Algorithm):
+                out += _layers(value)
+    return out
+
+
 def code_version(algorithm) -> str:
     """A short hash of the configuration, of the library sources its results depend on
     (:func:`jaxbandits.calibration.code_version`) and of the source files outside the library that
     define its classes (your own file): results stored under it are read back only while none of
     these changed."""
     h = hashlib.sha1(cal.code_version(algorithm).encode())
-    layers, alg = [], algorithm
-    while alg is not None:
-        layers.append(alg)
-        alg = getattr(alg, "base", None) or getattr(alg, "inner", None)
+    layers = _layers(algorithm)
     files, root = set(), Path(__file__).resolve().parent
     for cls in (c for a in layers for c in type(a).__mro__ if c is not object):
         try:

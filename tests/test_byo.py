@@ -173,6 +173,11 @@ def test_code_version_follows_the_users_file(tmp_path):
     vb = byo.code_version(byo.load_algorithm(f"{tmp_path / 'b.py'}:GOptTracking"))
     assert va != vb
     assert va == byo.code_version(byo.load_algorithm(f"{tmp_path / 'a.py'}:GOptTracking"))
+    # wrapped in a library algorithm, the user's file still counts
+    from jaxbandits.algorithms import BudgetCapped
+    wa, wb = (byo.code_version(BudgetCapped(byo.load_algorithm(f"{tmp_path / n}:GOptTracking"), 100))
+              for n in ("a.py", "b.py"))
+    assert wa != wb
 
 
 def test_cli_dispatch(tmp_path, capsys):
