@@ -285,20 +285,21 @@ def _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters: int, blocks: int):
 
 def _fixed_trip_run(X, Y, Yq, ym, arm_mask, st, max_iters: int, first_trips: int):
     """App F's run as loops of trip counts known at compile time, with the ``while_loop``'s
-    iterates: ceil(min(first_trips, max_iters) / 32) blocks of 32 iterations on every lane, then,
-    through :func:`solve_where` (under the accelerator policy one pass on the smallest buffer
-    holding them), the rest up to ``max_iters`` on the lanes whose run is still going.
+    iterates: min(first_trips, max_iters) iterations on every lane, then, in stages that double
+    the iterations run (first_trips, 2 first_trips, 4 first_trips, ..., ``max_iters``), the next
+    stage's iterations on the lanes whose run is still going, each stage through
+    :func:`solve_where` (under the accelerator policy one pass on the smallest buffer holding
+    them; none when no run is left).  Stages are whole blocks of ``_REFACTOR`` iterations, and
     ``max_iters`` bounds every run, so none is cut short."""
-    first = -(-min(int(first_trips), max_iters) // _REFACTOR)
-    st = _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, first)
-    rest = -(-(max_iters - first * _REFACTOR) // _REFACTOR)
-    if rest <= 0:
-        return st
-
-    def more(X, Y, Yq, ym, arm_mask, st):  # no closed-over tracers (custom_vmap)
-        return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, rest)
-
-    return solve_where(_fw_running(st, max_iters), more, (X, Y, Yq, ym, arm_mask, st), st)
+    bounds = [max(1, -(-min(int(first_trips), max_iters) // _REFACTOR)) * _REFACTOR]
+    while bounds[-1] < max_iters:
+        bounds.append(min(2 * bounds[-1], -(-max_iters // _REFACTOR) * _REFACTOR))
+    st = _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, bounds[0] // _REFACTOR)
+    for lo, hi in zip(bounds, bounds[1:]):
+        def more(X, Y, Yq, ym, arm_mask, st, blocks=(hi - lo) // _REFACTOR):  # no closed-over tracers
+            return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, blocks)
+        st = solve_where(_fw_running(st, max_iters), more, (X, Y, Yq, ym, arm_mask, st), st)
+    return st
 
 
 # ------------------------------------------------------------------------------------------------
