@@ -83,12 +83,12 @@ buffer, solves only those, and scatters the results back; steps where no lane up
 (:func:`jaxbandits.batching.current_policy`) its iterations run in loops of trip counts known at
 compile time, with the ``while_loop``'s iterates (:func:`_fixed_trip_run`: ``FIXED_FW_TRIPS``
 on every solving lane, then stages up to ``max_iters`` for the runs still going), and the
-smooth solver's chunks as a fixed-trip loop; on a CPU both keep their ``while_loop``.  A round costs O(K + M d^2 + d^3):
-the tracking argmin over K, the GLR statistic as fused elementwise sums over the M items (no
-batched matrix products), closed forms of A_t^-1, lambda_min and the log-determinant when d = 2
-(batched LAPACK calls on 2 x 2 matrices cost more than the rest of a round), and the cumulative
-allocation kept as its value at the last update plus (t - t_base) w, so no O(K) array is written
-in rounds without an update.  Measured on K = 1000 (released-code instance, 300 replications,
+smooth solver's chunks as a fixed-trip loop; on a CPU both keep their ``while_loop``.  A round
+costs O(K + M d^2 + d^3): the tracking argmin over K, the GLR statistic as fused elementwise sums
+over the M items (no batched matrix products), closed forms of A_t^-1, lambda_min and the
+log-determinant when d = 2 (batched LAPACK calls on 2 x 2 matrices cost more than the rest of a
+round), and the cumulative allocation kept as its value at the last update plus (t - t_base) w,
+so no O(K) array is written in rounds without an update.  Measured on K = 1000 (released-code instance, 300 replications,
 one CPU device, machine loaded by other jobs): 2.5 -> 13.8 replications/s with identical
 stopping times; about half of the remaining time is the Frank-Wolfe solves (``benchmarks/
 fixed_confidence_ltns.py`` reports the split).
