@@ -238,10 +238,12 @@ def _fw_running(st, max_iters):
     return (st[5] < max_iters) & (st[6] >= 0.01)
 
 
-def _fw_body(X, Y, Yq, ym, arm_mask, st, refactor):
+def _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go=None):
     """One iteration of :func:`paper_frank_wolfe` on the state (v, c, ||lambda||^2, A, A^-1, k,
     relative change); ``refactor``: refactorise A^-1 exactly after it (None: when k + 1 is a
-    multiple of ``_REFACTOR``, a ``cond``; a Python bool where the caller knows)."""
+    multiple of ``_REFACTOR``, a ``cond``; a Python bool where the caller knows).  ``go``: where
+    False, the weights v are returned unchanged (their one-entry update adds 0), so a masked
+    caller selects only the small fields, not the [K] weights."""
     dtype = X.dtype
     ia, ib = jnp.triu_indices(X.shape[1])
     v, c, n2, A, Ainv, k, _ = st
@@ -257,7 +259,7 @@ def _fw_body(X, Y, Yq, ym, arm_mask, st, refactor):
     lj = c * v[j]
     rel = gam * jnp.sqrt(jnp.maximum(n2 - 2.0 * lj + 1.0, 0.0)) / jnp.sqrt(n2)
     c_new = c * (1.0 - gam)
-    v = v.at[j].add(gam / c_new)
+    v = v.at[j].add(gam / c_new if go is None else jnp.where(go, gam / c_new, 0.0))
     n2 = (1.0 - gam) ** 2 * n2 + 2.0 * gam * (1.0 - gam) * lj + gam * gam
     x = X[j]
     A = (1.0 - gam) * A + gam * jnp.outer(x, x)
@@ -279,8 +281,8 @@ def _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters: int, blocks: int):
     so the exact refactorisation is the last iteration of each block, as in the ``while_loop``."""
     def masked(st, refactor):
         go = _fw_running(st, max_iters)
-        new = _fw_body(X, Y, Yq, ym, arm_mask, st, refactor)
-        return jax.tree.map(lambda a, b: jnp.where(go, a, b), new, st)
+        new = _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go)
+        return (new[0],) + tuple(jnp.where(go, a, b) for a, b in zip(new[1:], st[1:]))
 
     def block(_, st):
         st = jax.lax.fori_loop(0, _REFACTOR - 1, lambda _, s: masked(s, False), st)
