@@ -58,3 +58,37 @@ def test_paper_frank_wolfe_stops_within_its_trip_bound_and_fixed_trips_agree():
         # fewer trips than the run needs give another iterate: the comparison can fail
         c = minimax.xy_paper_iterate(X, Z, st, max_iters=5000, trips=int(a.k) - 1)
         assert int(c.k) == int(a.k) - 1
+
+
+def test_lts_frank_wolfe_fixed_trips_is_the_while_loop_result():
+    """LT&S's plug-in allocation under the accelerator policy (fixed trips on every lane, then the
+    runs still going continued through solve_where) equals the CPU's while loops, App F's
+    Frank-Wolfe (``paper_frank_wolfe``) and the certified smooth solver, with no ``while`` left."""
+    from jaxbandits import batching
+    from jaxbandits.algorithms.fixed_confidence.track_and_stop import paper_frank_wolfe, plug_in_allocation
+    from jaxbandits.design import oracle_allocation
+
+    key = jax.random.PRNGKey(3)
+    K, d, n = 40, 3, 6
+    X = jax.random.normal(key, (K, d))
+    th = jax.random.normal(jax.random.fold_in(key, 1), (n, d))
+    warm = jax.random.dirichlet(jax.random.fold_in(key, 2), 0.3 * jnp.ones(K), (n,))
+    gpu = batching.solve_for("gpu", n)
+    its = np.asarray(jax.jit(jax.vmap(lambda t, w: oracle_allocation(X, X, t, init=w, max_iters=500,
+                                                                     method="paper").iterations))(th, warm))
+    # App F with a cap of 300 and the first 128 trips, continued in stages to 256 and 320 trips:
+    # runs stop in both continuation stages, one at the cap
+    assert its.min() > 128 and np.any(its < 256) and np.any((its > 256) & (its < 300)) and its.max() > 300
+
+    def solver(method, max_iters):  # a new function per policy: traces are cached by function
+        return jax.vmap(lambda t, w: plug_in_allocation(X, X, t, w, method=method, tol=1e-3, max_iters=max_iters))
+
+    cpu = jax.jit(jax.vmap(lambda t, w: paper_frank_wolfe(X, X, t, w, 300, first_trips=128)))(th, warm)
+    with batching.policy(gpu):
+        f = jax.vmap(lambda t, w: paper_frank_wolfe(X, X, t, w, 300, first_trips=128))
+        assert "while" not in str(jax.make_jaxpr(f)(th, warm))
+        fixed = jax.jit(f)(th, warm)
+        # the smooth solver's chunks: a fixed-trip loop too (``fixed_trip_while``, tested)
+        assert "while" not in str(jax.make_jaxpr(solver("smooth", 100))(th, warm))
+    np.testing.assert_allclose(np.asarray(fixed), np.asarray(cpu), rtol=0, atol=1e-14)
+    assert float(jnp.max(jnp.abs(cpu - warm))) > 1e-3   # the solves moved the allocation

@@ -26,10 +26,6 @@ from jaxbandits.instances.base import as_batch
 #: where a data-dependent loop may stay ("file.py:function" of the code that starts it, matched as
 #: a prefix) -> why it is still there
 ALLOWED = {
-    "track_and_stop.py:paper_frank_wolfe":
-        "LT&S's plug-in allocation by the Frank-Wolfe of seed 000's released code, stopped by its "
-        "duality-gap test: the iteration count is part of the algorithm reproduced (paper(), "
-        "released_code())",
     "gopt.py:_fw_loop":
         "G-optimal design by Frank-Wolfe until its certified gap (GSE and OD-LinBAI), once per "
         "stage of a fixed-budget run",

@@ -316,9 +316,12 @@ def _polish(X, mask, perp, dirs: _Directions, lam, s, steps=_NEWTON):
     return lam_new, muA, iA, YA
 
 
-def _smooth_fw(X, mask, lam0, perp, dirs: _Directions, tol, max_iters, s0=10.0):
+def _smooth_fw(X, mask, lam0, perp, dirs: _Directions, tol, max_iters, s0=10.0, trips: int | None = None):
     """Chunks of smoothed Frank-Wolfe iterations, each followed by a Newton polish; stops on the
-    certified relative gap (module docstring)."""
+    certified relative gap (module docstring).  ``trips`` (a Python int, at least ``max_iters``):
+    ceil(trips / _CHUNK) chunks as a loop of a trip count known at compile time, the chunks after
+    the stop leaving the state unchanged (:func:`jaxbandits.batching.fixed_trip_while`): the same
+    result."""
     dtype = X.dtype
     T = min(_TOPK, dirs.size)
     s_max = jnp.maximum(1e3, 30.0 / tol)
@@ -361,7 +364,10 @@ def _smooth_fw(X, mask, lam0, perp, dirs: _Directions, tol, max_iters, s0=10.0):
 
     init = (lam0, jnp.array(0, jnp.int32), jnp.asarray(s0, dtype), jnp.asarray(-jnp.inf, dtype),
             jnp.zeros((dirs.size,), dtype), jnp.asarray(jnp.inf, dtype))
-    lam, k, s, lb, mu_best, _ = jax.lax.while_loop(cond, chunk, init)
+    if trips is not None:
+        lam, k, s, lb, mu_best, _ = fixed_trip_while(cond, chunk, init, -(-int(trips) // _CHUNK))
+    else:
+        lam, k, s, lb, mu_best, _ = jax.lax.while_loop(cond, chunk, init)
     return lam, k, lb, mu_best
 
 
@@ -434,12 +440,12 @@ def _paper_finish(X, perp, lam):
     return jnp.where(ok, thr, lam)
 
 
-def _paper_fw(X, mask, lam0, perp, dirs: _Directions, max_iters):
+def _paper_fw(X, mask, lam0, perp, dirs: _Directions, max_iters, trips: int | None = None):
     """Seed 001 App F: Frank-Wolfe with step 2/(k+2) on f, Danskin gradient of the max direction,
     stop when ||lambda_{k+1} - lambda_k||_2 / ||lambda_k||_2 < 0.01 or after 5000 iterations, then
-    set lambda < 1e-5 to 0 and renormalise."""
+    set lambda < 1e-5 to 0 and renormalise.  ``trips``: as :func:`_paper_iterate`."""
     start = PaperFW(lam0, jnp.array(0, jnp.int32), jnp.asarray(jnp.inf, X.dtype))
-    st = _paper_iterate(X, mask, perp, dirs, start, max_iters)
+    st = _paper_iterate(X, mask, perp, dirs, start, max_iters, trips)
     return _paper_finish(X, perp, st.lam), st.k
 
 
@@ -478,18 +484,18 @@ def xy_paper_value(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None):
     return lam, jnp.max(dirs.norms(inverse_design(lam, X, perp)))
 
 
-def _solve(X, mask, init, perp, dirs, tol, max_iters, method):
+def _solve(X, mask, init, perp, dirs, tol, max_iters, method, trips: int | None = None):
     if max_iters is None:
         max_iters = 5_000 if method == "paper" else 2_000
     lam0 = initial_design(mask, init, X.dtype)
     if method == "smooth":
-        lam, k, lb, mu = _smooth_fw(X, mask, lam0, perp, dirs, tol, max_iters)
+        lam, k, lb, mu = _smooth_fw(X, mask, lam0, perp, dirs, tol, max_iters, trips=trips)
         f, lb2, mu2 = _certificate(X, mask, lam, perp, dirs)
         use2 = lb2 > lb
         lb = jnp.maximum(lb, lb2)
         mu = jnp.where(use2, mu2, mu)
     elif method == "paper":
-        lam, k = _paper_fw(X, mask, lam0, perp, dirs, max_iters)
+        lam, k = _paper_fw(X, mask, lam0, perp, dirs, max_iters, trips)
         f, lb, mu = _certificate(X, mask, lam, perp, dirs)
     else:
         raise ValueError(f"unknown method {method!r}; expected 'smooth' or 'paper'")
@@ -575,9 +581,9 @@ def oracle_directions(Z, theta, item_mask):
     return Y, ym
 
 
-@partial(jax.jit, static_argnames=("method",))
+@partial(jax.jit, static_argnames=("method", "fixed_trips"))
 def oracle_allocation(X, Z, theta, *, item_mask=None, arm_mask=None, init=None, tol: float = 1e-3,
-                      max_iters=None, method: str = "smooth") -> DesignSolution:
+                      max_iters=None, method: str = "smooth", fixed_trips: int | None = None) -> DesignSolution:
     """Oracle allocation lambda* and psi*(theta) (seed 001 Thm 1 and eq. (1)).
 
     psi*(theta) = min_lambda max_{z != z*} ||z* - z||^2_{A(lambda)^-1} / ((z* - z)^T theta)^2,
@@ -585,6 +591,11 @@ def oracle_allocation(X, Z, theta, *, item_mask=None, arm_mask=None, init=None, 
     (z* - z) / Delta(z).  Returns psi* (no factor 2).  The characteristic time of seed 000 eq. (1)
     (X = Z) is T*(theta) = 2 psi*(theta): see :func:`characteristic_time`.  The value is
     differentiable in X, Z and theta (envelope theorem; z* is held fixed, valid away from ties).
+
+    ``fixed_trips`` (a Python int, at least ``max_iters``; None: a ``while_loop``): the solver's
+    iterations as loops of a trip count known at compile time covering that many iterations
+    (whole chunks of 48 for ``"smooth"``), those after its stop leaving the iterate unchanged: the
+    same solution, with no loop asking an accelerator's host for its predicate.
     """
     X = as_float(X)
     Z = as_float(Z)
@@ -594,7 +605,7 @@ def oracle_allocation(X, Z, theta, *, item_mask=None, arm_mask=None, init=None, 
     perp, _ = null_projector(X, mask)
     Ys, ym = oracle_directions(jax.lax.stop_gradient(Z), jax.lax.stop_gradient(theta), im)
     lam, k, f, lb, mu = _solve(jax.lax.stop_gradient(X), mask, init, perp, _explicit(Ys, ym), tol,
-                               max_iters, method)
+                               max_iters, method, fixed_trips)
     Y, _ = oracle_directions(Z, theta, im)
     value = _value(lam, mu, X, perp, lambda m: (Y * m[:, None]).T @ Y, f)
     return _solution(lam, k, f, lb, value, tol)

@@ -79,12 +79,16 @@ that need an update (a few per step under the exponential schedule) into a small
 buffer, solves only those, and scatters the results back; steps where no lane updates pay only a
 ``jnp.any``.  The released code's Frank-Wolfe (``method="paper"``) runs as
 :func:`paper_frank_wolfe`: the iterates of the general solver at O(K d + M d^2) per iteration
-(Sherman-Morrison, lazily scaled weights, O(1) stopping test).  A round costs O(K + M d^2 + d^3):
-the tracking argmin over K, the GLR statistic as fused elementwise sums over the M items (no
-batched matrix products), closed forms of A_t^-1, lambda_min and the log-determinant when d = 2
-(batched LAPACK calls on 2 x 2 matrices cost more than the rest of a round), and the cumulative
-allocation kept as its value at the last update plus (t - t_base) w, so no O(K) array is written
-in rounds without an update.  Measured on K = 1000 (released-code instance, 300 replications,
+(Sherman-Morrison, lazily scaled weights, O(1) stopping test).  Under the accelerator policy
+(:func:`jaxbandits.batching.current_policy`) its iterations run in loops of trip counts known at
+compile time, with the ``while_loop``'s iterates (:func:`_fixed_trip_run`: ``FIXED_FW_TRIPS``
+on every solving lane, then stages up to ``max_iters`` for the runs still going), and the
+smooth solver's chunks as a fixed-trip loop; on a CPU both keep their ``while_loop``.  A round
+costs O(K + M d^2 + d^3): the tracking argmin over K, the GLR statistic as fused elementwise sums
+over the M items (no batched matrix products), closed forms of A_t^-1, lambda_min and the
+log-determinant when d = 2 (batched LAPACK calls on 2 x 2 matrices cost more than the rest of a
+round), and the cumulative allocation kept as its value at the last update plus (t - t_base) w,
+so no O(K) array is written in rounds without an update.  Measured on K = 1000 (released-code instance, 300 replications,
 one CPU device, machine loaded by other jobs): 2.5 -> 13.8 replications/s with identical
 stopping times; about half of the remaining time is the Frank-Wolfe solves (``benchmarks/
 fixed_confidence_ltns.py`` reports the split).
@@ -102,7 +106,7 @@ from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete
 from jaxbandits.algorithms.common import (glr_statistic_inv, glr_threshold_small, inverse_gram,  # noqa: F401 (also
                                          lambda_min_small, random_spanning_set)  # imported from here by older code)
-from jaxbandits.batching import solve_where  # noqa: F401  (re-exported: its old home)
+from jaxbandits.batching import current_policy, solve_where  # solve_where also re-exported: its old home
 from jaxbandits.design import oracle_allocation
 from jaxbandits.design.core import design_matrix, initial_design
 from jaxbandits.design.minimax import oracle_directions
@@ -129,7 +133,7 @@ RELEASED_CODE = dict(a0_prior=True, u=0.1, anytime=False, method="paper", warm_s
 # the allocation solver and the per-round statistics
 # ------------------------------------------------------------------------------------------------
 def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters: int, arm_mask=None,
-                       item_mask=None):
+                       item_mask=None, fixed_trips: bool | None = None):
     """w = argmax_w psi(theta, w) (seed 000 eq. (1)-(2); seed 001 eq. (1)): the oracle allocation of
     the plug-in parameter.
 
@@ -143,17 +147,31 @@ def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters:
     :func:`paper_frank_wolfe`, which gives the iterates of ``oracle_allocation(...,
     method="paper")`` at a fraction of the cost per iteration (tested for parity).
     ``arm_mask`` / ``item_mask``: the real arms and items of a padded instance (None: all).
+    ``fixed_trips`` (None: True under the accelerator policy, :func:`jaxbandits.batching.
+    current_policy`): the solver's loops with trip counts known at compile time, the same result
+    (``"smooth"``: ``max_iters`` rounded up to whole chunks of 48 iterations; ``"paper"``:
+    :func:`paper_frank_wolfe`).
     """
+    fixed = current_policy().batched if fixed_trips is None else bool(fixed_trips)
     if method == "paper":
-        return paper_frank_wolfe(X, Z, theta, init, max_iters, arm_mask, item_mask)
+        return paper_frank_wolfe(X, Z, theta, init, max_iters, arm_mask, item_mask, fixed_trips=fixed)
     return oracle_allocation(X, Z, theta, init=init, tol=tol, max_iters=max_iters, method=method,
-                             arm_mask=arm_mask, item_mask=item_mask).allocation
+                             arm_mask=arm_mask, item_mask=item_mask,
+                             fixed_trips=int(max_iters) if fixed else None).allocation
 
 
 _REFACTOR = 32  # Frank-Wolfe iterations between exact refactorisations of A(lambda)^-1
 
+#: Frank-Wolfe iterations every solve runs under the accelerator policy before the runs still going
+#: continue on the lanes that need them (a multiple of ``_REFACTOR``).  On the many-arms instance
+#: of the released code (``seeds.many_arms_code``) at K = 1000, 4,096 solves from uniform at
+#: plug-in parameters of rounds 2 to 512 stopped after 112 / 208 / 229 / 247 iterations (median /
+#: p99 / p99.9 / max)
+FIXED_FW_TRIPS = 256
 
-def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mask=None):
+
+def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mask=None, *,
+                      fixed_trips: bool | None = None, first_trips: int = FIXED_FW_TRIPS):
     """The Frank-Wolfe of seed 001 App F (used by seed 000, App A.3) for the oracle allocation of
     ``theta``: the iterates of ``oracle_allocation(X, Z, theta, init=init, method="paper")``
     (same directions (z* - z) / Delta_z, step 2 / (k + 3) counted from the start of each solve,
@@ -171,6 +189,12 @@ def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mas
       product with the precomputed products y_a y_b;
     * the Danskin gradient of the max direction y is -(x^T A^-1 y)^2: one [K, d] product.
 
+    ``fixed_trips`` (None: the :func:`jaxbandits.batching.current_policy` traced under, True under
+    the accelerator policy) runs the iterations with trip counts known at compile time instead of
+    a ``while_loop`` (:func:`_fixed_trip_run`): the same iterates, with no loop that asks the host
+    for its predicate.  ``first_trips``: the iterations every solve runs there before the runs
+    still going continue.
+
     Requires arms spanning R^d (``LazyTrackAndStop.validate`` checks it: ``needs_span``), so the
     null-space projector of the general solver is zero and is left out.  Masked (padded) arms
     get weight 0 and are never the Frank-Wolfe vertex; masked items give no direction.
@@ -183,54 +207,107 @@ def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mas
     Y, ym = oracle_directions(Z, theta, item_mask)
     ia, ib = jnp.triu_indices(d)
     Yq = Y[:, ia] * Y[:, ib] * jnp.where(ia == ib, 1.0, 2.0).astype(dtype)
-    eye = jnp.eye(d, dtype=dtype)
-
-    def exact_inverse(A):
-        A = A + (1e-13 * jnp.trace(A) / d) * eye
-        L = jnp.linalg.cholesky(A)
-        Linv = jax.scipy.linalg.solve_triangular(L, eye, lower=True)
-        return Linv.T @ Linv
-
     lam0 = initial_design(mask, init, dtype)
     A0 = design_matrix(lam0, X)
-
-    def body(st):
-        v, c, n2, A, Ainv, k, _ = st
-        g = jnp.where(ym, Yq @ Ainv[ia, ib], -jnp.inf)
-        y = Y[common.argmax_fast(g)]
-        u = Ainv @ y
-        h = X @ u
-        h = h * h
-        if arm_mask is not None:
-            h = jnp.where(arm_mask, h, -jnp.inf)
-        j = common.argmax_fast(h)
-        gam = 2.0 / (k.astype(dtype) + 3.0)
-        lj = c * v[j]
-        rel = gam * jnp.sqrt(jnp.maximum(n2 - 2.0 * lj + 1.0, 0.0)) / jnp.sqrt(n2)
-        c_new = c * (1.0 - gam)
-        v = v.at[j].add(gam / c_new)
-        n2 = (1.0 - gam) ** 2 * n2 + 2.0 * gam * (1.0 - gam) * lj + gam * gam
-        x = X[j]
-        A = (1.0 - gam) * A + gam * jnp.outer(x, x)
-        # ((1 - g) A + g x x^T)^-1 = (A^-1 - r u u^T / (1 + r x^T u)) / (1 - g), u = A^-1 x, r = g / (1 - g)
-        ux = Ainv @ x
-        r = gam / (1.0 - gam)
-        sm = (Ainv - (r / (1.0 + r * (x @ ux))) * jnp.outer(ux, ux)) / (1.0 - gam)
-        k1 = k + 1
-        Ainv = jax.lax.cond(k1 % _REFACTOR == 0, exact_inverse, lambda _: 0.5 * (sm + sm.T), A)
-        return v, c_new, n2, A, Ainv, k1, rel
-
-    def cond(st):
-        return (st[5] < max_iters) & (st[6] >= 0.01)
-
-    st0 = (lam0, jnp.ones((), dtype), jnp.sum(lam0 * lam0), A0, exact_inverse(A0), jnp.zeros((), jnp.int32),
+    st0 = (lam0, jnp.ones((), dtype), jnp.sum(lam0 * lam0), A0, _exact_inverse(A0), jnp.zeros((), jnp.int32),
            jnp.asarray(jnp.inf, dtype))
-    v, c, *_ = jax.lax.while_loop(cond, body, st0)
+    fixed = current_policy().batched if fixed_trips is None else bool(fixed_trips)
+    if fixed:
+        v, c, *_ = _fixed_trip_run(X, Y, Yq, ym, arm_mask, st0, int(max_iters), int(first_trips))
+    else:
+        v, c, *_ = jax.lax.while_loop(lambda st: _fw_running(st, max_iters),
+                                      lambda st: _fw_body(X, Y, Yq, ym, arm_mask, st, None), st0)
     lam = c * v
     thr = jnp.where(lam < 1e-5, 0.0, lam)
     thr = thr / jnp.sum(thr)
     ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(design_matrix(thr, X))))
     return jnp.where(ok, thr, lam)
+
+
+def _exact_inverse(A):
+    d = A.shape[0]
+    eye = jnp.eye(d, dtype=A.dtype)
+    A = A + (1e-13 * jnp.trace(A) / d) * eye
+    L = jnp.linalg.cholesky(A)
+    Linv = jax.scipy.linalg.solve_triangular(L, eye, lower=True)
+    return Linv.T @ Linv
+
+
+def _fw_running(st, max_iters):
+    """App F's test: the run goes on while k < max_iters and the last relative change >= 0.01."""
+    return (st[5] < max_iters) & (st[6] >= 0.01)
+
+
+def _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go=None):
+    """One iteration of :func:`paper_frank_wolfe` on the state (v, c, ||lambda||^2, A, A^-1, k,
+    relative change); ``refactor``: refactorise A^-1 exactly after it (None: when k + 1 is a
+    multiple of ``_REFACTOR``, a ``cond``; a Python bool where the caller knows).  ``go``: where
+    False, the weights v are returned unchanged (their one-entry update adds 0), so a masked
+    caller selects only the small fields, not the [K] weights."""
+    dtype = X.dtype
+    ia, ib = jnp.triu_indices(X.shape[1])
+    v, c, n2, A, Ainv, k, _ = st
+    g = jnp.where(ym, Yq @ Ainv[ia, ib], -jnp.inf)
+    y = Y[common.argmax_fast(g)]
+    u = Ainv @ y
+    h = X @ u
+    h = h * h
+    if arm_mask is not None:
+        h = jnp.where(arm_mask, h, -jnp.inf)
+    j = common.argmax_fast(h)
+    gam = 2.0 / (k.astype(dtype) + 3.0)
+    lj = c * v[j]
+    rel = gam * jnp.sqrt(jnp.maximum(n2 - 2.0 * lj + 1.0, 0.0)) / jnp.sqrt(n2)
+    c_new = c * (1.0 - gam)
+    v = v.at[j].add(gam / c_new if go is None else jnp.where(go, gam / c_new, 0.0))
+    n2 = (1.0 - gam) ** 2 * n2 + 2.0 * gam * (1.0 - gam) * lj + gam * gam
+    x = X[j]
+    A = (1.0 - gam) * A + gam * jnp.outer(x, x)
+    # ((1 - g) A + g x x^T)^-1 = (A^-1 - r u u^T / (1 + r x^T u)) / (1 - g), u = A^-1 x, r = g / (1 - g)
+    ux = Ainv @ x
+    r = gam / (1.0 - gam)
+    sm = (Ainv - (r / (1.0 + r * (x @ ux))) * jnp.outer(ux, ux)) / (1.0 - gam)
+    k1 = k + 1
+    if refactor is None:
+        Ainv = jax.lax.cond(k1 % _REFACTOR == 0, _exact_inverse, lambda _: 0.5 * (sm + sm.T), A)
+    else:
+        Ainv = _exact_inverse(A) if refactor else 0.5 * (sm + sm.T)
+    return v, c_new, n2, A, Ainv, k1, rel
+
+
+def _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters: int, blocks: int):
+    """``blocks`` x ``_REFACTOR`` iterations of :func:`_fw_body`, those after App F's stop leaving
+    the state unchanged; the state's k must be a multiple of ``_REFACTOR`` (or the run stopped),
+    so the exact refactorisation is the last iteration of each block, as in the ``while_loop``."""
+    def masked(st, refactor):
+        go = _fw_running(st, max_iters)
+        new = _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go)
+        return (new[0],) + tuple(jnp.where(go, a, b) for a, b in zip(new[1:], st[1:]))
+
+    def block(_, st):
+        st = jax.lax.fori_loop(0, _REFACTOR - 1, lambda _, s: masked(s, False), st)
+        return masked(st, True)
+
+    return jax.lax.fori_loop(0, blocks, block, st)
+
+
+def _fixed_trip_run(X, Y, Yq, ym, arm_mask, st, max_iters: int, first_trips: int):
+    """App F's run as loops of trip counts known at compile time, with the ``while_loop``'s
+    iterates: min(first_trips, max_iters) iterations on every lane, then, in stages that double
+    the iterations run (first_trips, 2 first_trips, 4 first_trips, ..., ``max_iters``), the next
+    stage's iterations on the lanes whose run is still going, each stage through
+    :func:`solve_where` (under the accelerator policy one pass on the smallest buffer holding
+    them; none when no run is left).  Stages are whole blocks of ``_REFACTOR`` iterations, and
+    ``max_iters`` bounds every run, so none is cut short."""
+    bounds = [max(1, -(-min(int(first_trips), max_iters) // _REFACTOR)) * _REFACTOR]
+    while bounds[-1] < max_iters:
+        bounds.append(min(2 * bounds[-1], -(-max_iters // _REFACTOR) * _REFACTOR))
+    st = _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, bounds[0] // _REFACTOR)
+    for lo, hi in zip(bounds, bounds[1:]):
+        def more(X, Y, Yq, ym, arm_mask, st, blocks=(hi - lo) // _REFACTOR):  # no closed-over tracers
+            return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, blocks)
+        st = solve_where(_fw_running(st, max_iters), more, (X, Y, Yq, ym, arm_mask, st), st)
+    return st
 
 
 # ------------------------------------------------------------------------------------------------
