@@ -12,7 +12,7 @@ from scipy import stats as sps
 import jaxbandits as jb
 from jaxbandits import engine, programs
 from jaxbandits.algorithms import (ALBA, LUCB, RAGE, LazyTrackAndStop, LinGapE, MLinGapE, Oracle, UGapE, UniformGLR,
-                                   XYAdaptive, XYStatic, is_correct)
+                                   XYAdaptive, is_correct)
 from jaxbandits.design import characteristic_time
 from jaxbandits.instances.base import Buckets, bucket_size, pad_to
 
@@ -33,17 +33,17 @@ def _instance(K: int, M: int | None, d: int = 3, hardness: float = 10.0, seed: i
 SQUARE = _instance(6, None)          # K = M = 6 -> bucket (8, 8)
 TRANSDUCTIVE = _instance(5, 11)      # K = 5, M = 11 -> bucket (8, 16)
 
-# (name, algorithm, instance, exactly equal padded vs unpadded with the same keys)
+# (name, algorithm, instance, exactly equal padded vs unpadded with the same keys): one case per
+# kernel that reads the masks (XY-static shares the phased XY kernel and ``prepared_design`` with
+# the Oracle's case, which also pads items; m-LinGapE's greedy selection is LinGapE's)
 CASES = [
     ("uniform", UniformGLR(delta=0.1), TRANSDUCTIVE, True),
     ("lts", LazyTrackAndStop(delta=0.1), TRANSDUCTIVE, True),
     ("rage", RAGE(delta=0.1), TRANSDUCTIVE, True),
-    ("xy-static", XYStatic(delta=0.1), SQUARE, True),
     ("oracle-code", Oracle.released_code(delta=0.1), TRANSDUCTIVE, True),
     ("xy-adaptive", XYAdaptive(delta=0.1), TRANSDUCTIVE, True),
     ("alba", ALBA(delta=0.1), SQUARE, True),
     ("lingape", LinGapE(delta=0.1), SQUARE, True),
-    ("m-lingape", MLinGapE(m=2, delta=0.1), SQUARE, True),
     ("m-lingape-opt", MLinGapE(m=2, delta=0.1, selection="optimized"), SQUARE, True),
     ("lucb", LUCB(m=2, delta=0.1, selection="both"), SQUARE, True),
     # UGapE: same decisions, but its stopping statistic sits within rounding of 0 for many
@@ -154,7 +154,7 @@ def _easy(key, num_arms, dim=2):
 
 
 def test_sweep_over_K_compiles_one_program_per_bucket():
-    gen = jb.Generator("easy", _easy, {"num_arms": [10, 12, 14, 16]}, n_instances=2)
+    gen = jb.Generator("easy", _easy, {"num_arms": [10, 16]}, n_instances=2)
     algs = {"uniform": UniformGLR()}
     # T* of padded instances is tested above; here only the engine's programs are counted
     kw = dict(deltas=[0.1], n_reps=3, key=1, max_steps=CAP, progress=False, lower_bound=False)
@@ -162,12 +162,12 @@ def test_sweep_over_K_compiles_one_program_per_bucket():
     df = jb.sweep(algs, gen, **kw)
     bucketed = engine.programs_compiled() - n0
     assert bucketed == len(algs)                       # one bucket (16) per algorithm
-    assert sorted(set(df["K"])) == [10, 12, 14, 16] and set(df["K_bucket"]) == {16}
+    assert sorted(set(df["K"])) == [10, 16] and set(df["K_bucket"]) == {16}
     answers = np.asarray([int(a) for a in df["answer"]])
     assert (answers < df["K"].to_numpy()).all()
     n1 = engine.programs_compiled()
     df0 = jb.sweep(algs, gen, buckets=None, **kw)
-    assert engine.programs_compiled() - n1 == 4 * len(algs)  # one per K
+    assert engine.programs_compiled() - n1 == 2 * len(algs)  # one per K
     # the same instances, the same replications, the same table (bucketing changes no number)
     cols = ["algorithm", "num_arms", "instance", "rep", "samples", "correct", "answer"]
     np.testing.assert_array_equal(df[cols].to_numpy(), df0[cols].to_numpy())

@@ -27,8 +27,8 @@ def test_binomial_is_jax_random_binomial_bit_for_bit():
     np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
     # one call over a vector (JAX's loops then run until every entry is drawn)
     n, p = jnp.array([3.0, 50.0, 1000.0, 20.0, 0.0, 1e5]), jnp.array([0.2, 0.5, 0.1, 0.9, 0.3, 0.4])
-    ref = jax.vmap(lambda k: jax.random.binomial(k, n, p))(keys)
-    got, ok = jax.vmap(lambda k: binomial(k, n, p, fixed=True))(keys)
+    ref = jax.jit(jax.vmap(lambda k: jax.random.binomial(k, n, p)))(keys)
+    got, ok = jax.jit(jax.vmap(lambda k: binomial(k, n, p, fixed=True)))(keys)
     assert bool(ok.all())
     np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
 
@@ -36,7 +36,7 @@ def test_binomial_is_jax_random_binomial_bit_for_bit():
 def test_multinomial_is_jax_random_multinomial_bit_for_bit():
     p = jnp.array([0.1, 0.0, 0.3, 0.25, 0.35])
     keys = jax.random.split(jax.random.key(2), 64)
-    ref = jax.vmap(lambda k: jax.random.multinomial(k, 1234.0, p))(keys)
+    ref = jax.jit(jax.vmap(lambda k: jax.random.multinomial(k, 1234.0, p)))(keys)
     got, bad = jax.jit(jax.vmap(lambda k: multinomial(k, 1234.0, p, fixed=True)))(keys)
     assert int(bad.sum()) == 0
     np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
@@ -92,7 +92,7 @@ def test_rejection_branch_accepts_often_enough_for_the_stated_bound():
 def test_unfinished_draws_are_reported():
     keys = jax.random.split(jax.random.key(4), 200)
     # 3 tries: the inversion needs X + 1 <= 3 iterations, X ~ Bin(40, 0.2) is rarely below 2
-    d, ok = jax.vmap(lambda k: binomial(k, 40.0, 0.2, tries=3, fixed=True))(keys)
+    d, ok = jax.jit(jax.vmap(lambda k: binomial(k, 40.0, 0.2, tries=3, fixed=True)))(keys)
     assert not bool(ok.all()) and bool(jnp.all((d >= 0) & (d <= 40)))
-    _, bad = jax.vmap(lambda k: multinomial(k, 40.0, jnp.array([0.2, 0.3, 0.5]), tries=3, fixed=True))(keys)
+    _, bad = jax.jit(jax.vmap(lambda k: multinomial(k, 40.0, jnp.array([0.2, 0.3, 0.5]), tries=3, fixed=True)))(keys)
     assert int(bad.sum()) > 0

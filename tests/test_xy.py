@@ -9,9 +9,9 @@ import jaxbandits  # noqa: F401
 from jaxbandits import design
 from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYOracle, XYStatic, certified_best
 from jaxbandits.algorithms.common import safe_cholesky
-from jaxbandits.engine import simulate
+from jaxbandits.engine import instance_at, simulate
 from jaxbandits.instances import seeds
-from jaxbandits.instances.base import make_instance
+from jaxbandits.instances.base import as_batch, make_instance
 from jaxbandits.stats import binomial_test_upper
 
 
@@ -175,7 +175,8 @@ def test_certified_design_default_and_gap_reported():
         assert rc["design_value"][0] <= rp["design_value"][0] * (1 + 1e-12)
         assert rc["design_rel_gap"][0] <= rp["design_rel_gap"][0] + 1e-12
         assert 0.0 <= rc["design_rel_gap"][0] < 1e-2
-        st = cert.init(jax.random.key(0), inst)
+        # the state's design is the one ``prepare`` solved (the program design_report compiled)
+        st = cert.init(jax.random.key(0), instance_at(cert.prepare(as_batch(inst)), 0))
         assert float(st.design_value) == pytest.approx(rc["design_value"][0], rel=1e-9)
         assert float(st.design_gap) == pytest.approx(rc["design_gap"][0], rel=1e-9, abs=1e-12)
     with pytest.raises(ValueError, match="design_method"):
