@@ -92,3 +92,30 @@ def test_lts_frank_wolfe_fixed_trips_is_the_while_loop_result():
         assert "while" not in str(jax.make_jaxpr(solver("smooth", 100))(th, warm))
     np.testing.assert_allclose(np.asarray(fixed), np.asarray(cpu), rtol=0, atol=1e-14)
     assert float(jnp.max(jnp.abs(cpu - warm))) > 1e-3   # the solves moved the allocation
+
+
+def test_fws_exact_matrix_game_fixed_trips_is_the_while_loop_result():
+    """FWS's exact matrix game (the simplex method) under the accelerator policy: the same pivots as
+    masked trips on the lanes that need the game, the while loop's z, gap and pivot count; lanes
+    whose game is not needed skip it; a cap that binds stops both at the same pivot."""
+    from jaxbandits import batching
+    from jaxbandits.algorithms.fixed_confidence.fws import matrix_game_exact
+
+    rng = np.random.default_rng(4)
+    L, P, K = 16, 7, 5
+    G = jnp.asarray(rng.normal(size=(L, P, K)))
+    rows = jnp.asarray(rng.random((L, P)) < 0.8).at[:, 0].set(True)
+    needed = jnp.asarray(rng.random(L) < 0.6)
+    cap = 5  # these games need 0 (not needed) to 8 pivots: the cap binds on some lanes only
+    # a new function per policy: JAX's trace cache does not see the policy
+    game = lambda: jax.vmap(lambda g, r, n: matrix_game_exact(g, r, cap, needed=n))  # noqa: E731
+    ref = jax.jit(game())(G, rows, needed)
+    with batching.policy(batching.solve_for("gpu", L)):
+        got = jax.jit(game())(G, rows, needed)
+        assert "while" not in str(jax.make_jaxpr(game())(G, rows, needed))
+    for a, b in zip(ref, got):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    pivots = np.asarray(ref[2])
+    assert (pivots == cap).any() and ((0 < pivots) & (pivots < cap)).any()
+    assert not pivots[~np.asarray(needed)].any()  # no pivot where the game is not needed
+    assert len(set(np.asarray(ref[2]).tolist())) > 1  # the lanes needed different pivot counts

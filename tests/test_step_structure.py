@@ -48,7 +48,7 @@ def _cases():
         ("XY-static", A.XYStatic(), soare), ("XY-oracle", A.XYOracle(), soare),
         ("XY-adaptive", A.XYAdaptive(), soare), ("ALBA", A.ALBA(), soare), ("Oracle", A.Oracle(), soare),
         ("uniform", A.UniformGLR(), sphere), ("eliminate", A.Eliminate(A.UniformGLR()), sphere),
-        ("FWS", A.FWS(), soare), ("TopTwo", A.TopTwo(), soare), ("LinGame", A.LinGame(), soare),
+        ("FWS", A.FWS(), soare), ("FWS exact game", A.FWS(game="exact"), soare), ("TopTwo", A.TopTwo(), soare), ("LinGame", A.LinGame(), soare),
         ("SphereBAI", A.SphereBAI(epsilon=0.3, delta=0.3), basis), ("LinGapE", A.LinGapE(), many),
         ("m-LinGapE", A.MLinGapE(2), topm), ("LinGIFA", A.LinGIFA(2), topm), ("LUCB", A.LUCB(2), topm),
         ("UGapE", A.UGapE(2), topm), ("GSE", A.GSE(budget=40), static), ("OD-LinBAI", A.ODLinBAI(budget=40), static),

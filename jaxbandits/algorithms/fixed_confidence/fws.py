@@ -89,6 +89,7 @@ from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.algorithms import glr
 from jaxbandits.algorithms.common import inverse_gram
+from jaxbandits.batching import current_policy, fixed_trip_while, solve_where
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 
@@ -193,7 +194,10 @@ def matrix_game_exact(G: jax.Array, rows: jax.Array, max_pivots: int | jax.Array
     reduced cost; leaving: the smallest ratio, ties to the smallest basic index) excludes cycling.
     A ``while_loop`` pivots until no reduced cost is negative or ``max_pivots`` (may be traced) is reached;
     it does not run when ``needed`` is false (or a single row is active: z is then the vertex
-    argmax_k G[j, k]).  ``gap`` is the certificate of :func:`matrix_game_certified`,
+    argmax_k G[j, k]).  Under the accelerator policy (:func:`jaxbandits.batching.current_policy`)
+    with an int ``max_pivots``, the same pivots run as ``max_pivots`` masked trips
+    (:func:`jaxbandits.batching.fixed_trip_while`) under :func:`jaxbandits.batching.solve_where`,
+    on the lanes that need the game only: no loop that asks the host for its predicate.  ``gap`` is the certificate of :func:`matrix_game_certified`,
     max_k (q^T G)_k - min_{j in rows} (G z)_j >= 0 relative to the range, computed from the solution
     in the original payoffs: rounding-level at an optimum, larger only when the pivot cap stops the
     method early (reported, never hidden).  Where the optimal z is not unique the simplex method
@@ -240,7 +244,21 @@ def matrix_game_exact(G: jax.Array, rows: jax.Array, max_pivots: int | jax.Array
 
     go = jnp.asarray(needed) & ~single
     T0 = jnp.where(go, T, T.at[K].set(jnp.zeros((n_cols + 1,), dt)))  # nothing to pivot on: loop skipped
-    T, basis, pivots = jax.lax.while_loop(cond, body, (T0, basis, jnp.int32(0)))
+    start = (T0, basis, jnp.int32(0))
+    if isinstance(max_pivots, int) and current_policy().batched:
+        # accelerator policy: the same pivots as loops of trip counts known at compile time, only
+        # on the lanes that need the game (one pass on the smallest buffer holding them)
+        def pivot(T, basis):  # no closed-over tracers (solve_where's batching rule)
+            ids = jnp.arange(n_cols)
+
+            def running(c):
+                return (jnp.min(jnp.where(c[0][K, :n_cols] < -eps, ids, n_cols)) < n_cols) & (c[2] < max_pivots)
+
+            return fixed_trip_while(running, body, (T, basis, jnp.int32(0)), max_pivots)
+
+        T, basis, pivots = solve_where(go, pivot, (T0, basis), start)
+    else:
+        T, basis, pivots = jax.lax.while_loop(cond, body, start)
     y = jnp.zeros((P + K,), dt).at[basis].set(T[:K, -1])[:P]
     y = jnp.where(rows, jnp.maximum(y, 0.0), 0.0)
     q = y / jnp.maximum(jnp.sum(y), 1e-300)
