@@ -58,11 +58,14 @@ the released code used a pseudo-inverse).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.custom_batching import custom_vmap
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, map_instances, with_cache
@@ -384,6 +387,198 @@ def _pair_index(M: int):
     return i, j
 
 
+def _uniform_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
+    """Entries ``idx`` (flat indices) of ``jax.random.uniform(key, shape, dtype)``, computing only
+    those entries.
+
+    With ``jax_threefry_partitionable`` (JAX's default) the entry at flat index i is a function of
+    the key and i alone: the threefry2x32 hash of the counter (0, i), its two words joined (64-bit)
+    or xor-ed (32-bit), its mantissa bits placed in [1, 2) and 1 subtracted.  JAX's own sequence of
+    operations (``jax._src.random._uniform``), checked against ``jax.random.uniform`` once per
+    dtype (:func:`_uniform_at_exact`) before it is used.
+    """
+    from jax.extend.random import threefry2x32_p
+
+    dtype = jnp.dtype(dtype)
+    kd = jax.random.key_data(key)
+    lo_count = idx.astype(jnp.uint32)
+    b1, b2 = threefry2x32_p.bind(kd[0], kd[1], jnp.zeros_like(lo_count), lo_count)
+    finfo = jnp.finfo(dtype)
+    nbits, nmant = finfo.bits, finfo.nmant
+    if nbits == 64:
+        u64 = jnp.uint64
+        bits = jax.lax.shift_left(b1.astype(u64), jnp.asarray(32, u64)) | b2.astype(u64)
+        udt = u64
+    else:
+        bits, udt = b1 ^ b2, jnp.uint32
+    fb = jax.lax.shift_right_logical(bits, jnp.asarray(nbits - nmant, udt))
+    fb = jax.lax.bitwise_or(fb, jnp.asarray(np.array(1.0, dtype).view(udt), udt))
+    floats = jax.lax.bitcast_convert_type(fb, dtype) - jnp.array(1.0, dtype)
+    lo, hi = jnp.zeros((), dtype), jnp.ones((), dtype)
+    return jax.lax.max(lo, floats * (hi - lo) + lo)
+
+
+@functools.cache
+def _uniform_at_exact(dtype_name: str) -> bool:
+    """Whether :func:`_uniform_at` reproduces ``jax.random.uniform`` bit for bit in this JAX (its
+    key implementation and partitionable threefry), checked on a few keys and entries."""
+    if not jax.config.jax_threefry_partitionable:
+        return False
+    dtype = jnp.dtype(dtype_name)
+    try:
+        with jax.ensure_compile_time_eval():
+            idx = jnp.asarray([0, 1, 5, 63, 64, 383])
+            for seed in (0, 1, 12345):
+                key = jax.random.fold_in(jax.random.key(seed), 3)
+                full = jax.random.uniform(key, (6, 64), dtype).ravel()[idx]
+                if not bool(jnp.all(full == _uniform_at(key, idx, dtype))):
+                    return False
+    except Exception:  # a key implementation without threefry key data, or a changed primitive
+        return False
+    return True
+
+
+def _where_any(pred: jax.Array, fn, default, *args):
+    """``fn(*args)`` where ``pred`` holds, else ``default`` (a pytree shaped like fn's result),
+    computing ``fn`` only when needed: unbatched a ``lax.cond``; under ``vmap`` (a ``custom_vmap``
+    rule) one branch on whether any lane's ``pred`` holds, ``fn`` then run on every lane and kept
+    where ``pred`` holds.  A CPU branch costs no host round trip; on an accelerator it would."""
+    @custom_vmap
+    def run(pred, default, *args):
+        return jax.lax.cond(pred, lambda: fn(*args), lambda: default)
+
+    @run.def_vmap
+    def _rule(axis_size, in_batched, pred, default, *args):
+        if not in_batched[0]:
+            pred = jnp.broadcast_to(pred, (axis_size,))
+        default = jax.tree.map(lambda a, b: a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a)),
+                               default, in_batched[1])
+        in_axes = tuple(jax.tree.map(lambda b: 0 if b else None, b) for b in in_batched[2:])
+
+        def some():
+            out = jax.vmap(fn, in_axes=in_axes, axis_size=axis_size)(*args)
+            return jax.tree.map(lambda o, d: jnp.where(pred.reshape((-1,) + (1,) * (o.ndim - 1)), o, d),
+                                out, default)
+
+        out = jax.lax.cond(jnp.any(pred), some, lambda: default)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return run(pred, default, *args)
+
+
+def _tie_breaker(key: jax.Array, K: int, S: int, dtype):
+    """(i, candidates [K] bool) -> the arm pulled at pull i of a step: among the candidates, the
+    one with the largest of row i of ``jax.random.uniform(key, (K, S), dtype).T`` (arm k's draws
+    do not depend on K, so padding changes nothing).
+
+    A single candidate needs no draw, and ties are rare (on Soare's instance a few dozen pulls at
+    the start of the first phase, in ~10^5), so the draws are not tabulated every step: on an
+    accelerator each pull computes its own K entries (:func:`_uniform_at`, inside the pull's
+    fused kernels), on a CPU only the pulls where some lane has two candidates do (a branch).
+    """
+    if not _uniform_at_exact(jnp.dtype(dtype).name):
+        table = jax.random.uniform(key, (K, S), dtype).T
+        return lambda i, cand: jnp.argmax(jnp.where(cand, table[i], -1.0))
+    def draw(key, i, cand):
+        # (built here: a function under a custom_vmap rule closes over no traced value)
+        counters = jnp.arange(K, dtype=jnp.uint32) * S + jnp.asarray(i).astype(jnp.uint32)
+        u = _uniform_at(key, counters, dtype)
+        return jnp.argmax(jnp.where(cand, u, -1.0))
+
+    if current_policy().batched:
+        return lambda i, cand: draw(key, i, cand)
+    return lambda i, cand: _where_any(jnp.sum(cand) > 1, draw, jnp.argmax(cand), key, i, cand)
+
+
+class XYAdaptiveState(NamedTuple):
+    """State of XY-adaptive.
+
+    active: [M] bool active items; phase: index j of the current phase (from 1);
+    phase_counts: [K] pulls of the current phase; n: pulls of the phase + d (the prior A = I);
+    rho: last greedy value max_y ||y||^2_{A^-1}; rho_past, n_past: those of the previous phase;
+    pulls: [K] all pulls; samples: total pulls; theta_hat: [d] last phase's estimate.
+    """
+
+    active: jax.Array
+    phase: jax.Array
+    phase_counts: jax.Array
+    n: jax.Array
+    rho: jax.Array
+    rho_past: jax.Array
+    n_past: jax.Array
+    pulls: jax.Array
+    samples: jax.Array
+    theta_hat: jax.Array
+
+
+def _pair_index(M: int):
+    i, j = jnp.triu_indices(M, 1)
+    return i, j
+
+
+def _uniform_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
+    """Entries ``idx`` (flat indices) of ``jax.random.uniform(key, shape, dtype)``, computing only
+    those entries.
+
+    With ``jax_threefry_partitionable`` (JAX's default) the entry at flat index i is a function of
+    the key and i alone: the threefry2x32 hash of the counter (0, i), its two words joined (64-bit)
+    or xor-ed (32-bit), its mantissa bits placed in [1, 2) and 1 subtracted.  JAX's own sequence of
+    operations (``jax._src.random._uniform``), checked against ``jax.random.uniform`` once per
+    dtype (:func:`_uniform_at_exact`) before it is used.
+    """
+    from jax.extend.random import threefry2x32_p
+
+    dtype = jnp.dtype(dtype)
+    kd = jax.random.key_data(key)
+    lo_count = idx.astype(jnp.uint32)
+    b1, b2 = threefry2x32_p.bind(kd[0], kd[1], jnp.zeros_like(lo_count), lo_count)
+    finfo = jnp.finfo(dtype)
+    nbits, nmant = finfo.bits, finfo.nmant
+    if nbits == 64:
+        u64 = jnp.uint64
+        bits = jax.lax.shift_left(b1.astype(u64), jnp.asarray(32, u64)) | b2.astype(u64)
+        udt = u64
+    else:
+        bits, udt = b1 ^ b2, jnp.uint32
+    fb = jax.lax.shift_right_logical(bits, jnp.asarray(nbits - nmant, udt))
+    fb = jax.lax.bitwise_or(fb, jnp.asarray(np.array(1.0, dtype).view(udt), udt))
+    floats = jax.lax.bitcast_convert_type(fb, dtype) - jnp.array(1.0, dtype)
+    lo, hi = jnp.zeros((), dtype), jnp.ones((), dtype)
+    return jax.lax.max(lo, floats * (hi - lo) + lo)
+
+
+@functools.cache
+def _uniform_at_exact(dtype_name: str) -> bool:
+    """Whether :func:`_uniform_at` reproduces ``jax.random.uniform`` bit for bit in this JAX (its
+    key implementation and partitionable threefry), checked on a few keys and entries."""
+    if not jax.config.jax_threefry_partitionable:
+        return False
+    dtype = jnp.dtype(dtype_name)
+    try:
+        with jax.ensure_compile_time_eval():
+            idx = jnp.asarray([0, 1, 5, 63, 64, 383])
+            for seed in (0, 1, 12345):
+                key = jax.random.fold_in(jax.random.key(seed), 3)
+                full = jax.random.uniform(key, (6, 64), dtype).ravel()[idx]
+                if not bool(jnp.all(full == _uniform_at(key, idx, dtype))):
+                    return False
+    except Exception:  # a key implementation without threefry key data, or a changed primitive
+        return False
+    return True
+
+
+def _tie_uniforms(key: jax.Array, K: int, S: int, dtype):
+    """i -> the [K] uniforms breaking the ties of pull i of a step: row i of
+    ``jax.random.uniform(key, (K, S), dtype).T`` (arm k's draws do not depend on K, so padding
+    changes nothing).  On an accelerator each pull computes its own K entries (no [S, K] buffer
+    read in every pull); on a CPU the table is drawn once."""
+    if current_policy().batched and _uniform_at_exact(jnp.dtype(dtype).name):
+        arms = jnp.arange(K, dtype=jnp.uint32) * S
+        return lambda i: _uniform_at(key, arms + jnp.asarray(i).astype(jnp.uint32), dtype)
+    table = jax.random.uniform(key, (K, S), dtype).T
+    return lambda i: table[i]
+
+
 @dataclasses.dataclass(frozen=True)
 class XYAdaptive(Algorithm):
     """XY-adaptive (Soare et al. 2014, Fig. 3; seed 001 App F).  One ``step`` = up to
@@ -440,19 +635,27 @@ class XYAdaptive(Algorithm):
         Xw = whiten_items(L, X)                                   # [d, K]
         Yw = whiten_items(L, Y)                                   # [d, P]
         G = Xw.T @ Xw                                       # x^T A^-1 x'
+        # exactly symmetric, so that row k of G is its column k (the rank-one update reads rows)
+        G = jnp.where(jnp.arange(K)[:, None] <= jnp.arange(K)[None, :], G, G.T)
         C = Xw.T @ Yw                                       # x^T A^-1 y
         yn = jnp.sum(Yw * Yw, axis=0)                       # ||y||^2_{A^-1}
+        # H = [[G, C], [0, yn]] [K + 1, K + P]: one pull's rank-one update of G, C and yn is one
+        # update of H by its row k (G[k, :] = G[:, k], C[k, :], G[k, k] there)
+        H = jnp.concatenate([jnp.concatenate([G, C], axis=1),
+                             jnp.concatenate([jnp.zeros((1, K), X.dtype), yn[None, :]], axis=1)], axis=0)
+        last_row = (jnp.arange(K + 1) == K)[:, None]
+        arms = jnp.arange(K)
         bar = self.alpha * state.rho_past / state.n_past
 
         k_ties, k_pull = jax.random.split(key)
-        # one draw per step, [K, P] transposed: arm k's draws do not depend on K (padding)
-        u_all = jax.random.uniform(k_ties, (K, self.pulls_per_step), X.dtype).T
+        pick = _tie_breaker(k_ties, K, self.pulls_per_step, X.dtype)
         arm_ok = instance.valid_arms()
 
         def pull_one(i, c):
-            G, C, yn, counts, n, rho, going = c
+            H, counts, n, rho, going = c
             going = going & (rho / n >= bar)
-            score = yn[None, :] - C**2 / (1.0 + jnp.diagonal(G))[:, None]
+            yn, C = H[K, K:], H[:K, K:]
+            score = yn[None, :] - C**2 / (1.0 + jnp.diagonal(H[:K, :K]))[:, None]
             worst = jnp.max(jnp.where(pair_on[None, :], score, -jnp.inf), axis=1)   # [K]
             worst = jnp.where(arm_ok, worst, jnp.inf)                          # padded: never picked
             m = jnp.min(worst)
@@ -462,39 +665,51 @@ class XYAdaptive(Algorithm):
             # arithmetic, but XLA may round the same formula differently at different vector
             # positions in differently fused programs (1 vs 2 devices), and an exact test then
             # broke the tie differently (docs/design.md, Numerics: reproducibility).
-            u = u_all[i]
             tie = m + 16.0 * jnp.finfo(X.dtype).eps * jnp.abs(m)
-            k = jnp.argmax(jnp.where(worst <= tie, u, -1.0))
-            den = 1.0 + G[k, k]
-            gk, ck = G[:, k], C[k, :]
+            k = pick(i, worst <= tie)
+            row = H[k]                                      # [G[k, :], C[k, :]] = [g, c]
+            den = 1.0 + row[k]
             upd = going.astype(X.dtype)
-            G = G - upd * jnp.outer(gk, gk) / den
-            C = C - upd * jnp.outer(gk, ck) / den
-            yn = yn - upd * ck**2 / den
-            counts = counts.at[k].add(upd)
+            # Sherman-Morrison: G -= g g^T / den, C -= g c^T / den, yn -= c^2 / den
+            col = jnp.where(last_row, row[None, :], jnp.concatenate([row[:K], jnp.zeros((1,), X.dtype)])[:, None])
+            H = H - upd * (col * row[None, :]) / den
+            counts = counts + upd * (arms == k).astype(X.dtype)
             n = n + upd
             rho = jnp.where(going, m, rho)
-            return G, C, yn, counts, n, rho, going
+            return H, counts, n, rho, going
 
         going0 = jnp.sum(state.active) > 1
-        G, C, yn, counts, n, rho, going = jax.lax.fori_loop(
+        H, counts, n, rho, going = jax.lax.fori_loop(
             0, self.pulls_per_step, pull_one,
-            (G, C, yn, state.phase_counts, state.n, state.rho, going0))
+            (H, state.phase_counts, state.n, state.rho, going0))
         new_pulls = counts - state.phase_counts
         ended = going0 & (rho / n < bar)
+        log_term = self._log_term(state.phase, instance.true_num_items())
+        sigma = jnp.asarray(noise_scale(self.sigma, instance), X.dtype)
+        leaves, treedef = jax.tree.flatten(instance)
 
-        # Phase end: rewards of the phase (exact sums), ridge estimate with A = I + sum x x^T,
-        # elimination with the phase index in the width.
-        sums = pull_counts(k_pull, instance, counts)
-        La = jnp.linalg.cholesky(eye + gram_from_counts(X, counts))
-        theta = jax.scipy.linalg.cho_solve((La, True), X.T @ sums)
-        # elimination width sigma ||y||_{A^-1} sqrt(2 log(pi^2 |Z|^2 j^2 / (3 delta))) (module doc)
-        active_end = eliminate(state.active, Z, theta, La, self._log_term(state.phase, instance.true_num_items()),
-                               noise_scale(self.sigma, instance))
+        def phase_end(key, counts, active, log_term, sigma, *leaves):
+            # Phase end: rewards of the phase (exact sums), ridge estimate with A = I + sum x x^T,
+            # elimination with the phase index in the width.
+            inst = jax.tree.unflatten(treedef, leaves)
+            sums = pull_counts(key, inst, counts)
+            La = jnp.linalg.cholesky(jnp.eye(d, dtype=counts.dtype) + gram_from_counts(inst.arms, counts))
+            theta = jax.scipy.linalg.cho_solve((La, True), inst.arms.T @ sums)
+            # elimination width sigma ||y||_{A^-1} sqrt(2 log(pi^2 |Z|^2 j^2 / (3 delta)))
+            return eliminate(active, inst.items, theta, La, log_term, sigma), theta
+
+        args = (k_pull, counts, state.active, log_term, sigma, *leaves)
+        if current_policy().batched:
+            # on an accelerator every step computes it: a branch would cost a host round trip
+            active_end, theta = phase_end(*args)
+            active, theta_hat = jnp.where(ended, active_end, state.active), jnp.where(ended, theta, state.theta_hat)
+        else:
+            # on a CPU only the steps where some lane's phase ends do (a few in 10^4)
+            active, theta_hat = _where_any(ended, phase_end, (state.active, state.theta_hat), *args)
 
         sel = lambda a, b: jnp.where(ended, a, b)  # noqa: E731
         return XYAdaptiveState(
-            active=sel(active_end, state.active),
+            active=active,
             phase=state.phase + ended.astype(jnp.int32),
             phase_counts=sel(jnp.zeros_like(counts), counts),
             n=sel(jnp.asarray(float(d), X.dtype), n),
@@ -503,7 +718,7 @@ class XYAdaptive(Algorithm):
             n_past=sel(n, state.n_past),
             pulls=state.pulls + new_pulls,
             samples=state.samples + jnp.sum(new_pulls),
-            theta_hat=sel(theta, state.theta_hat))
+            theta_hat=theta_hat)
 
     def done(self, state: XYAdaptiveState) -> jax.Array:
         return jnp.sum(state.active) <= 1
