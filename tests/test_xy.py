@@ -52,6 +52,28 @@ def test_xy_adaptive_delta_correct():
     check(res, inst, 0.1, ratio=15.3)
 
 
+def test_xy_adaptive_cpu_and_accelerator_paths_agree(monkeypatch):
+    # On a CPU the greedy pulls run without tie draws (rerun with them only in steps where some
+    # lane met a tie) and the phase end runs only in steps where some phase ends; under the
+    # accelerator policy every pull draws its uniforms (jax.random.uniform's entries, computed
+    # one row at a time) and every step computes the phase end.  Same replications, pulls included.
+    from jaxbandits import batching
+    from jaxbandits.algorithms.fixed_confidence.xy import _uniform_at
+
+    key = jax.random.key(3)
+    full = jax.random.uniform(key, (6, 32))
+    np.testing.assert_array_equal(np.asarray(_uniform_at(key, jnp.arange(192), full.dtype)),
+                                  np.asarray(full).ravel())
+    inst = seeds.soare_benchmark(3, omega=0.3)
+    alg = XYAdaptive(delta=0.1, pulls_per_step=8)
+    cpu = simulate(alg, inst, jax.random.key(4), 24, 3000, lanes=8)
+    monkeypatch.setattr(batching, "solve_for", lambda platform, lanes: batching.SolvePolicy(True, lanes))
+    acc = simulate(alg, inst, jax.random.key(4), 24, 3000, lanes=8)
+    assert cpu.stopped.all()
+    for f in ("samples", "steps", "answer", "pulls"):
+        np.testing.assert_array_equal(getattr(cpu, f), getattr(acc, f))
+
+
 def test_certified_best_needs_separation():
     X = jnp.eye(2)
     L = safe_cholesky(100.0 * jnp.eye(2))

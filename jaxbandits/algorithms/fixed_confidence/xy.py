@@ -466,117 +466,13 @@ def _where_any(pred: jax.Array, fn, default, *args):
     return run(pred, default, *args)
 
 
-def _tie_breaker(key: jax.Array, K: int, S: int, dtype):
-    """(i, candidates [K] bool) -> the arm pulled at pull i of a step: among the candidates, the
-    one with the largest of row i of ``jax.random.uniform(key, (K, S), dtype).T`` (arm k's draws
-    do not depend on K, so padding changes nothing).
-
-    A single candidate needs no draw, and ties are rare (on Soare's instance a few dozen pulls at
-    the start of the first phase, in ~10^5), so the draws are not tabulated every step: on an
-    accelerator each pull computes its own K entries (:func:`_uniform_at`, inside the pull's
-    fused kernels), on a CPU only the pulls where some lane has two candidates do (a branch).
-    """
-    if not _uniform_at_exact(jnp.dtype(dtype).name):
-        table = jax.random.uniform(key, (K, S), dtype).T
-        return lambda i, cand: jnp.argmax(jnp.where(cand, table[i], -1.0))
-    def draw(key, i, cand):
-        # (built here: a function under a custom_vmap rule closes over no traced value)
-        counters = jnp.arange(K, dtype=jnp.uint32) * S + jnp.asarray(i).astype(jnp.uint32)
-        u = _uniform_at(key, counters, dtype)
-        return jnp.argmax(jnp.where(cand, u, -1.0))
-
-    if current_policy().batched:
-        return lambda i, cand: draw(key, i, cand)
-    return lambda i, cand: _where_any(jnp.sum(cand) > 1, draw, jnp.argmax(cand), key, i, cand)
-
-
-class XYAdaptiveState(NamedTuple):
-    """State of XY-adaptive.
-
-    active: [M] bool active items; phase: index j of the current phase (from 1);
-    phase_counts: [K] pulls of the current phase; n: pulls of the phase + d (the prior A = I);
-    rho: last greedy value max_y ||y||^2_{A^-1}; rho_past, n_past: those of the previous phase;
-    pulls: [K] all pulls; samples: total pulls; theta_hat: [d] last phase's estimate.
-    """
-
-    active: jax.Array
-    phase: jax.Array
-    phase_counts: jax.Array
-    n: jax.Array
-    rho: jax.Array
-    rho_past: jax.Array
-    n_past: jax.Array
-    pulls: jax.Array
-    samples: jax.Array
-    theta_hat: jax.Array
-
-
-def _pair_index(M: int):
-    i, j = jnp.triu_indices(M, 1)
-    return i, j
-
-
-def _uniform_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
-    """Entries ``idx`` (flat indices) of ``jax.random.uniform(key, shape, dtype)``, computing only
-    those entries.
-
-    With ``jax_threefry_partitionable`` (JAX's default) the entry at flat index i is a function of
-    the key and i alone: the threefry2x32 hash of the counter (0, i), its two words joined (64-bit)
-    or xor-ed (32-bit), its mantissa bits placed in [1, 2) and 1 subtracted.  JAX's own sequence of
-    operations (``jax._src.random._uniform``), checked against ``jax.random.uniform`` once per
-    dtype (:func:`_uniform_at_exact`) before it is used.
-    """
-    from jax.extend.random import threefry2x32_p
-
-    dtype = jnp.dtype(dtype)
-    kd = jax.random.key_data(key)
-    lo_count = idx.astype(jnp.uint32)
-    b1, b2 = threefry2x32_p.bind(kd[0], kd[1], jnp.zeros_like(lo_count), lo_count)
-    finfo = jnp.finfo(dtype)
-    nbits, nmant = finfo.bits, finfo.nmant
-    if nbits == 64:
-        u64 = jnp.uint64
-        bits = jax.lax.shift_left(b1.astype(u64), jnp.asarray(32, u64)) | b2.astype(u64)
-        udt = u64
-    else:
-        bits, udt = b1 ^ b2, jnp.uint32
-    fb = jax.lax.shift_right_logical(bits, jnp.asarray(nbits - nmant, udt))
-    fb = jax.lax.bitwise_or(fb, jnp.asarray(np.array(1.0, dtype).view(udt), udt))
-    floats = jax.lax.bitcast_convert_type(fb, dtype) - jnp.array(1.0, dtype)
-    lo, hi = jnp.zeros((), dtype), jnp.ones((), dtype)
-    return jax.lax.max(lo, floats * (hi - lo) + lo)
-
-
-@functools.cache
-def _uniform_at_exact(dtype_name: str) -> bool:
-    """Whether :func:`_uniform_at` reproduces ``jax.random.uniform`` bit for bit in this JAX (its
-    key implementation and partitionable threefry), checked on a few keys and entries."""
-    if not jax.config.jax_threefry_partitionable:
-        return False
-    dtype = jnp.dtype(dtype_name)
-    try:
-        with jax.ensure_compile_time_eval():
-            idx = jnp.asarray([0, 1, 5, 63, 64, 383])
-            for seed in (0, 1, 12345):
-                key = jax.random.fold_in(jax.random.key(seed), 3)
-                full = jax.random.uniform(key, (6, 64), dtype).ravel()[idx]
-                if not bool(jnp.all(full == _uniform_at(key, idx, dtype))):
-                    return False
-    except Exception:  # a key implementation without threefry key data, or a changed primitive
-        return False
-    return True
-
-
-def _tie_uniforms(key: jax.Array, K: int, S: int, dtype):
-    """i -> the [K] uniforms breaking the ties of pull i of a step: row i of
-    ``jax.random.uniform(key, (K, S), dtype).T`` (arm k's draws do not depend on K, so padding
-    changes nothing).  On an accelerator each pull computes its own K entries (no [S, K] buffer
-    read in every pull); on a CPU the table is drawn once."""
-    if current_policy().batched and _uniform_at_exact(jnp.dtype(dtype).name):
-        arms = jnp.arange(K, dtype=jnp.uint32) * S
-        return lambda i: _uniform_at(key, arms + jnp.asarray(i).astype(jnp.uint32), dtype)
-    table = jax.random.uniform(key, (K, S), dtype).T
-    return lambda i: table[i]
+def _tie_draw(key: jax.Array, i: jax.Array, cand: jax.Array, S: int, dtype) -> jax.Array:
+    """The arm pulled at pull i of a step among the candidates [K]: the one with the largest of
+    row i of ``jax.random.uniform(key, (K, S)).T`` (arm k's draws do not depend on K, so padding
+    changes nothing), computing only that row (:func:`_uniform_at`)."""
+    K = cand.shape[0]
+    counters = jnp.arange(K, dtype=jnp.uint32) * S + jnp.asarray(i).astype(jnp.uint32)
+    return jnp.argmax(jnp.where(cand, _uniform_at(key, counters, dtype), -1.0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -588,8 +484,12 @@ class XYAdaptive(Algorithm):
     The greedy choice needs no rewards, so the phase's rewards are drawn at its end as exact
     per-arm sums.  Inside a step the greedy quantities x^T A^-1 x', x^T A^-1 y and ||y||^2_{A^-1}
     are kept by rank-one (Sherman-Morrison) downdates, O(K (K + P)) per pull with P = M(M-1)/2
-    pairs; they are recomputed from the exact A = I + sum counts x x^T at the start of every step,
-    so rounding errors never accumulate over more than ``pulls_per_step`` pulls.
+    pairs, held in one [K + 1, K + P] matrix so that a pull is one update by one of its rows; they
+    are recomputed from the exact A = I + sum counts x x^T at the start of every step, so rounding
+    errors never accumulate over more than ``pulls_per_step`` pulls.  The tie-breaking uniforms
+    are drawn only where a pull has tied candidates, and on a CPU the phase's end (reward sums,
+    estimate, elimination) runs only in steps where some lane's phase ends; on an accelerator
+    both stay branch-free (a branch there is a host round trip).
 
     Attributes:
       delta: confidence level.  alpha: phase-length parameter (0.1 as in Soare et al. and seed 001).
@@ -639,23 +539,49 @@ class XYAdaptive(Algorithm):
         G = jnp.where(jnp.arange(K)[:, None] <= jnp.arange(K)[None, :], G, G.T)
         C = Xw.T @ Yw                                       # x^T A^-1 y
         yn = jnp.sum(Yw * Yw, axis=0)                       # ||y||^2_{A^-1}
-        # H = [[G, C], [0, yn]] [K + 1, K + P]: one pull's rank-one update of G, C and yn is one
-        # update of H by its row k (G[k, :] = G[:, k], C[k, :], G[k, k] there)
+        # H = [[G, C], [diag G, yn]] [K + 1, K + P]: one pull's rank-one update of G, C and yn is
+        # one update of H by its row k (G[k, :] = G[:, k], C[k, :], G[k, k] there); the last row
+        # gets the same update as the diagonal of G (g_j g_j / den), so it stays diag G, read
+        # contiguously by the greedy score
         H = jnp.concatenate([jnp.concatenate([G, C], axis=1),
-                             jnp.concatenate([jnp.zeros((1, K), X.dtype), yn[None, :]], axis=1)], axis=0)
-        last_row = (jnp.arange(K + 1) == K)[:, None]
-        arms = jnp.arange(K)
+                             jnp.concatenate([jnp.diagonal(G)[None, :], yn[None, :]], axis=1)], axis=0)
         bar = self.alpha * state.rho_past / state.n_past
 
         k_ties, k_pull = jax.random.split(key)
-        pick = _tie_breaker(k_ties, K, self.pulls_per_step, X.dtype)
         arm_ok = instance.valid_arms()
+        S = self.pulls_per_step
+        exact = _uniform_at_exact(jnp.dtype(X.dtype).name)
+
+        # Ties are rare (on Soare's instance a few dozen pulls at the start of a replication, in
+        # ~10^5), so the uniforms are drawn only when needed: on an accelerator each pull draws
+        # its own K inside its fused kernels; on a CPU the step's [S, K] table is drawn (a branch)
+        # at the first pull where some lane has two candidates, in steps that have one.  A lane
+        # the engine holds idle on a fresh state ties at most once per step.
+        def table_of(key):
+            return jax.random.uniform(key, (K, S), X.dtype).T
+
+        if current_policy().batched and exact:
+            tb0 = ()
+
+            def pick(i, cand, tb):
+                return _tie_draw(k_ties, i, cand, S, X.dtype), tb
+        else:
+            tb0 = (jnp.zeros((S, K), X.dtype), jnp.asarray(False))
+
+            def pick(i, cand, tb):
+                table, have = tb
+                need = (jnp.sum(cand) > 1) & ~have
+                table = _where_any(need, table_of, table, k_ties)
+                # one candidate: that one whatever the table holds (uniforms are >= 0)
+                return jnp.argmax(jnp.where(cand, table[i], -1.0)), (table, have | need)
+        last_row = (jnp.arange(K + 1) == K)[:, None]
+        arms = jnp.arange(K)
 
         def pull_one(i, c):
-            H, counts, n, rho, going = c
+            H, counts, n, rho, going, tb = c
             going = going & (rho / n >= bar)
-            yn, C = H[K, K:], H[:K, K:]
-            score = yn[None, :] - C**2 / (1.0 + jnp.diagonal(H[:K, :K]))[:, None]
+            yn, C, g_diag = H[K, K:], H[:K, K:], H[K, :K]
+            score = yn[None, :] - C**2 / (1.0 + g_diag)[:, None]
             worst = jnp.max(jnp.where(pair_on[None, :], score, -jnp.inf), axis=1)   # [K]
             worst = jnp.where(arm_ok, worst, jnp.inf)                          # padded: never picked
             m = jnp.min(worst)
@@ -666,7 +592,7 @@ class XYAdaptive(Algorithm):
             # positions in differently fused programs (1 vs 2 devices), and an exact test then
             # broke the tie differently (docs/design.md, Numerics: reproducibility).
             tie = m + 16.0 * jnp.finfo(X.dtype).eps * jnp.abs(m)
-            k = pick(i, worst <= tie)
+            k, tb = pick(i, worst <= tie, tb)
             row = H[k]                                      # [G[k, :], C[k, :]] = [g, c]
             den = 1.0 + row[k]
             upd = going.astype(X.dtype)
@@ -676,12 +602,11 @@ class XYAdaptive(Algorithm):
             counts = counts + upd * (arms == k).astype(X.dtype)
             n = n + upd
             rho = jnp.where(going, m, rho)
-            return H, counts, n, rho, going
+            return H, counts, n, rho, going, tb
 
         going0 = jnp.sum(state.active) > 1
-        H, counts, n, rho, going = jax.lax.fori_loop(
-            0, self.pulls_per_step, pull_one,
-            (H, state.phase_counts, state.n, state.rho, going0))
+        H, counts, n, rho, going, _ = jax.lax.fori_loop(
+            0, S, pull_one, (H, state.phase_counts, state.n, state.rho, going0, tb0))
         new_pulls = counts - state.phase_counts
         ended = going0 & (rho / n < bar)
         log_term = self._log_term(state.phase, instance.true_num_items())
