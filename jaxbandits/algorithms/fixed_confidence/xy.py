@@ -555,8 +555,8 @@ class XYAdaptive(Algorithm):
         # Ties are rare (on Soare's instance a few dozen pulls at the start of a replication, in
         # ~10^5), so the uniforms are drawn only when needed: on an accelerator each pull draws
         # its own K inside its fused kernels; on a CPU the step's [S, K] table is drawn (a branch)
-        # at the first pull where some lane has two candidates, in steps that have one.  A lane
-        # the engine holds idle on a fresh state ties at most once per step.
+        # at the first pull where some lane has two candidates, at most once per step (a lane the
+        # engine holds idle on a fresh state ties in every step).
         def table_of(key):
             return jax.random.uniform(key, (K, S), X.dtype).T
 
@@ -629,7 +629,7 @@ class XYAdaptive(Algorithm):
             active_end, theta = phase_end(*args)
             active, theta_hat = jnp.where(ended, active_end, state.active), jnp.where(ended, theta, state.theta_hat)
         else:
-            # on a CPU only the steps where some lane's phase ends do (a few in 10^4)
+            # on a CPU only the steps where some lane's phase ends do
             active, theta_hat = _where_any(ended, phase_end, (state.active, state.theta_hat), *args)
 
         sel = lambda a, b: jnp.where(ended, a, b)  # noqa: E731
