@@ -65,11 +65,10 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.custom_batching import custom_vmap
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, map_instances, with_cache
-from jaxbandits.batching import current_policy, in_smallest_bucket, item_buckets
+from jaxbandits.batching import current_policy, in_smallest_bucket, item_buckets, solve_where
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
                                               whiten_items)
@@ -438,34 +437,6 @@ def _uniform_at_exact(dtype_name: str) -> bool:
     return True
 
 
-def _where_any(pred: jax.Array, fn, default, *args):
-    """``fn(*args)`` where ``pred`` holds, else ``default`` (a pytree shaped like fn's result),
-    computing ``fn`` only when needed: unbatched a ``lax.cond``; under ``vmap`` (a ``custom_vmap``
-    rule) one branch on whether any lane's ``pred`` holds, ``fn`` then run on every lane and kept
-    where ``pred`` holds.  A CPU branch costs no host round trip; on an accelerator it would."""
-    @custom_vmap
-    def run(pred, default, *args):
-        return jax.lax.cond(pred, lambda: fn(*args), lambda: default)
-
-    @run.def_vmap
-    def _rule(axis_size, in_batched, pred, default, *args):
-        if not in_batched[0]:
-            pred = jnp.broadcast_to(pred, (axis_size,))
-        default = jax.tree.map(lambda a, b: a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a)),
-                               default, in_batched[1])
-        in_axes = tuple(jax.tree.map(lambda b: 0 if b else None, b) for b in in_batched[2:])
-
-        def some():
-            out = jax.vmap(fn, in_axes=in_axes, axis_size=axis_size)(*args)
-            return jax.tree.map(lambda o, d: jnp.where(pred.reshape((-1,) + (1,) * (o.ndim - 1)), o, d),
-                                out, default)
-
-        out = jax.lax.cond(jnp.any(pred), some, lambda: default)
-        return out, jax.tree.map(lambda _: True, out)
-
-    return run(pred, default, *args)
-
-
 def _tie_draw(key: jax.Array, i: jax.Array, cand: jax.Array, S: int, dtype) -> jax.Array:
     """The arm pulled at pull i of a step among the candidates [K]: the one with the largest of
     row i of ``jax.random.uniform(key, (K, S)).T`` (arm k's draws do not depend on K, so padding
@@ -555,8 +526,8 @@ class XYAdaptive(Algorithm):
         # Ties are rare (on Soare's instance a few dozen pulls at the start of a replication, in
         # ~10^5), so the uniforms are drawn only when needed: on an accelerator each pull draws
         # its own K inside its fused kernels; on a CPU the step's [S, K] table is drawn (a branch)
-        # at the first pull where some lane has two candidates, at most once per step (a lane the
-        # engine holds idle on a fresh state ties in every step).
+        # at the first pull where some lane has two candidates, at most once per step and only for
+        # the lanes that tie (a lane the engine holds idle on a fresh state ties in every step).
         def table_of(key):
             return jax.random.uniform(key, (K, S), X.dtype).T
 
@@ -571,7 +542,7 @@ class XYAdaptive(Algorithm):
             def pick(i, cand, tb):
                 table, have = tb
                 need = (jnp.sum(cand) > 1) & ~have
-                table = _where_any(need, table_of, table, k_ties)
+                table = solve_where(need, table_of, (k_ties,), table, capacity=None, batched_solve=True)
                 # one candidate: that one whatever the table holds (uniforms are >= 0)
                 return jnp.argmax(jnp.where(cand, table[i], -1.0)), (table, have | need)
         last_row = (jnp.arange(K + 1) == K)[:, None]
@@ -629,8 +600,10 @@ class XYAdaptive(Algorithm):
             active_end, theta = phase_end(*args)
             active, theta_hat = jnp.where(ended, active_end, state.active), jnp.where(ended, theta, state.theta_hat)
         else:
-            # on a CPU only the steps where some lane's phase ends do
-            active, theta_hat = _where_any(ended, phase_end, (state.active, state.theta_hat), *args)
+            # on a CPU only the steps where some lane's phase ends do, for those lanes (gathered
+            # into the smallest of a few buffers holding them)
+            active, theta_hat = solve_where(ended, phase_end, args, (state.active, state.theta_hat),
+                                            capacity=None, batched_solve=True)
 
         sel = lambda a, b: jnp.where(ended, a, b)  # noqa: E731
         return XYAdaptiveState(
