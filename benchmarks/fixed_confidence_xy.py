@@ -33,12 +33,9 @@ prepare warmed in both, 1000 replications, replications/s (x the released code):
 409 -> 1,175 (2,844x); XY-static Soare d = 5 1,544 -> 2,765 (948x); RAGE K = 1000 (300
 replications) 229 -> 295 (463x).  Same samples, pulls and answers per replication.
 
-XY-adaptive on (i), 2026-11-25, load 5-7, 100 replications, 7de7ab4 and the one-matrix greedy step
-back to back::
-
-    python benchmarks/fixed_confidence_xy.py --only XY-adaptive --workloads soare_d5
-
-0.80 -> 1.25 replications/s (29.5x -> 46.1x at that load; 1.56x), the same replications.
+XY-adaptive on (i), 2026-11-25, load 4-7, 100 replications: the step at 7de7ab4 and the one-matrix
+greedy step alternated in one process, 0.82 -> 0.67 s per replication (45x -> 56x the released
+code at that load), the same replications; docs/design.md section 13.
 """
 from __future__ import annotations
 
