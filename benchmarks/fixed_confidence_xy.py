@@ -32,6 +32,10 @@ prepare warmed in both, 1000 replications, replications/s (x the released code):
 1,165 (107x) -> 5,091 (468x); XY-oracle K = 1000 357 (139x) -> 739 (287x); XY-static K = 1000
 409 -> 1,175 (2,844x); XY-static Soare d = 5 1,544 -> 2,765 (948x); RAGE K = 1000 (300
 replications) 229 -> 295 (463x).  Same samples, pulls and answers per replication.
+
+XY-adaptive on (i), 2026-11-25, load 4-7, 100 replications: the step at 7de7ab4 and the one-matrix
+greedy step alternated in one process, 0.82 -> 0.67 s per replication (45x -> 56x the released
+code at that load), the same replications; docs/design.md section 13.
 """
 from __future__ import annotations
 

@@ -52,6 +52,36 @@ def test_xy_adaptive_delta_correct():
     check(res, inst, 0.1, ratio=15.3)
 
 
+def test_xy_adaptive_cpu_and_accelerator_paths_agree():
+    # On a CPU the tie-breaking table is drawn only in steps where a pull ties and the phase end
+    # runs only in steps where some lane's phase ends (branches shared by the lanes); under the
+    # accelerator policy every pull draws its uniforms (jax.random.uniform's entries, computed one
+    # row at a time) and every step computes the phase end.  8 lanes, 40 steps of 8 pulls from the
+    # start (ties, phase ends and eliminations all happen there): the same states.
+    from jaxbandits import batching
+    from jaxbandits.algorithms.fixed_confidence.xy import _uniform_at
+
+    key = jax.random.key(3)
+    full = jax.random.uniform(key, (6, 32))
+    np.testing.assert_array_equal(np.asarray(_uniform_at(key, jnp.arange(192), full.dtype)),
+                                  np.asarray(full).ravel())
+    inst = seeds.soare_benchmark(3, omega=0.3)
+    alg = XYAdaptive(delta=0.1, pulls_per_step=8)
+    keys = jax.random.split(jax.random.key(4), 8)
+
+    def run(keys):
+        st = jax.vmap(lambda k: alg.init(k, inst))(keys)
+        step = jax.vmap(lambda k, s: alg.step(k, s, inst))
+        return jax.lax.fori_loop(0, 40, lambda t, s: step(jax.vmap(lambda k: jax.random.fold_in(k, t))(keys), s), st)
+
+    cpu = jax.jit(run)(keys)
+    with batching.policy(batching.solve_for("gpu", 8)):
+        acc = jax.jit(run)(keys)
+    assert int(jnp.max(cpu.phase)) > 2 and int(jnp.min(jnp.sum(cpu.active, axis=1))) < 3
+    for a, b in zip(cpu, acc):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 def test_certified_best_needs_separation():
     X = jnp.eye(2)
     L = safe_cholesky(100.0 * jnp.eye(2))

@@ -58,15 +58,17 @@ the released code used a pseudo-inverse).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, map_instances, with_cache
-from jaxbandits.batching import current_policy, in_smallest_bucket, item_buckets
+from jaxbandits.batching import current_policy, in_smallest_bucket, item_buckets, solve_where
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
                                               whiten_items)
@@ -384,6 +386,66 @@ def _pair_index(M: int):
     return i, j
 
 
+def _uniform_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
+    """Entries ``idx`` (flat indices) of ``jax.random.uniform(key, shape, dtype)``, computing only
+    those entries.
+
+    With ``jax_threefry_partitionable`` (JAX's default) the entry at flat index i is a function of
+    the key and i alone: the threefry2x32 hash of the counter (0, i), its two words joined (64-bit)
+    or xor-ed (32-bit), its mantissa bits placed in [1, 2) and 1 subtracted.  JAX's own sequence of
+    operations (``jax._src.random._uniform``), checked against ``jax.random.uniform`` once per
+    dtype (:func:`_uniform_at_exact`) before it is used.
+    """
+    from jax.extend.random import threefry2x32_p
+
+    dtype = jnp.dtype(dtype)
+    kd = jax.random.key_data(key)
+    lo_count = idx.astype(jnp.uint32)
+    b1, b2 = threefry2x32_p.bind(kd[0], kd[1], jnp.zeros_like(lo_count), lo_count)
+    finfo = jnp.finfo(dtype)
+    nbits, nmant = finfo.bits, finfo.nmant
+    if nbits == 64:
+        u64 = jnp.uint64
+        bits = jax.lax.shift_left(b1.astype(u64), jnp.asarray(32, u64)) | b2.astype(u64)
+        udt = u64
+    else:
+        bits, udt = b1 ^ b2, jnp.uint32
+    fb = jax.lax.shift_right_logical(bits, jnp.asarray(nbits - nmant, udt))
+    fb = jax.lax.bitwise_or(fb, jnp.asarray(np.array(1.0, dtype).view(udt), udt))
+    floats = jax.lax.bitcast_convert_type(fb, dtype) - jnp.array(1.0, dtype)
+    lo, hi = jnp.zeros((), dtype), jnp.ones((), dtype)
+    return jax.lax.max(lo, floats * (hi - lo) + lo)
+
+
+@functools.cache
+def _uniform_at_exact(dtype_name: str) -> bool:
+    """Whether :func:`_uniform_at` reproduces ``jax.random.uniform`` bit for bit in this JAX (its
+    key implementation and partitionable threefry), checked on a few keys and entries."""
+    if not jax.config.jax_threefry_partitionable:
+        return False
+    dtype = jnp.dtype(dtype_name)
+    try:
+        with jax.ensure_compile_time_eval():
+            idx = jnp.asarray([0, 1, 5, 63, 64, 383])
+            for seed in (0, 1, 12345):
+                key = jax.random.fold_in(jax.random.key(seed), 3)
+                full = jax.random.uniform(key, (6, 64), dtype).ravel()[idx]
+                if not bool(jnp.all(full == _uniform_at(key, idx, dtype))):
+                    return False
+    except Exception:  # a key implementation without threefry key data, or a changed primitive
+        return False
+    return True
+
+
+def _tie_draw(key: jax.Array, i: jax.Array, cand: jax.Array, S: int, dtype) -> jax.Array:
+    """The arm pulled at pull i of a step among the candidates [K]: the one with the largest of
+    row i of ``jax.random.uniform(key, (K, S)).T`` (arm k's draws do not depend on K, so padding
+    changes nothing), computing only that row (:func:`_uniform_at`)."""
+    K = cand.shape[0]
+    counters = jnp.arange(K, dtype=jnp.uint32) * S + jnp.asarray(i).astype(jnp.uint32)
+    return jnp.argmax(jnp.where(cand, _uniform_at(key, counters, dtype), -1.0))
+
+
 @dataclasses.dataclass(frozen=True)
 class XYAdaptive(Algorithm):
     """XY-adaptive (Soare et al. 2014, Fig. 3; seed 001 App F).  One ``step`` = up to
@@ -393,8 +455,12 @@ class XYAdaptive(Algorithm):
     The greedy choice needs no rewards, so the phase's rewards are drawn at its end as exact
     per-arm sums.  Inside a step the greedy quantities x^T A^-1 x', x^T A^-1 y and ||y||^2_{A^-1}
     are kept by rank-one (Sherman-Morrison) downdates, O(K (K + P)) per pull with P = M(M-1)/2
-    pairs; they are recomputed from the exact A = I + sum counts x x^T at the start of every step,
-    so rounding errors never accumulate over more than ``pulls_per_step`` pulls.
+    pairs, held in one [K + 1, K + P] matrix so that a pull is one update by one of its rows; they
+    are recomputed from the exact A = I + sum counts x x^T at the start of every step, so rounding
+    errors never accumulate over more than ``pulls_per_step`` pulls.  The tie-breaking uniforms
+    are drawn only where a pull has tied candidates, and on a CPU the phase's end (reward sums,
+    estimate, elimination) runs only in steps where some lane's phase ends; on an accelerator
+    both stay branch-free (a branch there is a host round trip).
 
     Attributes:
       delta: confidence level.  alpha: phase-length parameter (0.1 as in Soare et al. and seed 001).
@@ -440,19 +506,53 @@ class XYAdaptive(Algorithm):
         Xw = whiten_items(L, X)                                   # [d, K]
         Yw = whiten_items(L, Y)                                   # [d, P]
         G = Xw.T @ Xw                                       # x^T A^-1 x'
+        # exactly symmetric, so that row k of G is its column k (the rank-one update reads rows)
+        G = jnp.where(jnp.arange(K)[:, None] <= jnp.arange(K)[None, :], G, G.T)
         C = Xw.T @ Yw                                       # x^T A^-1 y
         yn = jnp.sum(Yw * Yw, axis=0)                       # ||y||^2_{A^-1}
+        # H = [[G, C], [diag G, yn]] [K + 1, K + P]: one pull's rank-one update of G, C and yn is
+        # one update of H by its row k (G[k, :] = G[:, k], C[k, :], G[k, k] there); the last row
+        # gets the same update as the diagonal of G (g_j g_j / den), so it stays diag G, read
+        # contiguously by the greedy score
+        H = jnp.concatenate([jnp.concatenate([G, C], axis=1),
+                             jnp.concatenate([jnp.diagonal(G)[None, :], yn[None, :]], axis=1)], axis=0)
         bar = self.alpha * state.rho_past / state.n_past
 
         k_ties, k_pull = jax.random.split(key)
-        # one draw per step, [K, P] transposed: arm k's draws do not depend on K (padding)
-        u_all = jax.random.uniform(k_ties, (K, self.pulls_per_step), X.dtype).T
         arm_ok = instance.valid_arms()
+        S = self.pulls_per_step
+        exact = _uniform_at_exact(jnp.dtype(X.dtype).name)
+
+        # Ties are rare (on Soare's instance a few dozen pulls at the start of a replication, in
+        # ~10^5), so the uniforms are drawn only when needed: on an accelerator each pull draws
+        # its own K inside its fused kernels; on a CPU the step's [S, K] table is drawn (a branch)
+        # at the first pull where some lane has two candidates, at most once per step and only for
+        # the lanes that tie (a lane the engine holds idle on a fresh state ties in every step).
+        def table_of(key):
+            return jax.random.uniform(key, (K, S), X.dtype).T
+
+        if current_policy().batched and exact:
+            tb0 = ()
+
+            def pick(i, cand, tb):
+                return _tie_draw(k_ties, i, cand, S, X.dtype), tb
+        else:
+            tb0 = (jnp.zeros((S, K), X.dtype), jnp.asarray(False))
+
+            def pick(i, cand, tb):
+                table, have = tb
+                need = (jnp.sum(cand) > 1) & ~have
+                table = solve_where(need, table_of, (k_ties,), table, capacity=None, batched_solve=True)
+                # one candidate: that one whatever the table holds (uniforms are >= 0)
+                return jnp.argmax(jnp.where(cand, table[i], -1.0)), (table, have | need)
+        last_row = (jnp.arange(K + 1) == K)[:, None]
+        arms = jnp.arange(K)
 
         def pull_one(i, c):
-            G, C, yn, counts, n, rho, going = c
+            H, counts, n, rho, going, tb = c
             going = going & (rho / n >= bar)
-            score = yn[None, :] - C**2 / (1.0 + jnp.diagonal(G))[:, None]
+            yn, C, g_diag = H[K, K:], H[:K, K:], H[K, :K]
+            score = yn[None, :] - C**2 / (1.0 + g_diag)[:, None]
             worst = jnp.max(jnp.where(pair_on[None, :], score, -jnp.inf), axis=1)   # [K]
             worst = jnp.where(arm_ok, worst, jnp.inf)                          # padded: never picked
             m = jnp.min(worst)
@@ -462,39 +562,52 @@ class XYAdaptive(Algorithm):
             # arithmetic, but XLA may round the same formula differently at different vector
             # positions in differently fused programs (1 vs 2 devices), and an exact test then
             # broke the tie differently (docs/design.md, Numerics: reproducibility).
-            u = u_all[i]
             tie = m + 16.0 * jnp.finfo(X.dtype).eps * jnp.abs(m)
-            k = jnp.argmax(jnp.where(worst <= tie, u, -1.0))
-            den = 1.0 + G[k, k]
-            gk, ck = G[:, k], C[k, :]
+            k, tb = pick(i, worst <= tie, tb)
+            row = H[k]                                      # [G[k, :], C[k, :]] = [g, c]
+            den = 1.0 + row[k]
             upd = going.astype(X.dtype)
-            G = G - upd * jnp.outer(gk, gk) / den
-            C = C - upd * jnp.outer(gk, ck) / den
-            yn = yn - upd * ck**2 / den
-            counts = counts.at[k].add(upd)
+            # Sherman-Morrison: G -= g g^T / den, C -= g c^T / den, yn -= c^2 / den
+            col = jnp.where(last_row, row[None, :], jnp.concatenate([row[:K], jnp.zeros((1,), X.dtype)])[:, None])
+            H = H - upd * (col * row[None, :]) / den
+            counts = counts + upd * (arms == k).astype(X.dtype)
             n = n + upd
             rho = jnp.where(going, m, rho)
-            return G, C, yn, counts, n, rho, going
+            return H, counts, n, rho, going, tb
 
         going0 = jnp.sum(state.active) > 1
-        G, C, yn, counts, n, rho, going = jax.lax.fori_loop(
-            0, self.pulls_per_step, pull_one,
-            (G, C, yn, state.phase_counts, state.n, state.rho, going0))
+        H, counts, n, rho, going, _ = jax.lax.fori_loop(
+            0, S, pull_one, (H, state.phase_counts, state.n, state.rho, going0, tb0))
         new_pulls = counts - state.phase_counts
         ended = going0 & (rho / n < bar)
+        log_term = self._log_term(state.phase, instance.true_num_items())
+        sigma = jnp.asarray(noise_scale(self.sigma, instance), X.dtype)
+        leaves, treedef = jax.tree.flatten(instance)
 
-        # Phase end: rewards of the phase (exact sums), ridge estimate with A = I + sum x x^T,
-        # elimination with the phase index in the width.
-        sums = pull_counts(k_pull, instance, counts)
-        La = jnp.linalg.cholesky(eye + gram_from_counts(X, counts))
-        theta = jax.scipy.linalg.cho_solve((La, True), X.T @ sums)
-        # elimination width sigma ||y||_{A^-1} sqrt(2 log(pi^2 |Z|^2 j^2 / (3 delta))) (module doc)
-        active_end = eliminate(state.active, Z, theta, La, self._log_term(state.phase, instance.true_num_items()),
-                               noise_scale(self.sigma, instance))
+        def phase_end(key, counts, active, log_term, sigma, *leaves):
+            # Phase end: rewards of the phase (exact sums), ridge estimate with A = I + sum x x^T,
+            # elimination with the phase index in the width.
+            inst = jax.tree.unflatten(treedef, leaves)
+            sums = pull_counts(key, inst, counts)
+            La = jnp.linalg.cholesky(jnp.eye(d, dtype=counts.dtype) + gram_from_counts(inst.arms, counts))
+            theta = jax.scipy.linalg.cho_solve((La, True), inst.arms.T @ sums)
+            # elimination width sigma ||y||_{A^-1} sqrt(2 log(pi^2 |Z|^2 j^2 / (3 delta)))
+            return eliminate(active, inst.items, theta, La, log_term, sigma), theta
+
+        args = (k_pull, counts, state.active, log_term, sigma, *leaves)
+        if current_policy().batched:
+            # on an accelerator every step computes it: a branch would cost a host round trip
+            active_end, theta = phase_end(*args)
+            active, theta_hat = jnp.where(ended, active_end, state.active), jnp.where(ended, theta, state.theta_hat)
+        else:
+            # on a CPU only the steps where some lane's phase ends do, for those lanes (gathered
+            # into the smallest of a few buffers holding them)
+            active, theta_hat = solve_where(ended, phase_end, args, (state.active, state.theta_hat),
+                                            capacity=None, batched_solve=True)
 
         sel = lambda a, b: jnp.where(ended, a, b)  # noqa: E731
         return XYAdaptiveState(
-            active=sel(active_end, state.active),
+            active=active,
             phase=state.phase + ended.astype(jnp.int32),
             phase_counts=sel(jnp.zeros_like(counts), counts),
             n=sel(jnp.asarray(float(d), X.dtype), n),
@@ -503,7 +616,7 @@ class XYAdaptive(Algorithm):
             n_past=sel(n, state.n_past),
             pulls=state.pulls + new_pulls,
             samples=state.samples + jnp.sum(new_pulls),
-            theta_hat=sel(theta, state.theta_hat))
+            theta_hat=theta_hat)
 
     def done(self, state: XYAdaptiveState) -> jax.Array:
         return jnp.sum(state.active) <= 1
