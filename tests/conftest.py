@@ -6,15 +6,13 @@ compiling once a process is past half its limit (:mod:`jaxbandits.programs`); as
 programs the tests compile outside the engine (design solvers, lower bounds), a process past half
 the limit also drops them between test modules.
 
-Compiled programs: every test process (the xdist workers and the subprocesses the tests start)
-shares one persistent compilation cache (:mod:`jaxbandits.compilation_cache`) in a folder made for
-this run and removed after it, so a program compiled by one process is loaded by the others, and
-the suite never reads or writes the user's own cache (``~/.cache/jaxbandits/xla``), which the
-experiments' entry point would otherwise turn on for the rest of a test process.
+Compiled programs: the tests never read or write a persistent compilation cache (the user's own,
+``~/.cache/jaxbandits/xla``, would otherwise be turned on by the experiments' entry point for the
+rest of a test process): ``JAXBANDITS_COMPILATION_CACHE=off`` for every test process and the
+subprocesses the tests start, unless set already.  (A cache shared by the test processes was
+tried: it found 103 of the 4,124 programs looked up, too few to pay for storing them all.)
 """
 import os
-import shutil
-import tempfile
 
 import pytest
 
@@ -25,25 +23,11 @@ from jaxbandits import precision
 # package alone changes nothing).
 precision.enable_globally()
 
-_OWN_CACHE = []
-
 
 def pytest_configure(config):
     from jaxbandits import compilation_cache
 
-    if not hasattr(config, "workerinput") and not os.environ.get(compilation_cache.ENV):
-        # the controller (or a run without xdist): one folder for this run, inherited by the
-        # workers and by every subprocess through the environment
-        folder = tempfile.mkdtemp(prefix="jaxbandits-tests-xla-")
-        _OWN_CACHE.append(folder)
-        os.environ[compilation_cache.ENV] = folder
-    if not compilation_cache.disabled_by_env():
-        compilation_cache.enable()
-
-
-def pytest_unconfigure(config):
-    for folder in _OWN_CACHE:
-        shutil.rmtree(folder, ignore_errors=True)
+    os.environ.setdefault(compilation_cache.ENV, "off")
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -88,10 +88,10 @@ def _inner(jaxpr, where, inner, out):
 def data_dependent_loops(algorithm, instance, lanes: int = 4):
     """(where, inner JAX function) of every ``while`` in the vmapped step, traced under the
     accelerator policy."""
-    inst = algorithm.prepare(as_batch(instance))
-    one = instance_at(inst, jnp.zeros((), jnp.int32))
+    # shapes only: nothing is compiled or run but the traced step
+    one = jax.eval_shape(lambda b: instance_at(algorithm.prepare(b), jnp.zeros((), jnp.int32)), as_batch(instance))
     keys = jax.random.split(jax.random.key(0), lanes)
-    state = jax.vmap(algorithm.init, in_axes=(0, None))(keys, one)
+    state = jax.eval_shape(jax.vmap(algorithm.init, in_axes=(0, None)), keys, one)
     with batching.policy(batching.solve_for("gpu", lanes)):
         jaxpr = jax.make_jaxpr(jax.vmap(algorithm.step, in_axes=(0, 0, None)))(keys, state, one)
     out = []
