@@ -59,14 +59,15 @@ def pull_counts(key: jax.Array, instance: Instance, counts: jax.Array) -> jax.Ar
     return jax.random.binomial(key, n, mu, dtype=mu.dtype)
 
 
-def _normal_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
-    """``jax.random.normal(key, (K,), dtype)[idx]`` for a 1-D draw, computing only those entries.
+def _unit_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
+    """Entries ``idx`` (flat indices) of the floats in [0, 1) that ``jax.random.uniform`` and
+    ``jax.random.normal`` start from, computing only those entries.
 
-    With ``jax_threefry_partitionable`` (JAX's default), entry i of a 1-D draw is a function of the
-    key and i alone: the threefry2x32 hash of the counter (0, i), its two words joined (64-bit) or
-    xor-ed (32-bit), mapped to [nextafter(-1, 0), 1) by the mantissa bits and to a normal by
-    sqrt(2) erfinv.  This is JAX's own sequence of operations (``jax._src.random``), checked
-    against ``jax.random.normal`` once per dtype (:func:`_normal_at_exact`) before it is used.
+    With ``jax_threefry_partitionable`` (JAX's default) the entry at flat index i is a function of
+    the key and i alone: the threefry2x32 hash of the counter (0, i), its two words joined (64-bit)
+    or xor-ed (32-bit), its mantissa bits placed in [1, 2) and 1 subtracted: JAX's own sequence of
+    operations (``jax._src.random``), checked against JAX's draws once per dtype
+    (:func:`draws_at_exact`) before it is used.
     """
     from jax.extend.random import threefry2x32_p
 
@@ -84,7 +85,25 @@ def _normal_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
         bits, udt = b1 ^ b2, jnp.uint32
     fb = jax.lax.shift_right_logical(bits, jnp.asarray(nbits - nmant, udt))
     fb = jax.lax.bitwise_or(fb, jnp.asarray(np.array(1.0, dtype).view(udt), udt))
-    floats = jax.lax.bitcast_convert_type(fb, dtype) - jnp.array(1.0, dtype)
+    return jax.lax.bitcast_convert_type(fb, dtype) - jnp.array(1.0, dtype)
+
+
+def uniform_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
+    """Entries ``idx`` (flat indices) of ``jax.random.uniform(key, shape, dtype)``, for any shape,
+    computing only those entries (:func:`_unit_at`; bit for bit where :func:`draws_at_exact`
+    holds)."""
+    dtype = jnp.dtype(dtype)
+    floats = _unit_at(key, idx, dtype)
+    lo, hi = jnp.zeros((), dtype), jnp.ones((), dtype)
+    return jax.lax.max(lo, floats * (hi - lo) + lo)
+
+
+def _normal_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
+    """``jax.random.normal(key, (K,), dtype)[idx]`` for a 1-D draw, computing only those entries:
+    :func:`_unit_at` mapped to [nextafter(-1, 0), 1) and to a normal by sqrt(2) erfinv, as JAX
+    does."""
+    dtype = jnp.dtype(dtype)
+    floats = _unit_at(key, idx, dtype)
     lo = jnp.asarray(np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype))
     hi = jnp.asarray(np.array(1.0, dtype))
     u = jax.lax.max(lo, floats * (hi - lo) + lo)
@@ -92,19 +111,23 @@ def _normal_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
 
 
 @functools.cache
-def _normal_at_exact(dtype_name: str) -> bool:
-    """Whether :func:`_normal_at` reproduces ``jax.random.normal`` bit for bit in this JAX (its
-    key implementation and partitionable threefry), checked on a few keys and entries."""
+def draws_at_exact(kind: str, dtype_name: str) -> bool:
+    """Whether the entry-wise draws (``kind``: "uniform", :func:`uniform_at`; "normal",
+    :func:`_normal_at`) reproduce ``jax.random.uniform`` / ``jax.random.normal`` bit for bit in this
+    JAX (its key implementation and partitionable threefry), checked on a few keys and entries."""
     if not jax.config.jax_threefry_partitionable:
         return False
     dtype = jnp.dtype(dtype_name)
     try:
         with jax.ensure_compile_time_eval():
-            idx = jnp.asarray([0, 1, 7, 300, 999, 4095])
+            idx = jnp.asarray([0, 1, 5, 7, 63, 64, 300, 383, 999, 4095])
             for seed in (0, 1, 12345):
                 key = jax.random.fold_in(jax.random.key(seed), 3)
-                full = jax.random.normal(key, (4096,), dtype)[idx]
-                if not bool(jnp.all(full == _normal_at(key, idx, dtype))):
+                if kind == "normal":
+                    full, got = jax.random.normal(key, (4096,), dtype)[idx], _normal_at(key, idx, dtype)
+                else:
+                    full, got = jax.random.uniform(key, (64, 64), dtype).ravel()[idx], uniform_at(key, idx, dtype)
+                if not bool(jnp.all(full == got)):
                     return False
     except Exception:  # a key implementation without threefry key data, or a changed primitive
         return False
@@ -116,11 +139,11 @@ def normal_where(key: jax.Array, where: jax.Array, dtype) -> jax.Array:
     elsewhere ([K]), computing only those entries: the entries are gathered into the smallest
     buffer of 16, 64, 256, ... that holds them (under ``vmap`` the one holding every lane's) and
     drawn there by :func:`_normal_at`, bit for bit the values of the full draw.  Falls back to the
-    full draw where that identity does not hold (:func:`_normal_at_exact`)."""
+    full draw where that identity does not hold (:func:`draws_at_exact`)."""
     from jaxbandits.batching import in_smallest_bucket, item_buckets
 
     K = where.shape[0]
-    if K <= 16 or not _normal_at_exact(jnp.dtype(dtype).name):
+    if K <= 16 or not draws_at_exact("normal", jnp.dtype(dtype).name):
         return jnp.where(where, jax.random.normal(key, (K,), dtype), 0.0)
 
     def make(B):

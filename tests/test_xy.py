@@ -59,11 +59,11 @@ def test_xy_adaptive_cpu_and_accelerator_paths_agree():
     # row at a time) and every step computes the phase end.  8 lanes, 40 steps of 8 pulls from the
     # start (ties, phase ends and eliminations all happen there): the same states.
     from jaxbandits import batching
-    from jaxbandits.algorithms.fixed_confidence.xy import _uniform_at
+    from jaxbandits.environment import uniform_at
 
     key = jax.random.key(3)
     full = jax.random.uniform(key, (6, 32))
-    np.testing.assert_array_equal(np.asarray(_uniform_at(key, jnp.arange(192), full.dtype)),
+    np.testing.assert_array_equal(np.asarray(uniform_at(key, jnp.arange(192), full.dtype)),
                                   np.asarray(full).ravel())
     inst = seeds.soare_benchmark(3, omega=0.3)
     alg = XYAdaptive(delta=0.1, pulls_per_step=8)

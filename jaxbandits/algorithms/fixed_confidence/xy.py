@@ -58,7 +58,6 @@ the released code used a pseudo-inverse).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import ClassVar, NamedTuple
 
@@ -72,7 +71,7 @@ from jaxbandits.batching import current_policy, in_smallest_bucket, item_buckets
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
                                               whiten_items)
-from jaxbandits.environment import binomial, pull_counts
+from jaxbandits.environment import binomial, draws_at_exact, pull_counts, uniform_at
 from jaxbandits.instances.base import Instance
 
 
@@ -386,64 +385,13 @@ def _pair_index(M: int):
     return i, j
 
 
-def _uniform_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
-    """Entries ``idx`` (flat indices) of ``jax.random.uniform(key, shape, dtype)``, computing only
-    those entries.
-
-    With ``jax_threefry_partitionable`` (JAX's default) the entry at flat index i is a function of
-    the key and i alone: the threefry2x32 hash of the counter (0, i), its two words joined (64-bit)
-    or xor-ed (32-bit), its mantissa bits placed in [1, 2) and 1 subtracted.  JAX's own sequence of
-    operations (``jax._src.random._uniform``), checked against ``jax.random.uniform`` once per
-    dtype (:func:`_uniform_at_exact`) before it is used.
-    """
-    from jax.extend.random import threefry2x32_p
-
-    dtype = jnp.dtype(dtype)
-    kd = jax.random.key_data(key)
-    lo_count = idx.astype(jnp.uint32)
-    b1, b2 = threefry2x32_p.bind(kd[0], kd[1], jnp.zeros_like(lo_count), lo_count)
-    finfo = jnp.finfo(dtype)
-    nbits, nmant = finfo.bits, finfo.nmant
-    if nbits == 64:
-        u64 = jnp.uint64
-        bits = jax.lax.shift_left(b1.astype(u64), jnp.asarray(32, u64)) | b2.astype(u64)
-        udt = u64
-    else:
-        bits, udt = b1 ^ b2, jnp.uint32
-    fb = jax.lax.shift_right_logical(bits, jnp.asarray(nbits - nmant, udt))
-    fb = jax.lax.bitwise_or(fb, jnp.asarray(np.array(1.0, dtype).view(udt), udt))
-    floats = jax.lax.bitcast_convert_type(fb, dtype) - jnp.array(1.0, dtype)
-    lo, hi = jnp.zeros((), dtype), jnp.ones((), dtype)
-    return jax.lax.max(lo, floats * (hi - lo) + lo)
-
-
-@functools.cache
-def _uniform_at_exact(dtype_name: str) -> bool:
-    """Whether :func:`_uniform_at` reproduces ``jax.random.uniform`` bit for bit in this JAX (its
-    key implementation and partitionable threefry), checked on a few keys and entries."""
-    if not jax.config.jax_threefry_partitionable:
-        return False
-    dtype = jnp.dtype(dtype_name)
-    try:
-        with jax.ensure_compile_time_eval():
-            idx = jnp.asarray([0, 1, 5, 63, 64, 383])
-            for seed in (0, 1, 12345):
-                key = jax.random.fold_in(jax.random.key(seed), 3)
-                full = jax.random.uniform(key, (6, 64), dtype).ravel()[idx]
-                if not bool(jnp.all(full == _uniform_at(key, idx, dtype))):
-                    return False
-    except Exception:  # a key implementation without threefry key data, or a changed primitive
-        return False
-    return True
-
-
 def _tie_draw(key: jax.Array, i: jax.Array, cand: jax.Array, S: int, dtype) -> jax.Array:
     """The arm pulled at pull i of a step among the candidates [K]: the one with the largest of
     row i of ``jax.random.uniform(key, (K, S)).T`` (arm k's draws do not depend on K, so padding
-    changes nothing), computing only that row (:func:`_uniform_at`)."""
+    changes nothing), computing only that row (:func:`jaxbandits.environment.uniform_at`)."""
     K = cand.shape[0]
     counters = jnp.arange(K, dtype=jnp.uint32) * S + jnp.asarray(i).astype(jnp.uint32)
-    return jnp.argmax(jnp.where(cand, _uniform_at(key, counters, dtype), -1.0))
+    return jnp.argmax(jnp.where(cand, uniform_at(key, counters, dtype), -1.0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -521,7 +469,7 @@ class XYAdaptive(Algorithm):
         k_ties, k_pull = jax.random.split(key)
         arm_ok = instance.valid_arms()
         S = self.pulls_per_step
-        exact = _uniform_at_exact(jnp.dtype(X.dtype).name)
+        exact = draws_at_exact("uniform", jnp.dtype(X.dtype).name)
 
         # Ties are rare (on Soare's instance a few dozen pulls at the start of a replication, in
         # ~10^5), so the uniforms are drawn only when needed: on an accelerator each pull draws
