@@ -119,3 +119,14 @@ def test_fws_exact_matrix_game_fixed_trips_is_the_while_loop_result():
     assert (pivots == cap).any() and ((0 < pivots) & (pivots < cap)).any()
     assert not pivots[~np.asarray(needed)].any()  # no pivot where the game is not needed
     assert len(set(np.asarray(ref[2]).tolist())) > 1  # the lanes needed different pivot counts
+
+
+def test_fixed_trips_below_the_iteration_cap_is_refused():
+    import pytest
+
+    X, theta = jnp.eye(2), jnp.array([1.0, 0.5])
+    for bad in (0, True, 2.5):
+        with pytest.raises(ValueError, match="fixed_trips must be None or an integer >= max_iters"):
+            minimax.oracle_allocation(X, X, theta, max_iters=20, fixed_trips=bad)
+    with pytest.raises(ValueError, match="got 10"):   # below the default cap of 2,000 iterations
+        minimax.oracle_allocation(X, X, theta, fixed_trips=10)

@@ -597,6 +597,13 @@ def oracle_allocation(X, Z, theta, *, item_mask=None, arm_mask=None, init=None, 
     (whole chunks of 48 for ``"smooth"``), those after its stop leaving the iterate unchanged: the
     same solution, with no loop asking an accelerator's host for its predicate.
     """
+    if fixed_trips is not None:
+        # max_iters is traced here unless left to its default (then 2,000 / 5,000): the caller
+        # checks a traced one
+        bound = (2_000 if method == "smooth" else 5_000) if max_iters is None else 1
+        if isinstance(fixed_trips, bool) or not isinstance(fixed_trips, int) or fixed_trips < bound:
+            raise ValueError(f"fixed_trips must be None or an integer >= max_iters (here >= {bound}), got {fixed_trips!r}: "
+                             "fewer trips would cut the solver short")
     X = as_float(X)
     Z = as_float(Z)
     theta = as_float(theta)
