@@ -12,8 +12,9 @@ from jaxbandits.sweeps import per_instance_ratio, summary
 
 
 def _run(out):
-    gen = jb.Generator("sphere", seeds.unit_sphere, {"dim": [2, 3]}, n_instances=2,
-                       fixed=dict(num_arms=3, alpha=0.0, noise=0.5))
+    # a grid over the noise scale: one instance shape, so one program of each kind serves it all
+    gen = jb.Generator("sphere", seeds.unit_sphere, {"noise": [0.5, 1.0]}, n_instances=2,
+                       fixed=dict(num_arms=3, dim=2, alpha=0.0))
     # a configured algorithm (its delta replaced) and a factory delta -> algorithm; both are
     # the same configuration, so one program serves both (and they must agree run for run)
     return jb.sweep({"uniform": UniformGLR(u=0.5), "factory": lambda d: UniformGLR(delta=d, u=0.5)}, gen,
@@ -22,30 +23,32 @@ def _run(out):
 
 def test_sweep_table_resume_and_lower_bounds(tmp_path):
     df = _run(tmp_path)
-    assert len(df) == 2 * 2 * 2 * 3  # algorithms x dims x instances x reps
-    for c in ("algorithm", "generator", "dim", "delta", "instance", "rep", "samples", "correct", "stopped",
+    assert len(df) == 2 * 2 * 2 * 3  # algorithms x noise scales x instances x reps
+    for c in ("algorithm", "generator", "d", "delta", "instance", "rep", "samples", "correct", "stopped",
               "noise", "T_star", "lower_bound"):
         assert c in df.columns, c
-    assert set(df["dim"]) == {2, 3} and set(df["delta"]) == {0.2}
-    # both algorithms saw the same instances (T* per (dim, instance) identical across algorithms)
-    t = df.groupby(["dim", "instance"])["T_star"].nunique()
+    assert set(df["noise"]) == {0.5, 1.0} and set(df["delta"]) == {0.2}
+    # both algorithms saw the same instances (T* per (noise, instance) identical across algorithms)
+    t = df.groupby(["noise", "instance"])["T_star"].nunique()
     assert (t == 1).all()
     # ... but independent replications (the configuration's label keys its runs)
-    a, b = (df[df["algorithm"] == n].sort_values(["dim", "instance", "rep"]) for n in ("uniform", "factory"))
+    a, b = (df[df["algorithm"] == n].sort_values(["noise", "instance", "rep"]) for n in ("uniform", "factory"))
     assert (a["samples"].to_numpy() != b["samples"].to_numpy()).any()
-    np.testing.assert_allclose(df["lower_bound"], 0.25 * df["T_star"] * kl_bernoulli(0.2, 0.8), rtol=1e-12)
+    # sigma^2 T* kl(delta, 1 - delta), with each row's own noise scale
+    np.testing.assert_allclose(df["lower_bound"], df["noise"] ** 2 * df["T_star"] * kl_bernoulli(0.2, 0.8),
+                               rtol=1e-12)
     # the runs are the engine's: capped runs are kept and counted, never dropped
-    s = summary(df, ["algorithm", "dim"])
+    s = summary(df, ["algorithm", "noise"])
     assert (s["runs"] == 6).all()
     assert ((s["frac_capped"] > 0) == s["ratio"].isna()).all()
     assert (s["ratio_at_least"] > 0).all()
-    r = per_instance_ratio(df, ["algorithm", "dim"])
+    r = per_instance_ratio(df, ["algorithm", "noise"])
     assert len(r) == 8
     # a rerun reads everything back: nothing compiled, no instance drawn, the same table
     n = engine.programs_compiled()
     df2 = _run(tmp_path)
     assert engine.programs_compiled() == n
-    cols = ["algorithm", "dim", "instance", "rep", "samples", "correct", "stopped", "T_star", "noise",
+    cols = ["algorithm", "noise", "instance", "rep", "samples", "correct", "stopped", "T_star", "noise",
             "lower_bound", "K", "d", "M", "K_bucket"]
     np.testing.assert_array_equal(df[cols].to_numpy(), df2[cols].to_numpy())
     draws = []
@@ -54,7 +57,7 @@ def test_sweep_table_resume_and_lower_bounds(tmp_path):
         draws.append(kw)
         return seeds.unit_sphere(key, **kw)
 
-    gen = jb.Generator("sphere", counted, {"dim": [2, 3]}, n_instances=2, fixed=dict(num_arms=3, alpha=0.0, noise=0.5))
+    gen = jb.Generator("sphere", counted, {"noise": [0.5, 1.0]}, n_instances=2, fixed=dict(num_arms=3, dim=2, alpha=0.0))
     df_read = jb.sweep({"uniform": UniformGLR(u=0.5), "factory": lambda d: UniformGLR(delta=d, u=0.5)}, gen,
                        deltas=[0.2], n_reps=3, key=jax.random.key(1), max_steps=3000, out=tmp_path, progress=False)
     assert draws == []
@@ -72,14 +75,14 @@ def test_sweep_table_resume_and_lower_bounds(tmp_path):
     (tmp_path / "rows.csv").write_text("\n".join(rows[:-4]) + "\n")
     df3 = _run(tmp_path)
     np.testing.assert_array_equal(df[cols].to_numpy(), df3[cols].to_numpy())
-    # ``where`` leaves configurations out (here: "factory" at dim 3); the others read back as they were
-    gen = jb.Generator("sphere", seeds.unit_sphere, {"dim": [2, 3]}, n_instances=2,
-                       fixed=dict(num_arms=3, alpha=0.0, noise=0.5))
+    # ``where`` leaves configurations out (here: "factory" at noise 1); the others read back as they were
+    gen = jb.Generator("sphere", seeds.unit_sphere, {"noise": [0.5, 1.0]}, n_instances=2,
+                       fixed=dict(num_arms=3, dim=2, alpha=0.0))
     df4 = jb.sweep({"uniform": UniformGLR(u=0.5), "factory": lambda d: UniformGLR(delta=d, u=0.5)}, gen,
                    deltas=[0.2], n_reps=3, key=jax.random.key(1), max_steps=3000, out=tmp_path, progress=False,
-                   where=lambda name, p: not (name == "factory" and p["dim"] == 3))
-    assert len(df4) == 3 * 2 * 3 and not ((df4["algorithm"] == "factory") & (df4["dim"] == 3)).any()
-    kept = df[~((df["algorithm"] == "factory") & (df["dim"] == 3))]
+                   where=lambda name, p: not (name == "factory" and p["noise"] == 1.0))
+    assert len(df4) == 3 * 2 * 3 and not ((df4["algorithm"] == "factory") & (df4["noise"] == 1.0)).any()
+    kept = df[~((df["algorithm"] == "factory") & (df["noise"] == 1.0))]
     np.testing.assert_array_equal(kept[cols].to_numpy(), df4[cols].to_numpy())
 
 
@@ -88,8 +91,8 @@ def test_paired_sweep_gives_every_algorithm_the_same_keys():
     and a wrapper that only adds a stopping rule (elimination at stopping) never stops later."""
     from jaxbandits.algorithms import Eliminate
 
-    gen = jb.Generator("sphere", seeds.unit_sphere, {"dim": [2]}, n_instances=2,
-                       fixed=dict(num_arms=4, alpha=0.0, noise=0.5))
+    gen = jb.Generator("sphere", seeds.unit_sphere, {"noise": [0.5]}, n_instances=2,
+                       fixed=dict(num_arms=3, dim=2, alpha=0.0))
     algs = {"a": lambda d: UniformGLR(delta=d, u=0.5), "b": lambda d: UniformGLR(delta=d, u=0.5),
             "elim": lambda d: Eliminate(UniformGLR(delta=d, u=0.5))}
     df = jb.sweep(algs, gen, deltas=[0.2], n_reps=3, key=jax.random.key(2), max_steps=3000, progress=False,
