@@ -12,7 +12,7 @@ from jaxbandits.design import (characteristic_time, fwg, g_optimal, greedy_alloc
                                rounding_min_samples, wynn, xy_allocation)
 from jaxbandits.design.reference import (np_g_optimal, np_greedy, np_minimax_slsqp, np_minimax_values, np_round,
                                          oracle_directions, pair_differences)
-from jaxbandits.instances.base import make_instance
+from jaxbandits.instances.base import make_instance, pad_to
 
 
 ALL6, ALL7 = np.ones(6, bool), np.ones(7, bool)
@@ -24,55 +24,73 @@ def soare(d=5, w=0.01, scale=2.0):
 
 
 # ---------------------------------------------------------------------------- G-optimal
+# Every G-optimal solve below is on 20 arms in R^4, with an arm mask (smaller arm sets are padded
+# with masked random rows): one compiled program for all of them, one more for vmap and one for a
+# warm start.
+GK, GD = 20, 4
+
+
+def g_padded(X):
+    """(20 x 4 arms, mask): X's rows first (X zero-padded to 4 columns), masked random rows after."""
+    X = np.asarray(X, float)
+    out = np.random.default_rng(99).normal(size=(GK, GD))
+    out[: X.shape[0]] = 0.0
+    out[: X.shape[0], : X.shape[1]] = X
+    return out, np.arange(GK) < X.shape[0]
+
+
 def test_g_optimal_kiefer_wolfowitz_and_numpy_parity():
     rng = np.random.default_rng(0)
-    for K, d in [(12, 3), (30, 5)]:
-        X = rng.normal(size=(K, d))
-        s = g_optimal(X, tol=1e-8)
-        assert bool(s.converged)
-        assert abs(float(s.value) - d) <= 1e-7 * d  # Kiefer-Wolfowitz: G-value = d
-        assert float(s.gap) <= 1e-7 * d
-        lam_np, v_np, _ = np_g_optimal(X, tol=1e-5, max_iters=20_000)
-        assert abs(v_np - float(s.value)) <= 1e-5 * d + 1e-7
-        # D-optimal designs are unique in A(lambda): compare the information matrices
-        A = X.T @ (X * np.asarray(s.allocation)[:, None])
-        A_np = X.T @ (X * lam_np[:, None])
-        np.testing.assert_allclose(A, A_np, atol=2e-2)
-        assert np.all(np.asarray(s.allocation) >= 0) and abs(float(np.sum(s.allocation)) - 1) < 1e-12
+    X = rng.normal(size=(GK, GD))
+    s = g_optimal(X, arm_mask=np.ones(GK, bool), tol=1e-8)
+    d = GD
+    assert bool(s.converged)
+    assert abs(float(s.value) - d) <= 1e-7 * d  # Kiefer-Wolfowitz: G-value = d
+    assert float(s.gap) <= 1e-7 * d
+    lam_np, v_np, _ = np_g_optimal(X, tol=1e-5, max_iters=20_000)
+    assert abs(v_np - float(s.value)) <= 1e-5 * d + 1e-7
+    # D-optimal designs are unique in A(lambda): compare the information matrices
+    A = X.T @ (X * np.asarray(s.allocation)[:, None])
+    A_np = X.T @ (X * lam_np[:, None])
+    np.testing.assert_allclose(A, A_np, atol=2e-2)
+    assert np.all(np.asarray(s.allocation) >= 0) and abs(float(np.sum(s.allocation)) - 1) < 1e-12
 
 
 def test_g_optimal_closed_forms():
-    s = g_optimal(np.eye(4))
-    np.testing.assert_allclose(s.allocation, np.full(4, 0.25), atol=1e-12)
+    X, m = g_padded(np.eye(4))
+    s = g_optimal(X, arm_mask=m)
+    np.testing.assert_allclose(s.allocation[:4], np.full(4, 0.25), atol=1e-12)
+    assert np.all(np.asarray(s.allocation)[4:] == 0)
     assert abs(float(s.value) - 4) < 1e-9
     # arms spanning a 2-dim subspace of R^4: value = r = 2 (KW on the span)
-    X = np.array([[1.0, 0, 0, 0], [0, 1.0, 0, 0], [1.0, 1.0, 0, 0]])
-    s = g_optimal(X, tol=1e-9)
+    X, m = g_padded(np.array([[1.0, 0, 0, 0], [0, 1.0, 0, 0], [1.0, 1.0, 0, 0]]))
+    s = g_optimal(X, arm_mask=m, tol=1e-9)
     assert abs(float(s.value) - 2) < 1e-7
-    # symmetric pair of arms +-x plus e2 in d = 2
-    X = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
-    s = g_optimal(X, tol=1e-10)
+    # e1, e2 and 2 e2 (in the plane of R^4 they span)
+    X, m = g_padded(np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 2.0]]))
+    s = g_optimal(X, arm_mask=m, tol=1e-10)
     # the optimal design puts 1/2 on e1 and 1/2 on 2 e2 (which dominates e2)
-    np.testing.assert_allclose(s.allocation, [0.5, 0.0, 0.5], atol=1e-6)
+    np.testing.assert_allclose(s.allocation[:3], [0.5, 0.0, 0.5], atol=1e-6)
 
 
 def test_g_optimal_mask_warm_start_vmap_and_no_recompile():
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(20, 4))
-    mask = np.arange(20) < 10
+    X = rng.normal(size=(GK, GD))
+    full = np.ones(GK, bool)
+    mask = np.arange(GK) < 10
     s = g_optimal(X, arm_mask=mask)
     assert np.all(np.asarray(s.allocation)[~mask] == 0)
     _, v_np, _ = np_g_optimal(X[mask])
     assert abs(float(s.value) - 4) < 1e-5 and abs(v_np - 4) < 1e-5
-    s_cold = g_optimal(X, tol=1e-9)
-    s_warm = g_optimal(X, init=s_cold.allocation, tol=1e-9)
+    s_cold = g_optimal(X, arm_mask=full, tol=1e-9)
+    s_warm = g_optimal(X, arm_mask=full, init=s_cold.allocation, tol=1e-9)
     assert int(s_warm.iterations) < int(s_cold.iterations)
-    Xb = rng.normal(size=(6, 20, 4))
-    sb = jax.jit(jax.vmap(lambda x: g_optimal(x)))(Xb)
+    Xb = rng.normal(size=(6, GK, GD))
+    sb = jax.jit(jax.vmap(lambda x: g_optimal(x, arm_mask=full)))(Xb)
     for i in range(6):
-        assert abs(float(sb.value[i]) - float(g_optimal(Xb[i]).value)) < 1e-5
+        assert abs(float(sb.value[i]) - float(g_optimal(Xb[i], arm_mask=full).value)) < 1e-5
     before = g_optimal._cache_size()
-    g_optimal(rng.normal(size=(20, 4)))
+    g_optimal(rng.normal(size=(GK, GD)), arm_mask=full)
     assert g_optimal._cache_size() == before
 
 
@@ -150,11 +168,13 @@ def test_xy_masks_and_paper_mode():
 
 # ---------------------------------------------------------------------------- oracle, T*, lower bound
 def test_oracle_soare_instance_and_lower_bound():
+    # the instance carries (all-true) masks, as the two-arm case below: the oracle solves of both
+    # tests, T* and the lower bound share one compiled program
     X, theta = soare(d=3, w=0.1, scale=1.0)
-    s = oracle_allocation(X, X, theta, tol=1e-5)
+    inst = pad_to(make_instance(X, theta, noise=2.0), 4, 4)
+    s = oracle_allocation(X, X, theta, tol=1e-5, item_mask=inst.item_mask, arm_mask=inst.arm_mask)
     _, v_ref = np_minimax_slsqp(X, oracle_directions(X, theta))
     assert float(s.value) == pytest.approx(v_ref, rel=1e-4)
-    inst = make_instance(X, theta, noise=2.0)
     T = float(characteristic_time(inst, tol=1e-5))
     assert T == pytest.approx(2 * float(s.value), rel=1e-4)  # seed 000 convention: T* = 2 psi*
     lb = float(lower_bound(inst, 0.05, tol=1e-5))
@@ -166,7 +186,7 @@ def test_oracle_two_arm_closed_form():
     # ||y||^2 = 4 (1/l1 + 1/l2), optimum 16 at (1/2, 1/2)
     X, _ = soare(d=3, w=0.1, scale=1.0)
     m = np.array([1, 1, 0, 0], bool)
-    s = oracle_allocation(X, X, np.array([1.0, 0.5, 0.0]), tol=1e-7, item_mask=m, arm_mask=m)
+    s = oracle_allocation(X, X, np.array([1.0, 0.5, 0.0]), tol=1e-7, item_mask=jnp.asarray(m), arm_mask=jnp.asarray(m))
     assert float(s.value) == pytest.approx(16.0, rel=1e-6)
     np.testing.assert_allclose(s.allocation, [0.5, 0.5, 0, 0], atol=1e-3)
 

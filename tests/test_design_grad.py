@@ -4,7 +4,8 @@ solver.  float64 throughout; tolerances: relative 1e-4 of the gradient's scale
 (finite-difference step 1e-6, solver tolerance 1e-10).  Finite differences are directional (along
 random directions, the same compiled function giving value and gradient) to keep compiles and
 solver calls few: a gradient error is missed only if orthogonal to every random direction
-(probability 0)."""
+(probability 0).  The psi* checks share one compiled value-and-gradient (``PSI_VG``: 6 arms, 5
+items, d = 3, masks as arguments): smaller arm and item sets are padded and masked."""
 import numpy as np
 
 import jax
@@ -15,7 +16,21 @@ from jaxbandits.design import xy_allocation
 from jaxbandits.design.differentiable import g_value, optax_design, psi_star, rho, t_star
 
 TOL = dict(tol=1e-10, max_iters=20_000)
-RHO_VG = jax.jit(jax.value_and_grad(lambda x, z: rho(x, z, **TOL), argnums=(0, 1)))
+# rho's value and gradient under vmap over the arm sets (the same items): lanes [B], [B, 6, 3], [B, 5, 3]
+RHO_VG = jax.jit(jax.vmap(jax.value_and_grad(lambda x, z: rho(x, z, **TOL), argnums=(0, 1)), in_axes=(0, None)))
+PSI_VG = jax.jit(jax.value_and_grad(lambda x, z, t, am, im: psi_star(x, z, t, arm_mask=am, item_mask=im, **TOL),
+                                    argnums=(0, 1, 2)))
+K_PAD, M_PAD = 6, 5
+
+
+def padded(X, Z):
+    """(X, Z, arm mask, item mask) padded with rows of ones to PSI_VG's shapes (6 x 3, 5 x 3)."""
+    X, Z = jnp.asarray(X), jnp.asarray(Z)
+    am = jnp.arange(K_PAD) < X.shape[0]
+    im = jnp.arange(M_PAD) < Z.shape[0]
+    X = jnp.vstack([X, jnp.ones((K_PAD - X.shape[0], X.shape[1]))])
+    Z = jnp.vstack([Z, jnp.ones((M_PAD - Z.shape[0], Z.shape[1]))])
+    return X, Z, am, im
 
 
 def close(g, ref, rel=1e-4):
@@ -43,43 +58,63 @@ def check_directional(vg, args, rng, n_dirs=2, rel=1e-4):
     return val, grads
 
 
-def test_rho_and_psi_gradients_vs_finite_differences():
+def test_rho_and_psi_gradients_and_jvp_vs_finite_differences():
+    """rho's gradients under vmap (two arm sets, the same items) and psi*'s gradients in every
+    argument against directional finite differences; a lane's rho and gradient do not depend on
+    the other lane.  Then forward mode through the envelope value, batched (jit of vmap of jvp of
+    T* = 2 psi*, one compile): for every theta the tangent equals the central finite difference
+    of the primal along the tangent direction, and at the first theta it equals 2 (grad psi*) . v."""
     rng = np.random.default_rng(0)
     X = jnp.asarray(rng.normal(size=(6, 3)))
     Z = jnp.asarray(rng.normal(size=(5, 3)))
     th = jnp.asarray([1.0, 0.4, -0.3])
-    check_directional(RHO_VG, (X, Z), rng)
-    f_psi = lambda x, z, t: psi_star(x, z, t, **TOL)
-    _, (gX, gZ, gt) = check_directional(jax.jit(jax.value_and_grad(f_psi, argnums=(0, 1, 2))), (X, Z, th), rng)
-    # jvp agrees with grad . v
-    v = jnp.asarray(rng.normal(size=3))
-    _, tang = jax.jit(lambda t, v: jax.jvp(lambda t: f_psi(X, Z, t), (t,), (v,)))(th, v)
-    assert abs(float(tang) - float(gt @ v)) <= 1e-8 * max(1.0, abs(float(tang)))
+    am, im = jnp.ones(6, bool), jnp.ones(5, bool)
+    Xb = jnp.stack([X, jnp.asarray(rng.normal(size=(6, 3)))])
+    # the sum of the lanes' values: its gradient is (lane gradients in X, sum of those in Z)
+    rho_sum = lambda xb, z: (lambda v, g: (jnp.sum(v), (g[0], jnp.sum(g[1], 0))))(*RHO_VG(xb, z))
+    check_directional(rho_sum, (Xb, Z), rng)
+    v2, (gX2, gZ2) = RHO_VG(Xb[::-1], Z)
+    v1, (gX1, gZ1) = RHO_VG(Xb[jnp.array([1, 1])], Z)
+    close(v1[0], v2[0], rel=1e-9)
+    close(gX1[0], gX2[0], rel=1e-6)
+    close(gZ1[0], gZ2[0], rel=1e-6)
+    psi_vg = lambda x, z, t: PSI_VG(x, z, t, am, im)
+    _, (gX, gZ, gt) = check_directional(psi_vg, (X, Z, th), rng)
+    # jvp under jit and vmap, against finite differences and against grad . v
+    thetas = jnp.vstack([th[None], jnp.asarray(rng.normal(size=(2, 3)))])
+    vs = jnp.asarray(rng.normal(size=(3, 3)))
+    ts = lambda t: t_star(X, Z, t, arm_mask=am, item_mask=im, **TOL)   # psi* as PSI_VG solves it
+    F = jax.jit(jax.vmap(lambda t, v: jax.jvp(ts, (t,), (v,))))
+    _, tang = F(thetas, vs)
+    up, _ = F(thetas + 1e-6 * vs, vs)
+    dn, _ = F(thetas - 1e-6 * vs, vs)
+    fdv = (np.asarray(up) - np.asarray(dn)) / 2e-6
+    np.testing.assert_allclose(np.asarray(tang), fdv, rtol=1e-4, atol=1e-8)
+    t0, g0 = float(tang[0]), 2.0 * float(gt @ vs[0])
+    assert abs(t0 - g0) <= 1e-8 * max(1.0, abs(t0)), (t0, g0)
 
 
 def test_soare_dTstar_domega():
-    """d T*/d omega on the Soare instance (seed 001 Fig 1a, d = 3, theta = 2 e1) vs finite differences."""
-    def tstar(w):
+    """d T*/d omega on the Soare instance (seed 001 Fig 1a, d = 3, theta = 2 e1) vs finite
+    differences: T* = 2 psi*(X(omega), X(omega)), differentiated through its gradients in X and Z
+    (chain rule along d x'/d omega = (-sin omega, cos omega, 0), x' = row 3 of both)."""
+    def parts(w):
         x = jnp.array([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]])
         X = jnp.vstack([x, jnp.stack([jnp.cos(w), jnp.sin(w), 0.0])[None]])
-        return t_star(X, X, jnp.array([2.0, 0, 0]), **TOL)
+        v, (gX, gZ, _) = PSI_VG(*padded(X, X)[:2], jnp.array([2.0, 0, 0]), *padded(X, X)[2:])
+        dx = jnp.array([-jnp.sin(w), jnp.cos(w), 0.0])
+        return 2.0 * float(v), 2.0 * float((gX[3] + gZ[3]) @ dx)
 
-    vg = jax.jit(jax.value_and_grad(tstar))
     for w in [0.1, 0.3]:
-        g = float(vg(w)[1])
-        ref = (float(vg(w + 1e-7)[0]) - float(vg(w - 1e-7)[0])) / 2e-7
+        g = parts(w)[1]
+        ref = (parts(w + 1e-7)[0] - parts(w - 1e-7)[0]) / 2e-7
         assert abs(g - ref) <= 1e-4 * abs(ref)
         assert g < 0  # a larger angle makes the instance easier
 
 
-def test_grad_under_vmap_and_g_value_zero_gradient():
+def test_g_value_zero_gradient():
     rng = np.random.default_rng(1)
-    Xb = rng.normal(size=(2, 6, 3))
-    Z = rng.normal(size=(5, 3))
-    gb = jax.jit(jax.vmap(lambda x: RHO_VG(x, Z)[1][0]))(jnp.asarray(Xb))
-    for i in range(2):
-        close(gb[i], RHO_VG(jnp.asarray(Xb[i]), jnp.asarray(Z))[1][0], rel=1e-6)  # batched = unbatched (checked against FD above)
-    gg = jax.grad(lambda x: g_value(x))(jnp.asarray(Xb[0]))
+    gg = jax.grad(lambda x: g_value(x))(jnp.asarray(rng.normal(size=(6, 3))))
     assert np.max(np.abs(gg)) < 1e-6  # Kiefer-Wolfowitz: the G-value is d for every X
 
 
@@ -104,7 +139,8 @@ def test_subgradient_where_the_inner_max_is_not_unique():
     inequality f(Y + h) >= f(Y) + <g, h> for every h (a gradient of one branch only, or their
     sum, fails it).  (b) Tied but smooth: psi* with X = Z = I_3, theta = (1, .5, .5): both
     directions (e1 - e2)/0.5 and (e1 - e3)/0.5 are active, the saddle point is unique and the
-    value is differentiable; the mu*-weighted gradient must match finite differences.
+    value is differentiable; the mu*-weighted gradient must match finite differences (X and Z
+    padded to ``PSI_VG``'s shapes, the padding masked).
     """
     from jaxbandits.design import minimax_design
 
@@ -122,24 +158,9 @@ def test_subgradient_where_the_inner_max_is_not_unique():
     e = np.array([[1e-6], [0.0]])
     assert (float(vg(Y - e)[0]) - 1.0) / -1e-6 <= g[0] + 1e-6 and g[0] <= (float(vg(Y + e)[0]) - 1.0) / 1e-6 + 1e-6
 
-    vp = jax.jit(jax.value_and_grad(lambda t: psi_star(jnp.eye(3), jnp.eye(3), t, **TOL)))
-    check_directional(lambda t: (lambda r: (r[0], (r[1],)))(vp(t)), (jnp.array([1.0, 0.5, 0.5]),), rng, n_dirs=3)
-
-
-def test_jvp_under_jit_and_vmap():
-    """Forward mode through the envelope value, batched (one compile): for every instance the
-    tangent equals the central finite difference of the primal along the tangent direction."""
-    rng = np.random.default_rng(4)
-    X = jnp.asarray(rng.normal(size=(6, 3)))
-    thetas = jnp.asarray(rng.normal(size=(3, 3)))
-    vs = jnp.asarray(rng.normal(size=(3, 3)))
-    ts = lambda t: t_star(X, X, t, **TOL)
-    F = jax.jit(jax.vmap(lambda t, v: jax.jvp(ts, (t,), (v,))))
-    _, tang = F(thetas, vs)
-    up, _ = F(thetas + 1e-6 * vs, vs)
-    dn, _ = F(thetas - 1e-6 * vs, vs)
-    fdv = (np.asarray(up) - np.asarray(dn)) / 2e-6
-    np.testing.assert_allclose(np.asarray(tang), fdv, rtol=1e-4, atol=1e-8)
+    Xp, Zp, am, im = padded(jnp.eye(3), jnp.eye(3))   # PSI_VG's program, 3 arms and 3 items unmasked
+    check_directional(lambda t: (lambda r: (r[0], (r[1][2],)))(PSI_VG(Xp, Zp, t, am, im)),
+                      (jnp.array([1.0, 0.5, 0.5]),), rng, n_dirs=3)
 
 
 def test_short_solves_bracket_psi_star_and_screening_finds_the_sample_maximum():

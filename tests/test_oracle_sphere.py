@@ -1,4 +1,8 @@
-"""Oracle baseline of seed 000 Table 1 and the unit-sphere algorithm of seed 000 Sec 4."""
+"""Oracle baseline of seed 000 Table 1 and the unit-sphere algorithm of seed 000 Sec 4.
+
+The released Oracle configuration's K = 1000 figure of Table 1 (476.45, standard error 40.74) is
+checked, on the released code's instance generator, by tests/test_main_job.py (the README's
+main job, Welch's test); RAGE's K = 1000 figure is checked here."""
 import math
 
 import jax
@@ -46,19 +50,6 @@ def test_oracle_delta_correct_and_lower_bound():
     assert 24 < s.mean() / float(lower_bound(inst, delta)) < 43
 
 
-def test_oracle_table1_k1000_matches_paper():
-    """Seed 000 Table 1, K = 1000: Oracle mean 476.45 with standard error 40.74 (20 runs).  The
-    released configuration on the released code's instance generator, 10 instances x 6 reps."""
-    inst = seeds.batch(seeds.many_arms_code, jax.random.PRNGKey(43), 10, num_arms=1000)
-    r = simulate(Oracle.released_code(), inst, jax.random.PRNGKey(2), 6, 400)
-    s = r.samples.ravel()
-    # the released check returns the true z* (correct by construction): only stopping is checked
-    assert r.stopped.all()
-    assert r.summary()["error_rate"] is None
-    se = s.std(ddof=1) / math.sqrt(s.size)
-    assert abs(s.mean() - 476.45) < 3 * math.hypot(se, 40.74), (s.mean(), se)
-
-
 def test_rage_table1_k1000_matches_paper():
     """Seed 000 Table 1, K = 1000: RAGE mean 1148.45 with standard error 49.82 (20 runs; std about
     223) on the released code's instance generator; 2 instances x 2 reps, so a mean off by more
@@ -78,13 +69,15 @@ def test_oracle_sigma_scale_equivariant():
     whether its threshold reads the noise: with the width sigma ||y||_{A^-1} (sigma = the
     instance's noise), (theta, noise 3) and (theta / 3, noise 1) stop at the same round with the
     same key (the design on the gap-normalised directions is the same, the reward sums scale by
-    3); with sigma = 1 forced (widths 3x too small at noise 3) it stops sooner."""
+    3); with sigma = 1 forced (widths 3x too small at noise 3) it stops sooner.  Its results
+    report the error rate as not applicable (correct by construction), not as 0 errors."""
     big = seeds.soare_benchmark(3, omega=0.3, theta_scale=3.0, noise=3.0)
     unit = seeds.soare_benchmark(3, omega=0.3, theta_scale=1.0, noise=1.0)
     alg = Oracle.released_code(delta=0.05)
     rb = simulate(alg, big, jax.random.PRNGKey(7), 200, 400)
     ru = simulate(alg, unit, jax.random.PRNGKey(7), 200, 400)
     assert rb.stopped.all()
+    assert rb.summary()["error_rate"] is None
     np.testing.assert_array_equal(rb.samples, ru.samples)
     blind = simulate(Oracle.released_code(delta=0.05, sigma=1.0), big, jax.random.PRNGKey(7), 200, 400)
     assert blind.samples.mean() < 0.5 * ru.samples.mean()

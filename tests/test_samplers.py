@@ -79,20 +79,23 @@ def test_binomial_follows_the_policy():
         assert "while" not in str(jax.make_jaxpr(lambda k: binomial(k, 50.0, 0.3))(key))
 
 
+# one try, 4000 lanes: (draws, finished); shared by the two tests below
+_one_try = jax.jit(jax.vmap(lambda k, n, q: binomial(k, n, q, tries=1, fixed=True), in_axes=(0, None, None)))
+
+
 def test_rejection_branch_accepts_often_enough_for_the_stated_bound():
     """binomial's docstring bounds an unfinished draw by 0.35^64: one try accepts with probability
     >= 0.65 wherever the rejection branch is used (n min(p, 1 - p) > 10)."""
     keys = jax.random.split(jax.random.key(3), 4000)
-    one = jax.jit(jax.vmap(lambda k, n, q: binomial(k, n, q, tries=1, fixed=True)[1], in_axes=(0, None, None)))
-    rates = [float(one(keys, np.ceil(m / q), q).mean())
+    rates = [float(_one_try(keys, np.ceil(m / q), q)[1].mean())
              for q in (1e-3, 0.05, 0.3, 0.5) for m in (10.01, 12.0, 40.0, 1e4)]
     assert min(rates) >= 0.65, rates
 
 
 def test_unfinished_draws_are_reported():
-    keys = jax.random.split(jax.random.key(4), 200)
-    # 3 tries: the inversion needs X + 1 <= 3 iterations, X ~ Bin(40, 0.2) is rarely below 2
-    d, ok = jax.jit(jax.vmap(lambda k: binomial(k, 40.0, 0.2, tries=3, fixed=True)))(keys)
+    # 1 try: the inversion needs X + 1 <= 1 iterations, X ~ Bin(40, 0.2) is 0 with probability 1e-4
+    d, ok = _one_try(jax.random.split(jax.random.key(4), 4000), np.float64(40.0), 0.2)  # the program above
     assert not bool(ok.all()) and bool(jnp.all((d >= 0) & (d <= 40)))
+    keys = jax.random.split(jax.random.key(4), 200)
     _, bad = jax.jit(jax.vmap(lambda k: multinomial(k, 40.0, jnp.array([0.2, 0.3, 0.5]), tries=3, fixed=True)))(keys)
     assert int(bad.sum()) > 0
