@@ -12,8 +12,13 @@ errors; with sigma ignored (sigma = 1 at noise 3: threshold 9x too small) the wr
 errs 95/200 (the base 62/200); with sigma = sqrt(3) (threshold / 3) 11/200 (base 9/200), which an
 error check cannot see at delta = 0.1.  At scale 2 (7.8k pulls): earlier in 4/60 runs, later in
 none; sigma ignored: 12/40 errors.
+
+Every simulation runs on the one instance ``fan(3, scale=2)`` (the step-level checks on the same
+shapes), and the noise scale is passed explicitly (``sigma=3``, what the instance's noise gives):
+sigma is a traced field of the engine's program, so a correct run and its mutant (another sigma)
+share one compiled program, and so do the tests that wrap the same base the same way.
 """
-import dataclasses
+import functools
 import math
 
 import jax
@@ -24,6 +29,7 @@ import pytest
 import jaxbandits  # noqa: F401  (float64)
 from jaxbandits import engine
 from jaxbandits.algorithms import RAGE, Eliminate, LazyTrackAndStop, MLinGapE, UniformGLR
+from jaxbandits.algorithms.base import is_correct
 from jaxbandits.algorithms.fixed_confidence.track_and_stop import plug_in_allocation
 from jaxbandits.engine import simulate
 from jaxbandits.instances.base import make_instance
@@ -31,6 +37,7 @@ from jaxbandits.stats import binomial_test_upper, clopper_pearson
 
 KEY = jax.random.key(20261123)
 ALPHA = 1e-3
+NOISE = 3.0  # the simulations' noise scale (fan(NOISE, scale=2))
 
 
 def fan(sigma=1.0, scale=1.0):
@@ -39,28 +46,54 @@ def fan(sigma=1.0, scale=1.0):
     return make_instance(X, np.array([1.0, 0.0]) * sigma, sigma)
 
 
-def _run(alg, inst, n, key=KEY, cap=400_000):
-    r = simulate(alg, inst, key, n, cap, record_pulls=True)
+@functools.lru_cache(maxsize=None)
+def _run(alg, n):
+    """``n`` replications of ``alg`` on fan(3, scale=2) from KEY (cached: several tests read a run)."""
+    r = simulate(alg, fan(NOISE, scale=2.0), KEY, n, 400_000, record_pulls=True)
     return (np.asarray(r.samples).ravel(), np.asarray(r.correct).ravel().astype(bool),
             np.asarray(r.stopped).ravel().astype(bool), np.asarray(r.pulls).reshape(n, -1))
 
 
-def _final_states(alg, inst, n, key=KEY, cap=200_000):
-    """Final states of ``n`` runs, stepped as the engine does (replication key i -> (init, run))."""
-    return engine.final_states(alg, inst, key, n, cap)
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _final(static, dynamic, inst, n):
+    """(final states, correct, stopped) of ``n`` runs of ``static.with_dynamic(dynamic)``, stepped
+    as the engine does (:func:`engine.final_states`); the dynamic fields are traced, so one program
+    serves every sigma."""
+    alg = static.with_dynamic(dynamic)
+    st = engine.final_states(alg, inst, KEY, n, 200_000)
+    answer = jax.vmap(lambda s: alg.outcome(s, inst).answer)(st)
+    return st, jax.vmap(lambda a: is_correct(a, inst))(answer), jax.vmap(alg.done)(st)
+
+
+def _final_states(alg, inst, n):
+    return _final(*alg.split_dynamic(), inst, n)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _init(alg, key, inst):
+    return alg.init(key, inst)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _steps(alg, key, s_plain, s_masked, inst, active):
+    """(``step`` from ``s_plain``, ``step_masked`` from ``s_masked`` with ``active``), one program."""
+    return alg.step(key, s_plain, inst), alg.step_masked(key, s_masked, inst, active)
+
+
+@jax.jit
+def _alloc(X, Z, theta, init, item_mask):
+    """LT&S's plug-in allocation (the paper's Frank-Wolfe, LT&S's default cap of 1000 iterations)."""
+    return plug_in_allocation(X, Z, theta, init, method="paper", tol=1e-3, max_iters=1000, item_mask=item_mask)
 
 
 @pytest.mark.parametrize("base", [LazyTrackAndStop(delta=0.1), UniformGLR(delta=0.1)], ids=["LT&S", "uniform"])
 def test_step_is_step_masked_with_everything_active(base):
     inst = fan()
     M = inst.num_items
-    s = base.init(KEY, inst)
-    s1 = jax.jit(lambda k, s: base.step(k, s, inst))
-    s2 = jax.jit(lambda k, s: base.step_masked(k, s, inst, jnp.ones((M,), bool)))
-    a = b = s
+    a = b = _init(base, KEY, inst)
+    full = jnp.ones((M,), bool)
     for j in range(70):  # past the lazy updates at t = 2, 4, ..., 64
-        k = jax.random.fold_in(KEY, j)
-        a, b = s1(k, a), s2(k, b)
+        a, b = _steps(base, jax.random.fold_in(KEY, j), a, b, inst, full)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
@@ -70,38 +103,34 @@ def test_masked_allocation_is_the_allocation_of_the_active_items():
     allocation of the instance that only has the masked items (z* always kept)."""
     inst = fan()
     X, Z, th = inst.arms, inst.items, inst.theta
+    uniform = jnp.full((X.shape[0],), 1.0 / X.shape[0])
     mask = jnp.array([True, False, False, True, False, True])  # z* = e_1 and two competitors
-    w_mask = plug_in_allocation(X, Z, th, None, method="paper", tol=1e-6, max_iters=5000, item_mask=mask)
-    w_sub = plug_in_allocation(X, Z[np.asarray(mask)], th, None, method="paper", tol=1e-6, max_iters=5000)
-    w_all = plug_in_allocation(X, Z, th, None, method="paper", tol=1e-6, max_iters=5000)
+    w_mask = _alloc(X, Z, th, uniform, mask)
+    w_sub = _alloc(X, Z[np.asarray(mask)], th, uniform, jnp.ones((3,), bool))
+    w_all = _alloc(X, Z, th, uniform, jnp.ones_like(mask))
     np.testing.assert_allclose(w_mask, w_sub, atol=1e-12)
     assert float(jnp.abs(w_mask - w_all).sum()) > 0.05  # the restriction changes the allocation
 
 
 def test_elimination_at_stopping_never_later_than_the_base_on_the_same_keys():
     """Same keys, same sampling: the wrapped run stops at or before the base's (Sec 3), with the
-    same answer when it stops at the same time, and strictly earlier in some runs."""
-    inst = fan(3.0, scale=2.0)
-    base = UniformGLR(delta=0.1)
-    sb, cb, stb, _ = _run(base, inst, 60)
-    se, ce, ste, _ = _run(Eliminate(base), inst, 60)
+    same answer when it stops at the same time, and strictly earlier in some runs.  With
+    ``at_stopping=False`` the wrapper is the base: the same stopping times and pulls."""
+    base = UniformGLR(delta=0.1, sigma=NOISE)
+    sb, cb, stb, pb = _run(base, 60)
+    se, ce, ste, _ = _run(Eliminate(base, sigma=NOISE), 60)
     assert stb.all() and ste.all()
     assert np.all(se <= sb)
     assert np.sum(se < sb) >= 1
     same = se == sb
     np.testing.assert_array_equal(ce[same], cb[same])
     # the statistical rule eliminates a superset: never later than the computational one
-    ss, _, sts, _ = _run(Eliminate(base, rule="statistical"), inst, 60)
+    ss, _, sts, _ = _run(Eliminate(base, rule="statistical", sigma=NOISE), 60)
     assert sts.all() and np.all(ss <= se)
-
-
-def test_at_stopping_false_is_the_base():
-    inst = fan(3.0, scale=2.0)
-    base = UniformGLR(delta=0.1)
-    sb, cb, _, pb = _run(base, inst, 8)
-    s0, c0, _, p0 = _run(Eliminate(base, at_stopping=False), inst, 8)
-    np.testing.assert_array_equal(sb, s0)
-    np.testing.assert_array_equal(pb, p0)
+    # replication i depends on the key and i only: the first 16 of the base's runs
+    s0, _, _, p0 = _run(Eliminate(base, at_stopping=False, sigma=NOISE), 16)
+    np.testing.assert_array_equal(sb[:16], s0)
+    np.testing.assert_array_equal(pb[:16], p0)
 
 
 def test_sampling_restriction_changes_lts_sampling():
@@ -110,68 +139,71 @@ def test_sampling_restriction_changes_lts_sampling():
     inst = fan(scale=2.0)
     alg = LazyTrackAndStop(delta=0.1)
     M = inst.num_items
-    s = alg.init(KEY, inst)
-    step = jax.jit(lambda k, s, a: alg.step_masked(k, s, inst, a))
+    s = _init(alg, KEY, inst)
     full = jnp.ones((M,), bool)
     j = 0
     while int(s.t) + 1 != 64:                       # 64 is in the exponential schedule {2, 4, 8, ...}
-        s = step(jax.random.fold_in(KEY, j), s, full)
+        s = _steps(alg, jax.random.fold_in(KEY, j), s, s, inst, full)[1]
         j += 1
     k = jax.random.fold_in(KEY, j)
     mask = jnp.array([False, False, True, False, False, False])  # one competitor left
-    sm, sf = step(k, s, mask), step(k, s, full)
+    sf, sm = _steps(alg, k, s, s, inst, mask)       # step (the full allocation; = step_masked, all active)
     assert int(sm.n_updates) == int(s.n_updates) + 1
     theta = jnp.linalg.solve(sm.stats.gram, sm.stats.b)
     best = int(jnp.argmax(inst.items @ theta))
-    want = plug_in_allocation(inst.arms, inst.items, theta, s.w, method="paper", tol=alg.tol,
-                              max_iters=alg.max_iters, item_mask=mask.at[best].set(True))
+    assert alg.method == "paper" and alg.max_iters == 1000   # _alloc's solver
+    want = _alloc(inst.arms, inst.items, theta, s.w, mask.at[best].set(True))
     np.testing.assert_allclose(sm.w, want, atol=1e-8)
     assert float(jnp.abs(sm.w - sf.w).sum()) > 0.05
     np.testing.assert_array_equal(np.asarray(sm.stats.counts), np.asarray(sf.stats.counts))  # same pull
 
 
-def _error_pvalue(alg, inst, n, delta):
-    s, c, st, _ = _run(alg, inst, n)
+def _error_pvalue(alg, n, delta):
+    s, c, st, _ = _run(alg, n)
     errors = int(np.sum(~c | ~st))
     return errors, binomial_test_upper(errors, n, delta)
 
 
-@pytest.mark.parametrize("make, at_sampling, mutant_sigma", [
-    (lambda d: UniformGLR(delta=d), False, 1.0),
-    (lambda d: UniformGLR(delta=d), True, 1.0),
-    (lambda d: LazyTrackAndStop(delta=d), True, 0.5),
-], ids=["uniform-at-stopping", "uniform-at-sampling", "lts-at-sampling"])
-def test_wrapped_is_delta_correct_and_the_check_has_power(make, at_sampling, mutant_sigma):
+@pytest.mark.parametrize("make, mutant_sigma", [
+    (lambda d, s: Eliminate(UniformGLR(delta=d), sigma=s), 1.0),
+    (lambda d, s: Eliminate(LazyTrackAndStop(delta=d), at_sampling=True, sigma=s), 0.5),
+], ids=["uniform-at-stopping", "lts-at-sampling"])
+def test_wrapped_is_delta_correct_and_the_check_has_power(make, mutant_sigma):
     """H0 "error rate <= delta" (exact binomial, level 1e-3) at noise 3: passes with the
-    sigma-aware threshold, fails with the mutant sigma.  Uniform GLR: sigma = 1 (sigma ignored,
-    threshold 9x too small).  LT&S's threshold (u = 1, delta_t = 6 delta / (pi^2 t^2)) is
+    sigma-aware threshold (sigma = 3), fails with the mutant sigma.  Uniform GLR: sigma = 1 (sigma
+    ignored, threshold 9x too small).  LT&S's threshold (u = 1, delta_t = 6 delta / (pi^2 t^2)) is
     conservative: with sigma = 1 (beta / 9) the wrapped LT&S erred 6/60 (not detectable by the error
     rate; the calibration suite's scaling check catches it), so its mutant is sigma = 1/2 (beta / 36):
-    32/60 errors (p ~ 1e-13)."""
+    32/60 errors (p ~ 1e-13).  The uniform GLR wrapped at sampling: ``test_true_best_never_
+    eliminated_beyond_delta``."""
     delta, n = 0.1, 60
-    inst = fan(3.0, scale=2.0)
-    errors, p = _error_pvalue(Eliminate(make(delta), at_sampling=at_sampling), inst, n, delta)
+    errors, p = _error_pvalue(make(delta, NOISE), n, delta)
     assert p > ALPHA, (errors, clopper_pearson(errors, n))
-    errors_m, p_m = _error_pvalue(Eliminate(make(delta), at_sampling=at_sampling, sigma=mutant_sigma), inst, n,
-                                  delta)
+    errors_m, p_m = _error_pvalue(make(delta, mutant_sigma), n, delta)
     assert p_m < ALPHA, (errors_m, clopper_pearson(errors_m, n))
 
 
 def test_true_best_never_eliminated_beyond_delta():
-    """Easy instance (angles x2, gaps 0.04-0.12): the competitors are eliminated along the way, the
-    true best item (index 0) in at most a delta fraction of the runs; with the threshold 9x too
-    small (sigma ignored) it is eliminated far more often."""
-    delta, n = 0.1, 40
-    inst = fan(3.0, scale=2.0)
-    alg = Eliminate(UniformGLR(delta=delta), at_sampling=True)
-    st = _final_states(alg, inst, n)
+    """The uniform GLR wrapped at sampling, on the easy instance (angles x2, gaps 0.04-0.12): the
+    competitors are eliminated along the way, the true best item (index 0) in at most a delta
+    fraction of the runs, and the error rate is at most delta (exact binomial, level 1e-3); with
+    the threshold 9x too small (sigma = 1: sigma ignored) the best item is eliminated and the
+    answer wrong far more often (both checks fail)."""
+    delta, n = 0.1, 60
+    inst = fan(NOISE, scale=2.0)
+    alg = Eliminate(UniformGLR(delta=delta), at_sampling=True, sigma=NOISE)
+    st, correct, stopped = _final_states(alg, inst, n)
     et = np.asarray(st.elim_time)
     assert np.all(et[:, 1:].max(axis=1) > 0)          # something was eliminated in every run
     lost = int(np.sum(et[:, 0] > 0))
     assert binomial_test_upper(lost, n, delta) > ALPHA, lost
-    st_m = _final_states(dataclasses.replace(alg, sigma=1.0), inst, n)
+    errors = int(np.sum(~np.asarray(correct) | ~np.asarray(stopped)))
+    assert binomial_test_upper(errors, n, delta) > ALPHA, (errors, clopper_pearson(errors, n))
+    st_m, correct_m, stopped_m = _final_states(Eliminate(UniformGLR(delta=delta), at_sampling=True, sigma=1.0), inst, n)
     lost_m = int(np.sum(np.asarray(st_m.elim_time)[:, 0] > 0))
     assert binomial_test_upper(lost_m, n, delta) < ALPHA, lost_m
+    errors_m = int(np.sum(~np.asarray(correct_m) | ~np.asarray(stopped_m)))
+    assert binomial_test_upper(errors_m, n, delta) < ALPHA, (errors_m, clopper_pearson(errors_m, n))
 
 
 def test_sigma_passes_to_the_base_and_validation():
@@ -186,20 +218,20 @@ def test_sigma_passes_to_the_base_and_validation():
         Eliminate(UniformGLR(), rule="nope")
 
 
-@pytest.mark.parametrize("name", ["FWS", "TopTwo", "LinGame"])
-def test_modern_algorithms_wrapped_on_the_engine(name):
-    """LinGame, FWS and Top Two implement the protocol: wrapped at sampling (their own
-    ``step_masked``) they run and stay correct on the easy fan; wrapped at stopping (the wrapper's
-    generic rule on their statistics, the same code for every base: checked on FWS) they never
-    stop later than themselves on the same keys."""
-    import jaxbandits.algorithms as A
+def test_wrapped_at_stopping_with_a_ridge_estimate():
+    """Elimination at stopping on a base with a ridge regulariser and a threshold of its own (FWS):
+    the wrapper's generic rule (the same code for every base) uses the base's ``reg`` in its
+    estimate; on the same keys the wrapped run is correct and never stops later than FWS.
 
-    base = getattr(A, name)(delta=0.1)
-    inst = fan(3.0, scale=2.0)
-    ss, cs, sts, _ = _run(Eliminate(base, at_sampling=True), inst, 16)
-    assert sts.all() and cs.all()
-    if name == "FWS":
-        sb, cb, stb, _ = _run(base, inst, 16)
-        se, ce, ste, _ = _run(Eliminate(base), inst, 16)
-        assert stb.all() and ste.all() and ce.all()
-        assert np.all(se <= sb)
+    Every base implementing the protocol (FWS, Top Two, LinGame) wrapped at sampling, on the
+    engine: ``benchmarks/elimination_rules_modern.py``; their ``step_masked`` is tested in
+    ``tests/test_fws_toptwo.py`` and ``tests/test_lingame.py``, and LinGame wrapped at sampling in
+    ``tests/test_tirinzoni_degenne.py``."""
+    from jaxbandits.algorithms import FWS
+
+    base = FWS(delta=0.1)
+    assert base.reg > 0
+    sb, cb, stb, _ = _run(base, 16)
+    se, ce, ste, _ = _run(Eliminate(base), 16)
+    assert stb.all() and ste.all() and ce.all()
+    assert np.all(se <= sb)

@@ -1,5 +1,6 @@
-"""LT&S (seed 000 Algorithm 1): solve_where, delta-correctness, lower bound, tracking of w*."""
-import dataclasses
+"""LT&S (seed 000 Algorithm 1): solve_where, delta-correctness, lower bound, tracking of w*.
+
+LT&S's fast Frank-Wolfe (``paper_frank_wolfe``) against the general solver: ``tests/test_fixed_trips.py``."""
 import math
 from functools import partial
 
@@ -44,23 +45,24 @@ def test_solve_where_matches_cond_under_vmap_and_jit():
 
 
 def test_glr_statistic_inv_matches_common():
-    key = jax.random.PRNGKey(3)
-    Z = jax.random.normal(key, (30, 4))
-    G = jax.random.normal(jax.random.fold_in(key, 1), (50, 4))
+    rng = np.random.default_rng(3)
+    Z = jnp.asarray(rng.normal(size=(30, 4)))
+    G = jnp.asarray(rng.normal(size=(50, 4)))
     A = G.T @ G
-    th = jax.random.normal(jax.random.fold_in(key, 2), (4,))
-    z1, b1 = glr_statistic_inv(th, inverse_gram(A), Z)
-    z2, b2 = common.glr_statistic(th, jnp.linalg.cholesky(A), Z)
+    th = jnp.asarray(rng.normal(size=4))
+    (z1, b1), (z2, b2) = jax.jit(lambda th, A, Z: (glr_statistic_inv(th, inverse_gram(A), Z),
+                                                   common.glr_statistic(th, jnp.linalg.cholesky(A), Z)))(th, A, Z)
     assert int(b1) == int(b2)
     np.testing.assert_allclose(z1, z2, rtol=1e-10)
 
 
 def test_random_spanning_set_spans():
     inst = small_instance()
-    for s in range(5):
-        idx = random_spanning_set(jax.random.PRNGKey(s), inst.arms)
-        XA = inst.arms[idx]
-        assert float(jnp.linalg.eigvalsh(XA.T @ XA)[0]) > 1e-6
+    keys = jnp.stack([jax.random.PRNGKey(s) for s in range(5)])
+    idx = jax.jit(jax.vmap(random_spanning_set, in_axes=(0, None)))(keys, inst.arms)
+    for row in np.asarray(idx):
+        XA = np.asarray(inst.arms)[row]
+        assert float(np.linalg.eigvalsh(XA.T @ XA)[0]) > 1e-6
 
 
 def test_config_validation():
@@ -104,11 +106,17 @@ def _run_fixed(alg, inst, keys, n_steps):
     return jax.vmap(one)(keys)
 
 
+#: the configuration of the fixed-round runs on ``small_instance`` (never stops; the certified
+#: solver, so that the proportions can approach w* closely); ``test_a0_prior_switch`` reuses its
+#: program
+NO_STOP = dict(delta=1e-300, averaging=True, method="smooth", tol=1e-4)
+
+
 def test_proportions_approach_optimal_allocation():
     """Seed 000 Prop 1: N_a(t)/t -> C*(mu); the l_inf distance to w* shrinks with t."""
     inst = small_instance()
     w_star = oracle_allocation(inst.arms, inst.items, inst.theta, tol=1e-8).allocation
-    alg = LazyTrackAndStop(delta=1e-300, averaging=True, method="smooth", tol=1e-4)
+    alg = LazyTrackAndStop(**NO_STOP)
     key = jax.random.PRNGKey(7)
     dists = []
     for n in (100, 3000):
@@ -118,22 +126,6 @@ def test_proportions_approach_optimal_allocation():
     d_small, d_large = dists
     assert d_large.mean() < 0.5 * d_small.mean(), (d_small.mean(), d_large.mean())
     assert d_large.mean() < 0.05, d_large.mean()
-
-
-def test_paper_frank_wolfe_matches_general_solver():
-    """The fast Frank-Wolfe of LT&S gives the iterates of oracle_allocation(method="paper")
-    (same stopping iteration, same thresholded allocation) from a warm start, d = 3."""
-    from jaxbandits.algorithms.fixed_confidence.track_and_stop import paper_frank_wolfe
-    key = jax.random.PRNGKey(3)
-    K, d = 40, 3
-    X = jax.random.normal(key, (K, d))
-    th = jax.random.normal(jax.random.fold_in(key, 1), (d,))
-    warm = jax.random.dirichlet(jax.random.fold_in(key, 2), 0.3 * jnp.ones(K))
-    ref = oracle_allocation(X, X, th, init=warm, max_iters=500, method="paper")
-    got = jax.jit(paper_frank_wolfe, static_argnums=4)(X, X, th, warm, 500)
-    assert int(ref.iterations) > 20  # a non-trivial run of the step-2/(k+2) iteration
-    np.testing.assert_allclose(got, ref.allocation, atol=1e-10)
-    assert abs(float(jnp.sum(got)) - 1.0) < 1e-12
 
 
 # ------------------------------------------------------------------------------------------------
@@ -188,24 +180,6 @@ def test_averaging_differs_when_w_moves():
     assert np.mean(np.any(res[True]["N"] != res[False]["N"], axis=1)) > 0.5
 
 
-def test_averaging_barely_matters_on_table1_instance():
-    """Averaging against no averaging, pinned: on the many-arms instance of Table 1 the
-    plug-in allocation is the same at every update once mu_hat ranks e_1 first, so sum_s w(s)
-    differs from t w(t) by a few early rounds only, and paired runs of the two variants differ by
-    a few pulls out of T (not the ~17% of the paper)."""
-    from jaxbandits.instances import seeds
-    inst = seeds.many_arms_code(jax.random.PRNGKey(0), 60)
-    keys = jax.random.split(jax.random.PRNGKey(1), 16)
-    T = 500
-    N = {}
-    for av in (True, False):
-        st = _run_fixed(LazyTrackAndStop(delta=1e-300, averaging=av), inst, keys, T)
-        C = np.asarray(LazyTrackAndStop.cumulative_allocation(st))
-        assert np.median(np.abs(C - T * np.asarray(st.w)).sum(1)) < 0.05 * T
-        N[av] = np.asarray(st.stats.counts)
-    assert np.median(np.abs(N[True] - N[False]).sum(1)) <= 0.05 * T
-
-
 # ------------------------------------------------------------------------------------------------
 # paper text vs released code; sigma; validate
 # ------------------------------------------------------------------------------------------------
@@ -224,10 +198,10 @@ def test_a0_prior_switch():
     """Released code: A_0's Gram matrix is a reward-free prior, so lambda_min(A_0) = c from round
     1 on and no round is forced at the start; the paper's A_t starts at 0 (d forced rounds)."""
     inst = small_instance()
-    key = jax.random.PRNGKey(5)
+    keys = jax.random.split(jax.random.PRNGKey(5), 16)   # the shapes of the proportions test's runs
     for prior in (False, True):
-        alg = LazyTrackAndStop(delta=0.2, a0_prior=prior)
-        st = jax.tree.map(lambda a: a[0], _run_fixed(alg, inst, key[None], 2))  # two rounds
+        alg = LazyTrackAndStop(a0_prior=prior, **NO_STOP)
+        st = jax.tree.map(lambda a: a[0], _run_fixed(alg, inst, keys, 2))  # two rounds
         XA = inst.arms[st.forced_arms]
         np.testing.assert_allclose(st.prior, XA.T @ XA if prior else jnp.zeros((2, 2)), atol=1e-15)
         assert int(st.n_forced) == (0 if prior else 2)
@@ -235,28 +209,35 @@ def test_a0_prior_switch():
             assert float(st.lmin) >= float(jnp.linalg.eigvalsh(XA.T @ XA)[0]) - 1e-12
 
 
-@pytest.mark.parametrize("released", [False, True])
-def test_sigma_scales_the_threshold(released):
+def test_sigma_scales_the_threshold():
     """sigma enters the threshold of Prop 2 / eq. (9) as sigma^2: at noise 3 the stopping time is
     ~9-12x that at noise 1 (the log t in beta adds to the 9), and the answer stays correct (binomial
-    test against delta).  Fails if sigma is ignored (ratio ~1) or enters linearly (~3)."""
-    make = LazyTrackAndStop.released_code if released else LazyTrackAndStop.paper
-    alg = make(delta=0.2, averaging=False)
+    test against delta).  Fails if sigma is ignored (ratio ~1) or enters linearly (~3).
+
+    The paper's configuration takes sigma from the instance's noise (sigma = None; the program of
+    ``test_delta_correct_and_above_lower_bound``); the released code's is given sigma explicitly
+    (a traced field: one program for every sigma), which also checks that an explicit sigma
+    overrides the instance's noise (sigma = 1 on the noise-3 instance stops far earlier)."""
     ang = np.array([0.0, 3 * np.pi / 4, 0.7, 0.9])
     X = np.stack([np.cos(ang), np.sin(ang)], -1)
-    means, errors, n = [], 0, 0
-    for noise in (1.0, 3.0):
-        r = simulate(alg, make_instance(X, [1.0, 0.0], noise), jax.random.PRNGKey(0), 40, 1_000_000)
-        assert r.stopped.all()
-        means.append(r.samples.mean())
-        errors += int((~r.correct).sum())
-        n += r.correct.size
-    assert 6.0 < means[1] / means[0] < 16.0, means
-    assert binomial_test_upper(errors, n, 0.2) > 0.01
-    if not released:  # an explicit sigma overrides the instance's noise (one more compile: once)
-        r = simulate(dataclasses.replace(alg, sigma=1.0), make_instance(X, [1.0, 0.0], 3.0), jax.random.PRNGKey(0),
-                     40, 1_000_000)
-        assert r.samples.mean() < 0.3 * means[1]
+    insts = {noise: make_instance(X, [1.0, 0.0], noise) for noise in (1.0, 3.0)}
+    for released in (False, True):
+        means, errors, n = [], 0, 0
+        for noise in (1.0, 3.0):
+            alg = (LazyTrackAndStop.released_code(delta=0.2, averaging=False, sigma=noise) if released
+                   else LazyTrackAndStop.paper(delta=0.2, averaging=False))
+            r = simulate(alg, insts[noise], jax.random.PRNGKey(0), 40, 1_000_000)
+            assert r.stopped.all()
+            means.append(r.samples.mean())
+            errors += int((~r.correct).sum())
+            n += r.correct.size
+        assert 6.0 < means[1] / means[0] < 16.0, (released, means)
+        assert binomial_test_upper(errors, n, 0.2) > 0.01, (released, errors)
+    programs = programs_compiled()
+    r = simulate(LazyTrackAndStop.released_code(delta=0.2, averaging=False, sigma=1.0), insts[3.0],
+                 jax.random.PRNGKey(0), 40, 1_000_000)
+    assert programs_compiled() == programs   # sigma is traced: the released configuration's program again
+    assert r.samples.mean() < 0.3 * means[1]
 
 
 def test_validate_refuses_nonlinear_models():
