@@ -14,6 +14,17 @@ seconds (``Results.compile_time``), in a fresh process per policy so no program 
 Part 2 (run-time overhead): replications per second of the same compiled program on the
 unpadded and the padded instance (the second of two calls, so compilation is excluded; the
 padded and unpadded runs are the same replications, tested in tests/test_buckets.py).
+
+  python benchmarks/shape_buckets.py --part padding [--cases uniform,ugape]
+
+Part 3 (padding, a check: exits non-zero on a failure; not part of ``--part all``): for every
+algorithm that supports padding (``ALL_CASES`` in tests/test_buckets.py, one case per kernel that
+reads the masks), the assertions of tests/test_buckets.py's padded-vs-unpadded test
+(``check_padded_run``): a padded arm is never pulled, a padded item never returned, the padded run
+repeats the unpadded replications with the same keys (UGapE: the same stopping-time distribution by
+a two-sample test, and error rates within 0.1), and the bucketed run reuses the padded program.
+The test suite runs a representative subset of these cases; run this after changing a kernel's
+mask handling (about two programs per case to compile: several minutes on a CPU).
 """
 from __future__ import annotations
 
@@ -82,6 +93,38 @@ def overhead_part(algs, Ks, reps, hardness):
     return rows
 
 
+def padding_part(cases):
+    """Run tests/test_buckets.py's padded-vs-unpadded check on the named cases (all when empty);
+    returns the names of the cases that failed."""
+    import os
+    import traceback
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from jaxbandits import precision
+
+    precision.enable_globally()  # the test suite's precision (tests/conftest.py)
+    import test_buckets as tb
+
+    known = [c[0] for c in tb.ALL_CASES]
+    unknown = set(cases) - set(known)
+    if unknown:
+        raise SystemExit(f"unknown cases {sorted(unknown)}; known: {known}")
+    failed = []
+    for name, alg, inst, exact in tb.ALL_CASES:
+        if cases and name not in cases:
+            continue
+        t0 = time.perf_counter()
+        try:
+            tb.check_padded_run(alg, inst, exact)
+            status = "ok"
+        except Exception:  # noqa: BLE001 -- report every case, then fail
+            failed.append(name)
+            status = "FAILED\n" + traceback.format_exc()
+        print(f"  {name:14s} {'exact' if exact else 'two-sample':10s} {time.perf_counter() - t0:6.1f} s  {status}",
+              flush=True)
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--algs", default="uniform,rage")
@@ -90,10 +133,17 @@ def main():
     ap.add_argument("--hardness", type=float, default=30.0)
     ap.add_argument("--overhead-K", default="100,520")
     ap.add_argument("--overhead-reps", type=int, default=64)
-    ap.add_argument("--part", default="all", choices=["all", "compile", "overhead", "_child"])
+    ap.add_argument("--part", default="all", choices=["all", "compile", "overhead", "padding", "_child"])
+    ap.add_argument("--cases", default="", help="--part padding: comma-separated case names (default all)")
     ap.add_argument("--policy", default="none")
     a = ap.parse_args()
     algs = a.algs.split(",")
+    if a.part == "padding":
+        print("padding: padded vs unpadded runs, every algorithm that supports padding")
+        failed = padding_part([c for c in a.cases.split(",") if c])
+        if failed:
+            raise SystemExit(f"padding check failed for: {', '.join(failed)}")
+        return
     if a.part == "_child":
         print(json.dumps(compile_part(a.policy, algs, [int(k) for k in a.Ks.split(",")], a.reps, a.hardness)))
         return

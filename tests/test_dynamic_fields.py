@@ -1,8 +1,8 @@
-"""Hyperparameters as traced arguments: a sweep over delta, epsilon, sigma or a
-tolerance, a change of n_reps, a resumed task list and more chunks all reuse one compiled program,
-and a traced field gives exactly the results of the same value baked into the program."""
+"""Hyperparameters as traced arguments: a sweep over delta, epsilon, sigma or a tolerance reuses
+one compiled program per algorithm configuration and instance shape, and a traced field gives
+exactly the results of the same value baked into the program.  (A change of n_reps, a resumed task
+list and more chunks reuse one program too: tests/test_engine.py, with the layouts.)"""
 import dataclasses
-import functools
 
 import jax
 import numpy as np
@@ -11,7 +11,7 @@ import pytest
 import jaxbandits  # noqa: F401
 from jaxbandits import engine
 from jaxbandits.algorithms import LinUCB, SphereBAI, UniformGLR, XYStatic
-from jaxbandits.algorithms.fixed_budget.budget_capped import lingape_budgeted
+from jaxbandits.algorithms.fixed_budget.budget_capped import BudgetCapped, lingape_budgeted
 from jaxbandits.algorithms.fixed_confidence.sphere import sphere_instance
 from jaxbandits.algorithms.top_m.gifa import MLinGapE
 from jaxbandits.instances import seeds
@@ -65,71 +65,59 @@ def test_delta_epsilon_sigma_sweep_compiles_once():
     assert engine.programs_compiled() == n1
 
 
-def test_n_reps_resume_and_chunks_never_recompile():
-    inst = _soare()
-    alg = UniformGLR(delta=0.2, u=0.7, sigma=0.9)  # the program of the next test's first case
-    key = jax.random.key(1)
-    kw = dict(chunk_size=32)  # a fixed chunk: 101 replications make four chunks
-    full = engine.simulate(alg, inst, key, 16, 3000, **kw)
-    n = engine.programs_compiled()
-    more = engine.simulate(alg, inst, key, 17, 3000, **kw)
-    assert engine.programs_compiled() == n  # n_reps 16 -> 17
-    resumed = engine.simulate(alg, inst, key, 40, 3000, tasks=np.arange(30, 40), **kw)
-    assert engine.programs_compiled() == n  # a resumed task list
-    many = engine.simulate(alg, inst, key, 3 * full.chunk_size + 5, 3000, **kw)
-    assert engine.programs_compiled() == n  # four chunks instead of one
-    engine.simulate(alg, inst, jax.random.key(5), 16, 3000, **kw)
-    assert engine.programs_compiled() == n  # another key
-    default = engine.simulate(alg, inst, key, 16, 3000)
-    n = engine.programs_compiled()
-    engine.simulate(alg, inst, key, 17, 3000)
-    engine.simulate(alg, inst, key, 40, 3000, tasks=np.arange(30, 40))
-    assert engine.programs_compiled() == n  # the default layout does not follow the task count
-    np.testing.assert_array_equal(default.samples, full.samples)
-    assert full.lanes == more.lanes == resumed.lanes == many.lanes
-    # replication i is the same whatever n_reps, chunk or task list it ran in
-    np.testing.assert_array_equal(more.samples[0, :16], full.samples[0])
-    np.testing.assert_array_equal(many.samples[0, :17], more.samples[0])
-    np.testing.assert_array_equal(resumed.samples[0, 30:40], many.samples[0, 30:40])
-    assert resumed.ran.sum() == 10
-
-
-@pytest.mark.parametrize("alg, make, max_steps", [
+# One configuration per kind of traced field: a plain kernel (UniformGLR), epsilon (SphereBAI), a
+# design solved in prepare() through map_instances (jitted on the static part, XY-static), a
+# fixed-budget kernel (LinUCB), and a wrapper with a traced budget around a top-m kernel whose own
+# fields (delta, epsilon, sigma, a regulariser) are traced as nested values (m-LinGapE capped at a
+# budget).
+TRACED_CASES = [
     (UniformGLR(delta=0.1, u=0.5, sigma=0.8), _soare, 3000),
     (SphereBAI(epsilon=0.3, delta=0.1, sigma=0.8), _sphere, 3000),
-    (MLinGapE(2, delta=0.1, epsilon=0.02, sigma=0.8, reg=0.3), lambda: seeds.topm_classic(omega=1.0), 20000),
-    # prepare() solves the design through map_instances, jitted on the static part
+    # a budget at which about half the replications stop on m-LinGapE's own rule (where delta and
+    # epsilon decide) and the others reach the budget (checked below)
+    (BudgetCapped(MLinGapE(2, delta=0.1, epsilon=0.02, sigma=0.8, reg=0.3), 450),
+     lambda: seeds.topm_classic(omega=1.0), 450),
     (XYStatic(delta=0.1, sigma=0.8, gamma=1.2, design_tol=1e-3, design_method="paper"), _soare, 80),
     (LinUCB(budget=60, reg=2.0, delta=0.1, theta_norm=1.5), lambda: seeds.static_basis(0.5, d=6), 60),
-    (lingape_budgeted(80, 0.1), lambda: seeds.static_basis(0.5, d=6), 80),
-], ids=["uniform", "sphere", "m-lingape", "xy-static", "linucb", "capped-lingape"])
+]
+TRACED_IDS = ["uniform", "sphere", "capped-m-lingape", "xy-static", "linucb"]
+TRACED_REPS = 12
+
+
+def with_delta(alg, delta):
+    """``alg`` with another delta (in the wrapped algorithm for a wrapper without one)."""
+    if "delta" in {f.name for f in dataclasses.fields(alg)}:
+        return dataclasses.replace(alg, delta=delta)
+    return dataclasses.replace(alg, inner=with_delta(alg.inner, delta))
+
+
+@pytest.mark.parametrize("alg, make, max_steps", TRACED_CASES, ids=TRACED_IDS)
 def test_traced_fields_reproduce_baked_in_values(alg, make, max_steps):
     """Same key and configuration: the traced program returns bit for bit what a program with the
     values baked in returns (which is what the library computed before they were traced)."""
     inst = make()
     key = jax.random.key(7)
-    traced = engine.simulate(alg, inst, key, 12, max_steps)
-    baked = engine.simulate(static_twin(alg), inst, key, 12, max_steps)
+    traced = engine.simulate(alg, inst, key, TRACED_REPS, max_steps)
+    baked = engine.simulate(static_twin(alg), inst, key, TRACED_REPS, max_steps)
     assert traced.stopped.any()
+    if isinstance(alg, BudgetCapped):  # both ends of the capped run are compared
+        assert (traced.samples < alg.budget).any() and (traced.samples >= alg.budget).any()
     for f in ("samples", "steps", "answer", "pulls", "correct", "stopped"):
         np.testing.assert_array_equal(getattr(traced, f), getattr(baked, f), err_msg=f)
 
 
 def test_sweep_algorithms_deltas_K_compiles_once_per_algorithm_and_K():
-    """3 algorithms x 4 deltas x 2 values of K compile at most 3 x 2
-    programs, and running the sweep again compiles none.  (At K = 3, d = 2, the shapes of the
-    Soare instance above, the uniform GLR and XY-static are configured as in the tests above, so
-    their programs may be compiled already.)"""
-    algs = [functools.partial(UniformGLR, u=0.5, sigma=0.8), functools.partial(LinUCB, budget=30),
-            functools.partial(XYStatic, sigma=0.8, design_method="paper")]  # the cheapest kernels to compile
+    """The five traced configurations above on their instances (four shapes), and the uniform GLR
+    on a second shape, each at 4 deltas: at most one program per configuration and shape (none
+    when the tests above compiled them already), and running the sweep again compiles none."""
     deltas = [0.2, 0.1, 0.05, 0.01]
-    insts = {K: seeds.unit_sphere(jax.random.key(K), K, 2) for K in (3, 5)}
+    runs = [(alg, make(), max_steps) for alg, make, max_steps in TRACED_CASES]
+    runs.append((TRACED_CASES[0][0], _sphere(), 3000))  # the same algorithm at another K and d
 
     def sweep():
-        for make in algs:
-            for K, inst in insts.items():
-                for delta in deltas:
-                    engine.simulate(make(delta=delta), inst, jax.random.key(0), 4, 30)
+        for alg, inst, max_steps in runs:
+            for delta in deltas:
+                engine.simulate(with_delta(alg, delta), inst, jax.random.key(0), TRACED_REPS, max_steps)
 
     from jaxbandits import programs
 
@@ -141,7 +129,7 @@ def test_sweep_algorithms_deltas_K_compiles_once_per_algorithm_and_K():
     releases = programs.releases()
     n0 = engine.programs_compiled()
     sweep()
-    assert engine.programs_compiled() - n0 <= len(algs) * len(insts)
+    assert engine.programs_compiled() - n0 <= len(runs)
     n1 = engine.programs_compiled()
     sweep()
     assert programs.releases() == releases

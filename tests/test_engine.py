@@ -1,4 +1,5 @@
-"""The engine: reproducibility under any batching, correctness, caps, refills, compilation."""
+"""The engine: reproducibility under any batching (lanes, chunks, refills, blocks of steps, n_reps,
+task lists, devices), correctness, caps, refills, compilation."""
 import dataclasses
 import os
 import subprocess
@@ -28,26 +29,85 @@ def two_instances():
     return jb.stack([small_instance((1.0, 0.0)), small_instance((0.0, 1.0), 0.5)])
 
 
+# (lanes, chunk_size, refill_min, block_steps): lane counts of 32, 7 and 4, one chunk of 120 tasks
+# or five of 25 (the last one short), refills as soon as one lane is free or only when all are,
+# and blocks of S = 1, 7 (dividing nothing) and 32 steps; one program each.  The default layout
+# (the program of test_answers_follow_each_instance and of the one-device run in
+# test_results_identical_on_two_devices) is compared too.
+LAYOUTS = {"eager": (32, 120, 1, 1), "all-free": (32, 120, 32, 1), "S7": (7, 25, None, 7), "S32": (4, None, None, 32)}
+LAYOUT_REPS = 60
+SHORT_CAP = 50  # most replications reach it, inside a block for S = 7 and 32
+
+
+def _layout_run(name, max_steps, n_reps=LAYOUT_REPS, key=3, **kw):
+    """UniformGLR on two_instances() in the named layout, on one CPU device (also on a machine with
+    an accelerator: one backend for every layout)."""
+    alg, inst, cpu = UniformGLR(delta=0.1), two_instances(), jax.devices("cpu")[:1]
+    if name == "default":
+        return simulate(alg, inst, jax.random.key(key), n_reps, max_steps, devices=cpu, **kw)
+    lanes, chunk, refill, S = LAYOUTS[name]
+    kw = dict(dict(lanes=lanes, chunk_size=chunk, refill_min=refill, block_steps=S), **kw)
+    return simulate(alg, inst, jax.random.key(key), n_reps, max_steps, devices=cpu, **kw)
+
+
 def test_results_independent_of_lanes_chunks_and_refills():
-    """Replication (j, i) is the same whatever the lanes, the chunk and the refill policy (n_reps,
-    resumed task lists and chunk counts: tests/test_dynamic_fields.py).  Refilling as soon as one
-    lane is free wastes fewer lane-steps than waiting until every lane is free."""
-    alg = UniformGLR(delta=0.1)
-    inst = two_instances()
-    key = jax.random.key(3)
-    a = simulate(alg, inst, key, 60, 10**5, lanes=32, chunk_size=120, refill_min=1)
-    b = simulate(alg, inst, key, 60, 10**5, lanes=7, chunk_size=25)
-    c = simulate(alg, inst, key, 60, 10**5, lanes=32, chunk_size=120, refill_min=32)
-    for r in (b, c):
-        np.testing.assert_array_equal(a.samples, r.samples)
-        np.testing.assert_array_equal(a.answer, r.answer)
-        np.testing.assert_array_equal(a.pulls, r.pulls)
-    assert (a.layout.refill_min, c.layout.refill_min) == (1, 32)
-    assert a.useful_steps == c.useful_steps and a.lane_steps < c.lane_steps
-    # out-of-range requests are clamped to [1, lanes] (here to c's layout: c's program runs it)
+    """Replication (j, i) is the same whatever the lanes, the chunk, the refill policy and the
+    block size S, for runs that stop by themselves and for runs that reach a cap inside a block
+    (2 devices in blocks of 7: test_results_identical_on_two_devices); a capped lane is never
+    stepped past the cap, and lane-steps are counted in whole blocks.  Refilling as soon as one lane
+    is free wastes fewer lane-steps than waiting until every lane is free."""
+    runs = {name: (_layout_run(name, 10**5), _layout_run(name, SHORT_CAP)) for name in ("default", *LAYOUTS)}
+    ref_long, ref_short = runs["default"]
+    assert ref_long.stopped.all() and not ref_short.stopped.all()
+    for name, (long, short) in runs.items():
+        if name != "default":
+            assert long.layout.block_steps == LAYOUTS[name][3] and long.lanes == LAYOUTS[name][0]
+        for a, b in ((ref_long, long), (ref_short, short)):
+            for f in ("samples", "steps", "stopped", "answer", "pulls"):
+                np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f"{name} {f}")
+        capped = ~short.stopped
+        assert capped.any()
+        # a lane reaching max_steps inside a block is masked, never stepped past the cap
+        assert (short.steps[capped] == SHORT_CAP).all() and (short.steps <= SHORT_CAP).all(), name
+        # lane-steps are counted per block: whole blocks of S steps on every lane
+        assert short.lane_steps % (short.layout.block_steps * short.lanes) == 0, name
+    eager, all_free = runs["eager"][0], runs["all-free"][0]
+    assert (eager.layout.refill_min, all_free.layout.refill_min) == (1, 32)
+    assert eager.useful_steps == all_free.useful_steps and eager.lane_steps < all_free.lane_steps
+    # out-of-range requests are clamped to [1, lanes] (here to all-free's layout: its program runs it)
     n = engine.programs_compiled()
-    assert simulate(alg, inst, key, 4, 10**5, lanes=32, chunk_size=120, refill_min=10**6).layout.refill_min == 32
+    assert _layout_run("all-free", 10**5, n_reps=4, refill_min=10**6).layout.refill_min == 32
     assert engine.programs_compiled() == n
+
+
+def test_n_reps_resume_and_chunks_never_recompile():
+    """A change of n_reps, a resumed task list, more chunks and another key reuse the program of a
+    fixed layout (one chunk of 120 tasks: the eager layout above), and the default layout does not
+    follow the task count; replication (j, i) is the same whatever n_reps, chunk or task list it
+    ran in."""
+    full = _layout_run("eager", 10**5)
+    n = engine.programs_compiled()
+    more = _layout_run("eager", 10**5, n_reps=LAYOUT_REPS + 1)
+    assert engine.programs_compiled() == n  # n_reps 60 -> 61 (two chunks)
+    # tasks j * n_reps + i: replications 70-79 of instance 0 and 0-9 of instance 1
+    resumed = _layout_run("eager", 10**5, n_reps=80, tasks=np.arange(70, 90))
+    assert engine.programs_compiled() == n  # a resumed task list
+    many = _layout_run("eager", 10**5, n_reps=(3 * full.chunk_size) // 2 + 1)
+    assert engine.programs_compiled() == n  # four chunks instead of one
+    _layout_run("eager", 10**5, key=5)
+    assert engine.programs_compiled() == n  # another key
+    default = _layout_run("default", 10**5)
+    n = engine.programs_compiled()
+    _layout_run("default", 10**5, n_reps=LAYOUT_REPS + 1)
+    _layout_run("default", 10**5, n_reps=80, tasks=np.arange(70, 90))
+    assert engine.programs_compiled() == n  # the default layout does not follow the task count
+    np.testing.assert_array_equal(default.samples, full.samples)
+    assert full.chunk_size == 120 and full.lanes == more.lanes == resumed.lanes == many.lanes
+    np.testing.assert_array_equal(more.samples[:, :LAYOUT_REPS], full.samples)
+    np.testing.assert_array_equal(many.samples[:, :LAYOUT_REPS + 1], more.samples)
+    np.testing.assert_array_equal(resumed.samples[0, 70:80], many.samples[0, 70:80])
+    np.testing.assert_array_equal(resumed.samples[1, :10], full.samples[1, :10])
+    assert resumed.ran.sum() == 20 and resumed.ran[0, 70:80].all() and resumed.ran[1, :10].all()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import jaxbandits as jb
 from jaxbandits import batching, engine
 from jaxbandits.algorithms import LazyTrackAndStop, MLinGapE, UniformGLR
 from jaxbandits.batching import SolvePolicy, solve_where
@@ -74,8 +75,8 @@ def test_accelerator_lanes_follow_the_tasks_in_power_of_two_buckets():
 def test_lane_bytes_count_state_not_instances():
     """A lane carries its state and an instance index: a batch of instances adds only the one
     instance a lane gathers, not the batch."""
-    one = as_batch(seeds.sphere_rage(jax.random.key(0), 50, dim=5))
-    many = seeds.batch(seeds.sphere_rage, jax.random.key(0), 40, num_arms=50, dim=5)
+    inst = seeds.soare_benchmark(d=2, omega=0.3, theta_scale=1.0)  # the instance of the test below
+    one, many = as_batch(inst), jb.stack([inst] * 40)
     b1, b40 = engine.lane_bytes(UniformGLR(), one), engine.lane_bytes(UniformGLR(), many)
     per_instance = sum(a[0].nbytes for a in jax.tree.leaves(many))
     assert b40 - b1 == per_instance
@@ -103,9 +104,16 @@ def test_batched_solve_serves_every_flag_count_in_one_pass_without_a_loop():
     n = 70
     xs, olds = jnp.linspace(0.0, 1.0, n), -jnp.arange(float(n))
     f = jax.jit(jax.vmap(lambda p, x, o: solve_where(p, fn, (x, 0.5), o)))
+    # the reference: one compiled program for every count (a fresh cond per count would compile anew)
+    cond = jax.jit(jax.vmap(lambda p, x, o: jax.lax.cond(p, lambda: fn(x, 0.5), lambda: o)))
     for count in (0, 1, 5, 8, 9, 64, 65, n):
-        preds = jnp.zeros((n,), bool).at[jnp.arange(count) * 7 % n].set(True) if count < n else jnp.ones((n,), bool)
-        ref = jax.vmap(lambda p, x, o: jax.lax.cond(p, lambda: fn(x, 0.5), lambda: o))(preds, xs, olds)
+        # exactly `count` flagged lanes, spread out (3 is prime to n); built on the host, so that
+        # no count compiles a program of its own
+        preds = np.zeros((n,), bool)
+        preds[np.arange(count) * 3 % n] = True
+        assert preds.sum() == count
+        preds = jnp.asarray(preds)
+        ref = cond(preds, xs, olds)
         with batching.policy(batching.solve_for("gpu", n)):
             got = f(preds, xs, olds)
             jaxpr = str(jax.make_jaxpr(jax.vmap(lambda p, x, o: solve_where(p, fn, (x, 0.5), o)))(preds, xs, olds))
