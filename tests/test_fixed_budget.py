@@ -60,11 +60,12 @@ def test_peace_allocation_and_run():
     X = inst.arms
     alive = jnp.ones(5, bool)
     theta0 = jnp.array([1.0, 0.0, 0.0, 0.0])
-    lam = peace_allocation(jax.random.key(0), X, alive, theta0, iters=200, samples=8)
+    lam = jax.jit(lambda k: peace_allocation(k, X, alive, theta0, iters=200, samples=8))(jax.random.key(0))
     perp, _ = null_projector(X, alive)
     etas = jax.random.normal(jax.random.key(9), (4000, 4))
     z0 = X[0]
-    f = lambda l: float(gaussian_width_objective(l, X, alive, perp, theta0, z0, 1.0, etas))
+    width = jax.jit(lambda l: gaussian_width_objective(l, X, alive, perp, theta0, z0, 1.0, etas))
+    f = lambda l: float(width(l))
     assert f(lam) < f(jnp.ones(5) / 5)
     assert abs(float(lam.sum()) - 1) < 1e-9
     alg = Peace(budget=100, md_iters=30)

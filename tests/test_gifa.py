@@ -117,7 +117,7 @@ def test_lemma1_ugape_statistic_below_lucb(compute_b):
         kw = dict(m=m, compute_J="gap", compute_b=compute_b, tie_break="first")
         a_lucb = _GivenIndices(stopping="lucb", **kw)
         a_ugape = _GivenIndices(stopping="ugape", **kw)
-        base = a_lucb.init(jax.random.key(0), inst)
+        base = jax.jit(a_lucb.init)(jax.random.key(0), inst)  # one program (op by op: ~100)
 
         def stats(Bmat, eps):
             st = base._replace(G=Bmat, mu=jnp.diagonal(Bmat))
@@ -363,7 +363,7 @@ def test_step_is_traced_once_and_vmaps():
     alg = gifa.LinGIFA(2, 0.05, selection="greedy")
     step = jax.jit(jax.vmap(alg.step, in_axes=(0, 0, None)))
     keys = jax.random.split(jax.random.key(0), 3)
-    st = jax.vmap(alg.init, in_axes=(0, None))(keys, inst)
+    st = jax.jit(jax.vmap(alg.init, in_axes=(0, None)))(keys, inst)
     st2 = step(keys, st, inst)
     step(keys, st2, inst)
     assert step._cache_size() == 1
