@@ -11,6 +11,10 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
+from jaxbandits import precision  # noqa: E402
+
+precision.enable_globally()  # float64, as the test suite runs (tests/conftest.py)
+
 import test_gifa  # noqa: E402
 
 
