@@ -1,5 +1,7 @@
 """Fixed-budget baselines of seed 002: OD-LinBAI, BayesGap, approximate Peace, LinUCB, UCB-GLM,
-budget-capped LinGapE; budget contract (samples = budget spent), errors, no recompilation."""
+budget-capped LinGapE; budget contract (samples = budget spent), errors, no recompilation.
+OD-LinBAI's and BayesGap's accuracy runs are the first budget of their budget sweeps (one program
+serves both budgets)."""
 import dataclasses
 from typing import Any
 
@@ -38,17 +40,9 @@ def test_od_linbai_schedule_and_first_phase():
         ODLinBAI(budget=20).validate(seeds.sphere_odlinbai(jax.random.key(0), 16))
 
 
-def test_od_linbai_runs_within_budget_and_is_accurate():
-    inst = _easy(8, gap=1.0)
-    alg = ODLinBAI(budget=400)
-    res = simulate(alg, inst, jax.random.key(0), 200, max_steps=alg.steps_needed(8, 8))
-    assert np.all(res.stopped) and np.all(res.samples <= 400) and np.all(res.samples >= 300)
-    assert res.correct.mean() >= 0.97
-    # the first phase keeps ceil(8 / 2) = 4 arms: pulls of the eliminated arms are phase-1 only
-    assert np.all((res.pulls > 0).sum(axis=-1) == 8)
-
-
-def test_bayesgap_kernels_and_accuracy():
+def test_bayesgap_kernels():
+    """Kernel matrices are Gram matrices of their feature maps (PSD); B < K is refused.  BayesGap's
+    budget contract and accuracy: test_budget_sweep_compiles_once_and_matches_static_budget."""
     X = jax.random.normal(jax.random.key(1), (12, 3))
     for kern in ("linear", "exponential", "matern"):
         G = kernel_matrix(X, kern, 1.0)
@@ -57,11 +51,6 @@ def test_bayesgap_kernels_and_accuracy():
         assert np.all(np.linalg.eigvalsh(np.asarray(G)) > -1e-9)
     with pytest.raises(ValueError, match="B >= K"):
         BayesGap(budget=5).validate(_easy(8))
-    inst = _easy(8, gap=1.0)
-    alg = BayesGap(budget=160)
-    res = simulate(alg, inst, jax.random.key(0), 200, max_steps=alg.steps_needed(8))
-    assert np.all(res.samples == 160) and np.all(res.stopped) and np.all(res.pulls.sum(-1) == 160)
-    assert res.correct.mean() >= 0.9
 
 
 def test_peace_allocation_and_run():
@@ -71,11 +60,12 @@ def test_peace_allocation_and_run():
     X = inst.arms
     alive = jnp.ones(5, bool)
     theta0 = jnp.array([1.0, 0.0, 0.0, 0.0])
-    lam = peace_allocation(jax.random.key(0), X, alive, theta0, iters=200, samples=8)
+    lam = jax.jit(lambda k: peace_allocation(k, X, alive, theta0, iters=200, samples=8))(jax.random.key(0))
     perp, _ = null_projector(X, alive)
     etas = jax.random.normal(jax.random.key(9), (4000, 4))
     z0 = X[0]
-    f = lambda l: float(gaussian_width_objective(l, X, alive, perp, theta0, z0, 1.0, etas))
+    width = jax.jit(lambda l: gaussian_width_objective(l, X, alive, perp, theta0, z0, 1.0, etas))
+    f = lambda l: float(width(l))
     assert f(lam) < f(jnp.ones(5) / 5)
     assert abs(float(lam.sum()) - 1) < 1e-9
     alg = Peace(budget=100, md_iters=30)
@@ -175,18 +165,45 @@ def _with_static_budget(alg):
     return static_cls(**{f.name: getattr(alg, f.name) for f in dataclasses.fields(alg)})
 
 
-@pytest.mark.parametrize("make", [
-    lambda B: GSE(budget=B, design="greedy"),  # traced stage budgets n_t and the greedy loop bound
-    lambda B: ODLinBAI(budget=B),              # traced per-phase budget m and allowances
-    lambda B: BayesGap(budget=B),              # traced beta (Hoffman et al. Thm 1) and stopping
-], ids=["gse-greedy", "od-linbai", "bayesgap"])
-def test_budget_sweep_compiles_once_and_matches_static_budget(make):
+def _check_od_linbai_accuracy(res, alg):
+    """OD-LinBAI, B = 400 on ``_easy(8)``: within budget, accurate, the first phase pulls every arm
+    (it keeps ceil(8 / 2) = 4 arms: pulls of the eliminated arms are phase-1 only)."""
+    assert np.all(res.stopped) and np.all(res.samples <= 400) and np.all(res.samples >= 300)
+    assert res.correct.mean() >= 0.97
+    assert np.all((res.pulls > 0).sum(axis=-1) == 8)
+
+
+def _check_bayesgap_accuracy(res, alg):
+    """BayesGap, B = 160 on ``_easy(8)``: exactly the budget spent, accurate."""
+    assert np.all(res.samples == 160) and np.all(res.stopped) and np.all(res.pulls.sum(-1) == 160)
+    assert res.correct.mean() >= 0.9
+
+
+BUDGET_SWEEPS = {
+    # (algorithm of B, instance, first budget, second budget, replications, check of the first run)
+    # traced stage budgets n_t and the greedy loop bound; K = 6, d = 5: B mod s differs between the
+    # two budgets, which exercises the left-over pulls
+    "gse-greedy": (lambda B: GSE(budget=B, design="greedy"), lambda: seeds.soare_adaptive_gse(5),
+                   7 * 6 + 3, 13 * 6 + 1, 24, None),
+    # traced per-phase budget m and allowances (R = 3 phases at d = 8: m = 128.7 and 106.3)
+    "od-linbai": (lambda B: ODLinBAI(budget=B), lambda: _easy(8, gap=1.0), 400, 333, 200,
+                  _check_od_linbai_accuracy),
+    # traced beta (Hoffman et al. Thm 1) and stopping
+    "bayesgap": (lambda B: BayesGap(budget=B), lambda: _easy(8, gap=1.0), 160, 13 * 8 + 1, 200,
+                 _check_bayesgap_accuracy),
+}
+
+
+@pytest.mark.parametrize("name", list(BUDGET_SWEEPS))
+def test_budget_sweep_compiles_once_and_matches_static_budget(name):
     """The budget is a dynamic field: a second budget reuses the compiled program (no trace, no
-    compile) and gives exactly the results of a program compiled for that budget alone."""
-    inst = seeds.soare_adaptive_gse(5)  # K = 6, d = 5
+    compile) and gives exactly the results of a program compiled for that budget alone.  The
+    first budget's runs also carry the algorithm's accuracy check (OD-LinBAI, BayesGap)."""
+    make, make_inst, B1, B2, n, check = BUDGET_SWEEPS[name]
+    inst = make_inst()
     K = inst.num_arms
     traces = []
-    alg1, alg2 = make(7 * K + 3), make(13 * K + 1)  # B mod s differs: exercises the left-over pulls
+    alg1, alg2 = make(B1), make(B2)
     cls = type(alg1)
     orig_step = cls.step
 
@@ -198,14 +215,16 @@ def test_budget_sweep_compiles_once_and_matches_static_budget(make):
     key = jax.random.key(4)
     cls.step = counting_step
     try:
-        r1 = simulate(alg1, inst, key, 24, max_steps=steps(alg1))
-        n, programs = len(traces), programs_compiled()
-        r2 = simulate(alg2, inst, key, 24, max_steps=steps(alg2))
+        r1 = simulate(alg1, inst, key, n, max_steps=steps(alg1))
+        n_traces, programs = len(traces), programs_compiled()
+        r2 = simulate(alg2, inst, key, n, max_steps=steps(alg2))
     finally:
         cls.step = orig_step
-    assert n > 0 and len(traces) == n and programs_compiled() == programs
+    assert n_traces > 0 and len(traces) == n_traces and programs_compiled() == programs
     assert np.all(r2.samples <= alg2.budget) and np.all(r1.samples <= alg1.budget)
-    ref = simulate(_with_static_budget(alg2), inst, key, 24, max_steps=steps(alg2))
+    if check is not None:
+        check(r1, alg1)
+    ref = simulate(_with_static_budget(alg2), inst, key, n, max_steps=steps(alg2))
     assert programs_compiled() == programs + 1  # really a separate program
     for f in ("answer", "samples", "steps", "pulls", "correct"):
         np.testing.assert_array_equal(getattr(r2, f), getattr(ref, f))

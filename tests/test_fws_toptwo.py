@@ -30,6 +30,19 @@ N, MAX_STEPS = 100, 200_000  # one (n_reps, cap) for every run, so the compiled 
 ALGS = [FWS(), TopTwo()]  # delta is a dynamic field: the runs at other deltas reuse the programs
 
 
+_JITTED = {}
+
+
+def _jit(alg, method):
+    """``jax.jit(alg.<method>)``, one per (configuration, method) for the module: the contract,
+    masking and step_masked tests step the same configurations on the same shapes, so they share
+    the compiled step."""
+    key = (alg, method)
+    if key not in _JITTED:
+        _JITTED[key] = jax.jit(getattr(alg, method))
+    return _JITTED[key]
+
+
 def _soare(omega=0.1, noise=1.0):
     X = np.array([[1.0, 0.0], [0.0, 1.0], [math.cos(omega), math.sin(omega)]])
     return make_instance(X, [2.0, 0.0], noise)
@@ -41,7 +54,7 @@ def test_contract_and_validation(alg):
     inst = _soare()
     hash(alg)
     st = alg.init(jax.random.PRNGKey(0), inst)
-    st2 = jax.jit(alg.step)(jax.random.PRNGKey(1), st, inst)
+    st2 = _jit(alg, "step")(jax.random.PRNGKey(1), st, inst)
     assert int(st2.t) == 1 and not bool(alg.done(st2))
     out = alg.outcome(st2, inst)
     assert out.answer.shape == (3,) and out.pulls.shape == (3,) and int(out.samples) == 1
@@ -61,8 +74,8 @@ def test_contract_and_validation(alg):
 def test_step_is_step_masked_all_true(alg):
     inst = _soare()
     st = alg.init(jax.random.PRNGKey(0), inst)
-    step = jax.jit(alg.step)
-    masked = jax.jit(alg.step_masked)
+    step = _jit(alg, "step")
+    masked = _jit(alg, "step_masked")
     for i in range(12):  # past the K initial pulls into the sampling rule
         k = jax.random.PRNGKey(100 + i)
         a = step(k, st, inst)
@@ -80,7 +93,7 @@ def test_masks_restrict_the_challenger_and_the_pieces():
     inst = _soare()
     for alg in ALGS:
         st = alg.init(jax.random.PRNGKey(0), inst)
-        step = jax.jit(alg.step)
+        step = _jit(alg, "step")
         for i in range(40):
             st = step(jax.random.PRNGKey(i), st, inst)
         if isinstance(alg, TopTwo):
@@ -108,9 +121,10 @@ def test_masks_restrict_the_challenger_and_the_pieces():
 def test_matrix_game_against_linprog():
     opt = pytest.importorskip("scipy.optimize")
     rng = np.random.default_rng(0)
+    game = jax.jit(matrix_game, static_argnums=2)  # one program per shape (op by op: dozens)
     for P, K in ((1, 5), (2, 6), (4, 7)):
         G = rng.normal(size=(P, K))
-        z = np.asarray(matrix_game(jnp.asarray(G), jnp.ones(P, bool), 4000))
+        z = np.asarray(game(jnp.asarray(G), jnp.ones(P, bool), 4000))
         # LP: max w s.t. G z >= w, z in simplex
         res = opt.linprog(np.r_[np.zeros(K), -1.0], A_ub=np.c_[-G, np.ones(P)], b_ub=np.zeros(P),
                           A_eq=np.r_[np.ones(K), 0.0][None], b_eq=[1.0], bounds=[(0, None)] * K + [(None, None)])
@@ -120,7 +134,7 @@ def test_matrix_game_against_linprog():
         assert value - got < 0.03 * np.ptp(G), (P, K, got, value)
     # masked rows are ignored
     G = np.array([[1.0, 0.0], [-5.0, 3.0]])
-    z = np.asarray(matrix_game(jnp.asarray(G), jnp.array([True, False]), 10))
+    z = np.asarray(game(jnp.asarray(G), jnp.array([True, False]), 10))
     np.testing.assert_allclose(z, [1.0, 0.0])
     assert [bool(is_square(jnp.asarray(n))) for n in (0, 1, 2, 4, 8, 9, 10**6, 10**6 + 1)] == \
         [True, True, False, True, False, True, True, False]
@@ -141,26 +155,28 @@ def test_c_optimal_against_elfving_lp():
         assert float(sol.value - sol.gap) <= ref * (1 + 1e-6)  # certified lower bound
     # the unstructured pair direction: 1/2 on each arm (Top Two's beta = 1/2); plain Frank-Wolfe
     # (no away steps) leaves O(1/k) mass on the arms of the uniform start
-    w = c_optimal(jnp.eye(4), jnp.array([1.0, 0.0, -1.0, 0.0]), iters=400).allocation
+    w = solve(jnp.eye(4), jnp.array([1.0, 0.0, -1.0, 0.0])).allocation
     np.testing.assert_allclose(np.asarray(w), [0.5, 0.0, 0.5, 0.0], atol=3e-3)
 
 
 def test_furthest_answer():
     """eps = 0: the furthest answer is the empirical best; eps > 0: the answer of largest GLR."""
     rng = np.random.default_rng(2)
-    Z = jnp.asarray(rng.normal(size=(10, 3)))
-    A = jnp.asarray(rng.normal(size=(3, 3)))
-    Ainv = jnp.linalg.inv(A @ A.T + jnp.eye(3))
+    Z = rng.normal(size=(10, 3))
+    A = rng.normal(size=(3, 3))
+    Ainv = np.linalg.inv(A @ A.T + np.eye(3))
+    glr = jax.jit(answer_glr, static_argnums=(4, 5))  # epsilon traced: one program per rule
     for _ in range(5):
-        theta = jnp.asarray(rng.normal(size=3))
-        z0, i0 = answer_glr(theta, Ainv, Z, 0.0, 10, True)
-        zb, ib = answer_glr(theta, Ainv, Z, 0.0, 10, False)
-        assert int(i0) == int(ib) == int(jnp.argmax(Z @ theta)) and float(z0) == float(zb)
-        ze, ie = answer_glr(theta, Ainv, Z, 0.5, 10, True)
-        for i in range(10):  # brute force
+        theta = rng.normal(size=3)
+        z0, i0 = glr(theta, Ainv, Z, 0.0, 10, True)
+        zb, ib = glr(theta, Ainv, Z, 0.0, 10, False)
+        assert int(i0) == int(ib) == int(np.argmax(Z @ theta)) and float(z0) == float(zb)
+        ze, ie = glr(theta, Ainv, Z, 0.5, 10, True)
+        for i in range(10):  # brute force (NumPy)
             D = Z[i] - Z
-            W = jnp.maximum(D @ theta + 0.5, 0) ** 2 / (2 * jnp.sum((D @ Ainv) * D, -1))
-            assert float(jnp.min(jnp.where(jnp.arange(10) == i, jnp.inf, W))) <= float(ze) + 1e-12
+            with np.errstate(divide="ignore", invalid="ignore"):  # the i == i entry is 0 / 0, masked below
+                W = np.maximum(D @ theta + 0.5, 0) ** 2 / (2 * np.sum((D @ Ainv) * D, -1))
+            assert float(np.min(np.where(np.arange(10) == i, np.inf, W))) <= float(ze) + 1e-12
 
 
 # -- statistics --------------------------------------------------------------------------------------

@@ -28,22 +28,35 @@ def _run(alg, inst, reps, seed, max_steps=200_000):
 
 
 # -- contract -------------------------------------------------------------------------------------
-def test_contract_shapes_jit_vmap():
+def test_contract_shapes_jit_vmap_and_step_is_step_masked_all_active():
+    """init / step / outcome under jit(vmap) (shapes, dtypes, one learner per answer), and the
+    elimination protocol: over 30 steps, step equals step_masked with every item active (one
+    compiled program checks both)."""
     inst = topm_classic(4, 2)
     alg = LinGame(m=2)
 
     def one(key):
+        def body(st, t):
+            k = jax.random.fold_in(key, t)
+            a = alg.step(k, st, inst)
+            b = alg.step_masked(k, st, inst, jnp.ones(4, bool))
+            same = jnp.all(jnp.stack([jnp.all(x == y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))]))
+            return a, (same, a)
+
         st = alg.init(key, inst)
-        return st, alg.step(jax.random.fold_in(key, 1), st, inst)
+        last, (same, traj) = jax.lax.scan(body, st, jnp.arange(30))
+        return st, jax.tree.map(lambda a: a[0], traj), last, same
 
     keys = jax.random.split(jax.random.key(2), 3)
-    st, st2 = jax.jit(jax.vmap(one))(keys)
+    st, st2, last, same = jax.jit(jax.vmap(one))(keys)
     assert st.losses.shape == (3, 6, 4) and st.keys.shape == (3, 6)  # C(4, 2) = 6 answers, a learner each
     assert st.answer.dtype == bool and np.all(np.asarray(st.t) == 4)
     assert jax.tree.map(lambda a: (a.shape, a.dtype), st2) == jax.tree.map(lambda a: (a.shape, a.dtype), st)
     o = jax.vmap(alg.outcome, in_axes=(0, None))(st2, inst)
     assert o.answer.shape == (3, 4) and np.all(np.asarray(o.answer).sum(1) == 2)
     assert np.all(np.asarray(o.samples) == 5) and np.all(np.asarray(o.pulls).sum(1) == 5)
+    assert np.all(np.asarray(same)) and np.all(np.asarray(last.t) == 34)
+    assert alg.linear_stats(st) is st.stats
 
 
 def test_options_and_validation():
@@ -179,26 +192,6 @@ def test_answer_rank_is_a_bijection():
 
 
 # -- elimination protocol -------------------------------------------------------------------------
-def test_step_is_step_masked_all_active():
-    inst = topm_classic(4, 2)
-    alg = LinGame(m=2)
-
-    def run(key):
-        def body(st, t):
-            k = jax.random.fold_in(key, t)
-            a = alg.step(k, st, inst)
-            b = alg.step_masked(k, st, inst, jnp.ones(4, bool))
-            same = jnp.all(jnp.stack([jnp.all(x == y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))]))
-            return a, same
-
-        st, same = jax.lax.scan(body, alg.init(key, inst), jnp.arange(30))
-        return st, same
-
-    st, same = jax.jit(run)(jax.random.key(5))
-    assert np.all(np.asarray(same)) and int(st.t) == 34
-    assert alg.linear_stats(st) is st.stats
-
-
 def test_mask_excludes_pieces_from_the_best_response():
     """Masking item j removes the piece z_j - z_ihat from nature's choice: on hard Top-1 the best
     response moves from the hard competitor (item 1) to item 2, and the masked run samples exactly

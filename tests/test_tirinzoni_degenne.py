@@ -41,13 +41,15 @@ def final_states(alg, inst, n, key=KEY, cap=100_000):
     return engine.final_states(alg, inst, key, n, cap)
 
 
-def run(alg, inst, n, cap=200_000, key=KEY):
-    """(samples, correct, stopped) of ``n`` runs (the engine's per-run logic without its program)."""
+def run(alg, inst, n, cap=200_000, key=KEY, states=False):
+    """(samples, correct, stopped) of ``n`` runs (the engine's per-run logic without its program),
+    and their final states with ``states=True``."""
     st = final_states(alg, inst, n, key, cap)
     prepared = jax.tree.map(lambda a: a[0], alg.prepare(jax.tree.map(lambda a: a[None], inst)))
     oc = jax.vmap(alg.outcome, in_axes=(0, None))(st, prepared)
     correct = jax.vmap(lambda a: is_correct(a, inst, alg.top_m))(oc.answer)
-    return np.asarray(oc.samples), np.asarray(correct), np.asarray(jax.vmap(alg.done)(st))
+    out = np.asarray(oc.samples), np.asarray(correct), np.asarray(jax.vmap(alg.done)(st))
+    return out + (st,) if states else out
 
 
 # -- the threshold -----------------------------------------------------------------------------------
@@ -99,6 +101,7 @@ def test_lingame_stopping_threshold_is_its_stopping_rule():
 
 # -- LinGame / MisLid: one learner, no optimism -------------------------------------------------------
 def test_single_learner_uses_one_slot():
+    """The preset keeps one learner (keyed 0) where plain LinGame keeps one per answer visited."""
     inst = make_instance(np.eye(4), np.array([1.0, 0.9, 0.85, 0.8]), 1.0)  # hard: the answer changes
     single = LinGame.tirinzoni_degenne(m=2, delta=0.1)
     per = LinGame(m=2, delta=0.1)
@@ -121,46 +124,48 @@ def test_no_optimism_changes_the_gains():
 
 
 def test_lingame_preset_correct_on_easy_instances():
+    """The best-arm preset stops and is correct on ``easy``.  (The Top-m preset's single learner is
+    exercised in test_single_learner_uses_one_slot; Top-m LinGame's correctness on an easy
+    instance is tests/test_lingame.py::test_topm_m2_on_seed003_classic_instance.)"""
     s, c, st = run(LinGame.tirinzoni_degenne(delta=0.05), easy(), 16)
-    assert st.all() and c.all()
-    s, c, st = run(LinGame.tirinzoni_degenne(m=2, delta=0.05), topm_easy(), 16)
     assert st.all() and c.all()
 
 
 # -- GIFA: LinGapE's C_t and the GLR stop --------------------------------------------------------------
-def test_gifa_glr_statistic_matches_a_direct_ridge_solve():
-    inst = topm_easy()
-    for alg in (GIFA.tirinzoni_degenne("LinGapE", m=2, delta=0.1), GIFA.tirinzoni_degenne("LinGIFA", m=2, delta=0.1)):
-        st = final_states(alg, inst, 2, cap=40)
-        X = np.asarray(inst.arms)
-        for r in range(2):
-            counts, sums = np.asarray(st.counts[r]), np.asarray(st.sums[r])
-            V = np.eye(4) + (X.T * counts) @ X
-            Vi = np.linalg.inv(V)
-            mu = X @ (Vi @ (X.T @ sums))
-            top = np.argsort(-mu, kind="stable")[:2]
-            z = min((mu[i] - mu[j]) ** 2 / (2 * (X[i] - X[j]) @ Vi @ (X[i] - X[j]))
-                    for i in top for j in range(4) if j not in top)
-            sub = jax.tree.map(lambda a: a[r], st)
-            got, J = alg.glr_statistic(sub, inst)
-            assert float(got) == pytest.approx(z, rel=1e-8)
-            assert set(np.flatnonzero(np.asarray(J))) == set(top)
+def _check_glr_against_ridge_solve(alg, inst, st, runs):
+    """The GLR statistic of the final states of ``runs`` against a direct ridge solve (lambda = 1)."""
+    X = np.asarray(inst.arms)
+    K, d = X.shape
+    m = alg.m
+    for r in runs:
+        counts, sums = np.asarray(st.counts[r]), np.asarray(st.sums[r])
+        V = np.eye(d) + (X.T * counts) @ X
+        Vi = np.linalg.inv(V)
+        mu = X @ (Vi @ (X.T @ sums))
+        top = np.argsort(-mu, kind="stable")[:m]
+        z = min((mu[i] - mu[j]) ** 2 / (2 * (X[i] - X[j]) @ Vi @ (X[i] - X[j]))
+                for i in top for j in range(K) if j not in top)
+        sub = jax.tree.map(lambda a: a[r], st)
+        got, J = alg.glr_statistic(sub, inst)
+        assert float(got) == pytest.approx(z, rel=1e-8)
+        assert set(np.flatnonzero(np.asarray(J))) == set(top)
 
 
-def test_lingape_constant():
-    alg = GIFA.tirinzoni_degenne("LinGapE", delta=0.01)
-    st = final_states(alg, topm_easy(), 1, cap=10)
-    sub = jax.tree.map(lambda a: a[0], st)
-    t = float(sub.t)
-    assert float(alg.confidence(sub, topm_easy())) == pytest.approx(
-        math.sqrt(2 * (math.log(100) + 2 * math.log(t + 2))), rel=1e-12)
-
-
-def test_gifa_presets_stop_on_the_glr_and_are_correct():
-    for alg in (GIFA.tirinzoni_degenne("LinGapE", delta=0.05), GIFA.tirinzoni_degenne("LinGIFA", m=2, delta=0.05)):
-        inst = easy() if alg.m == 1 else topm_easy()
-        s, c, st = run(alg, inst, 16)
-        assert st.all() and c.all()
+def test_gifa_presets_glr_lingape_constant_and_correct():
+    """LinGapE (m = 1, on ``easy``) and LinGIFA (m = 2, on ``topm_easy``) presets: every run stops
+    on the GLR and is correct; at the final states the GLR statistic equals a direct ridge solve's
+    and LinGapE's C_t is sqrt(2 (log(1/delta) + 2 log(t + 2)))."""
+    delta = 0.05
+    for alg, inst in ((GIFA.tirinzoni_degenne("LinGapE", delta=delta), easy()),
+                      (GIFA.tirinzoni_degenne("LinGIFA", m=2, delta=delta), topm_easy())):
+        s, c, stp, st = run(alg, inst, 16, states=True)
+        assert stp.all() and c.all()
+        _check_glr_against_ridge_solve(alg, inst, st, (0, 1))
+        if alg.m == 1:
+            sub = jax.tree.map(lambda a: a[0], st)
+            t = float(sub.t)
+            assert float(alg.confidence(sub, inst)) == pytest.approx(
+                math.sqrt(2 * (math.log(1 / delta) + 2 * math.log(t + 2))), rel=1e-12)
     with pytest.raises(ValueError):
         GIFA(stopping="glr", epsilon=0.1)
 
@@ -170,12 +175,13 @@ def test_certified_game_gap_bounds_the_value():
     """2 x 2 game [[1, 0], [0, 1]] (rows: pieces to minimise over): value 1/2 at z = (1/2, 1/2)."""
     G = jnp.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0]])
     rows = jnp.array([True, True, False])
+    game = jax.jit(matrix_game_certified, static_argnums=2)  # one program per iteration count
     for iters, tol in ((16, 0.5), (512, 0.1)):
-        z, gap = matrix_game_certified(G, rows, iters)
+        z, gap = game(G, rows, iters)
         val = float(jnp.min((G @ z)[:2]))
         assert 0.0 <= float(gap) <= tol
         assert val <= 0.5 + 1e-12 and val >= 0.5 - float(gap) - 1e-12   # weak duality: within the gap
-    z, gap = matrix_game_certified(G, jnp.array([True, False, False]), 16)
+    z, gap = game(G, jnp.array([True, False, False]), 16)
     assert float(gap) == 0.0 and np.asarray(z).tolist() == [1.0, 0.0]
 
 
@@ -226,16 +232,15 @@ def test_fws_preset_ridge_glr_and_correct():
 
 # -- LT&S, Oracle, RAGE, XY-adaptive ------------------------------------------------------------------
 def test_lts_log_t_threshold():
+    """LT&S's preset threshold is sigma^2 log((t + 1) / delta) (checked at noise 2 on a final
+    state), and the preset stops and is correct on ``easy``."""
     alg = LazyTrackAndStop.tirinzoni_degenne(delta=0.1)
-    inst = easy(2.0)
-    st = jax.jit(alg.init)(KEY, inst)
-    step = jax.jit(alg.step)
-    for i in range(6):
-        st = step(jax.random.fold_in(KEY, i), st, inst)
-    beta, _ = alg.stopping_threshold(st, inst)
-    assert float(beta) == pytest.approx(4.0 * math.log((float(st.t) + 1) / 0.1), rel=1e-12)
-    s, c, stp = run(alg, easy(), 8)
+    s, c, stp, st = run(alg, easy(), 8, states=True)
     assert stp.all() and c.all()
+    sub = jax.tree.map(lambda a: a[0], st)
+    inst2 = easy(2.0)  # same arms, noise 2: the threshold reads sigma from the instance
+    beta, _ = alg.stopping_threshold(sub, inst2)
+    assert float(beta) == pytest.approx(4.0 * math.log((float(sub.t) + 1) / 0.1), rel=1e-12)
 
 
 def test_fixed_weights_oracle_tracks_w_star():
