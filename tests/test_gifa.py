@@ -71,7 +71,7 @@ ASSEMBLIES = {
 #: paired indices with the optimized selection (m-LinGapE), individual indices with tau_LUCB and the
 #: greedy selection (LinGIFA).  tau_UGapE and m = 1 are held to delta by the power cases below
 #: (LinGIFA with tau_UGapE; m-LinGapE with m = 1), whose passing side is the same binomial test.
-#: All five assemblies: benchmarks/gifa_delta_correct.py.
+#: All five assemblies: `python benchmarks/gifa_checks.py --part delta-correct`.
 ASSEMBLIES_SUITE = ["LUCB (both)", "m-LinGapE (optimized)", "LinGIFA (individual, tau_LUCB, greedy)"]
 
 
@@ -299,7 +299,7 @@ COLUMN_MODE_CASES = {
 #: b rule (lucb, gap), stopping rule (tau_LUCB, tau_UGapE), stopping pair (post, pre-pull),
 #: selection rule (greedy, largest variance) and padding.  "m-lingape" is "padded" without the
 #: padding; "lingape" (m = 1) is also checked step for step against a direct NumPy LinGapE
-#: (test_lingape_framework_equals_direct_lingape).  All six: benchmarks/gifa_column_mode.py.
+#: (test_lingape_framework_equals_direct_lingape).  All six: `python benchmarks/gifa_checks.py --part column-mode`.
 COLUMN_MODE_SUITE = ["pre-pull", "gap-b-ugape", "individual-gap", "padded"]
 
 
