@@ -14,38 +14,29 @@ Usage: ``python benchmarks/elimination_rules_modern.py [--reps 16]``.
 from __future__ import annotations
 
 import argparse
-import math
+import os
+import sys
 
 
 def main(argv=None):
-    import jax
     import numpy as np
 
-    import jaxbandits
-    import jaxbandits.algorithms as A
-    from jaxbandits.engine import simulate
-    from jaxbandits.instances.base import make_instance
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from jaxbandits import precision
 
-    jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
+    precision.enable_globally()  # the test suite's precision (tests/conftest.py)
+    import jaxbandits.algorithms as A
+    import test_elimination_rules as te  # the suite's instance (fan(3, scale=2)), key and runner
+
     p = argparse.ArgumentParser()
     p.add_argument("--reps", type=int, default=16)
-    a = p.parse_args(argv)
-    n = a.reps
-    # the suite's fan(3, scale=2): e_1 (best), e_2 and four unit arms at angles 2 x (0.15, 0.2, 0.25, -0.2)
-    ang = np.array([0.0, math.pi / 2, 0.3, 0.4, 0.5, -0.4])
-    inst = make_instance(np.stack([np.cos(ang), np.sin(ang)], -1), [3.0, 0.0], 3.0)
-    key = jax.random.key(20261123)
-
-    def run(alg):
-        r = simulate(alg, inst, key, n, 400_000)
-        return (np.asarray(r.samples).ravel(), np.asarray(r.correct).ravel().astype(bool),
-                np.asarray(r.stopped).ravel().astype(bool))
+    n = p.parse_args(argv).reps
 
     for name in ("FWS", "TopTwo", "LinGame"):
         base = getattr(A, name)(delta=0.1)
-        ss, cs, sts = run(A.Eliminate(base, at_sampling=True))
-        sb, cb, stb = run(base)
-        se, ce, ste = run(A.Eliminate(base))
+        ss, cs, sts, _ = te._run(A.Eliminate(base, at_sampling=True), n)
+        sb, cb, stb, _ = te._run(base, n)
+        se, ce, ste, _ = te._run(A.Eliminate(base), n)
         print(f"{name}: at sampling {ss.mean():.0f} pulls ({cs.sum()}/{n} correct); base {sb.mean():.0f}; "
               f"at stopping {se.mean():.0f} ({ce.sum()}/{n} correct, earlier in {int(np.sum(se < sb))})")
         assert sts.all() and cs.all(), name
