@@ -36,8 +36,13 @@ def _sphere():
 
 
 def test_split_dynamic_keeps_none_static_and_nests_wrapped_algorithms():
-    static, values = UniformGLR(delta=0.1, sigma=None, u=1).split_dynamic()
-    assert set(values) == {"delta", "u"} and static.sigma is None and static.delta is None
+    static, values = LinUCB(budget=60, delta=0.1).split_dynamic()
+    assert static.alpha is None and "alpha" not in values  # None: the OFUL radius, a structural choice
+    alg = UniformGLR(delta=0.1, sigma=None, u=1)
+    static, values = alg.split_dynamic()
+    assert set(values) == {"delta", "u", "sigma"} and static.sigma is None and static.delta is None
+    assert np.isnan(values["sigma"])  # sigma=None is traced as NaN (Algorithm.none_traced) ...
+    assert static.with_dynamic(values) == alg  # ... and comes back as None
     assert values["u"].dtype == np.float64  # u=1 and u=1.0 share a program
     s1, _ = UniformGLR(delta=0.1, sigma=0.5).split_dynamic()
     s2, _ = UniformGLR(delta=0.2, sigma=0.7).split_dynamic()
@@ -45,8 +50,7 @@ def test_split_dynamic_keeps_none_static_and_nests_wrapped_algorithms():
     capped = lingape_budgeted(100, 0.1)
     static, values = capped.split_dynamic()
     assert static.inner.delta is None and float(values["inner"]["delta"]) == 0.1
-    assert static.with_dynamic(values) == dataclasses.replace(
-        capped, budget=values["budget"], inner=dataclasses.replace(capped.inner, **values["inner"]))
+    assert static.with_dynamic(values) == capped
 
 
 def test_delta_epsilon_sigma_sweep_compiles_once():
@@ -63,6 +67,21 @@ def test_delta_epsilon_sigma_sweep_compiles_once():
     n1 = engine.programs_compiled()
     engine.simulate(SphereBAI(epsilon=0.25, delta=0.2, sigma=0.9), inst, key, 8, 3000)
     assert engine.programs_compiled() == n1
+
+
+def test_sigma_none_shares_the_program_and_reads_the_instance_noise():
+    """sigma=None (the instance's noise scale) and an explicit sigma are one program, and None
+    gives exactly the run of sigma = the instance's noise (a NaN left unresolved by
+    common.noise_scale would never stop)."""
+    inst = dataclasses.replace(_sphere(), noise=jax.numpy.asarray(0.7))
+    key = jax.random.key(0)
+    explicit = engine.simulate(SphereBAI(epsilon=0.3, delta=0.1, sigma=0.7), inst, key, 8, 3000)
+    n1 = engine.programs_compiled()
+    default = engine.simulate(SphereBAI(epsilon=0.3, delta=0.1), inst, key, 8, 3000)
+    assert engine.programs_compiled() == n1
+    assert explicit.stopped.all() and default.stopped.all()
+    np.testing.assert_array_equal(np.asarray(default.samples), np.asarray(explicit.samples))
+    np.testing.assert_array_equal(np.asarray(default.answer), np.asarray(explicit.answer))
 
 
 # One configuration per kind of traced field: a plain kernel (UniformGLR), epsilon (SphereBAI), a

@@ -74,7 +74,8 @@ def test_options_and_validation():
     assert set(LinGame.dynamic_fields) == {"delta", "reg", "hedge_delta0", "sigma"}
     static, values = LinGame(sigma=0.7).split_dynamic()
     assert static.sigma is None and set(values) == {"delta", "reg", "hedge_delta0", "sigma"}
-    assert "sigma" not in LinGame().split_dynamic()[1]  # None stays static (the instance's noise)
+    static_none, values_none = LinGame().split_dynamic()  # None (the instance's noise): a traced NaN
+    assert static_none == static and bool(jnp.isnan(values_none["sigma"]))
 
 
 def test_traced_dynamic_fields_match_static():

@@ -132,7 +132,11 @@ class Algorithm:
         code paths stay static.  The kernels use these fields through ``jnp`` operations only
         (never ``float(...)``, ``int(...)``, ``math.log`` or a Python ``if`` on them, never to
         size an array or a loop); ``validate`` runs on the host with the concrete values and may
-        read them.  A None value stays static (see :meth:`split_dynamic`).
+        read them.  A None value stays static (see :meth:`split_dynamic`), except in the fields
+        of ``none_traced``.
+      none_traced: the dynamic fields whose None is passed as a traced NaN instead of staying
+        static, so that the default and an explicit value share one program: ``sigma``, whose
+        None (the instance's noise scale) every kernel resolves with :func:`common.noise_scale`.
       integer_fields: the dynamic fields passed as integers (a budget); every other dynamic field
         is passed as a float array even when given as an int, so ``u=1`` and ``u=1.0`` share a
         program.
@@ -145,6 +149,7 @@ class Algorithm:
     supports_padding: ClassVar[bool] = False
     dynamic_fields: ClassVar[tuple[str, ...]] = ()
     integer_fields: ClassVar[tuple[str, ...]] = ()
+    none_traced: ClassVar[tuple[str, ...]] = ("sigma",)
     released_settings: ClassVar[dict | None] = None
     released_code = _ReleasedCode()
 
@@ -176,8 +181,11 @@ class Algorithm:
 
         The first part keys the engine's compiled program; the values are passed to it as traced
         arguments and put back with :meth:`with_dynamic` inside the trace.  A field whose value
-        is None stays in the static part (None is a structural choice, e.g. ``sigma=None``: the
-        instance's noise), so its program differs from that of any numeric value.  A dynamic field
+        is None stays in the static part (None is a structural choice, e.g. ``alpha=None``: the
+        theoretical width), so its program differs from that of any numeric value; the fields of
+        ``none_traced`` are the exception: their None is passed as NaN (``sigma=None`` and
+        ``sigma=0.7`` share a program, and the kernels read NaN as "the instance's noise scale"
+        through :func:`~jaxbandits.algorithms.common.noise_scale`).  A dynamic field
         not listed in ``integer_fields`` is passed as a float array even when given as an int.  A
         field holding an algorithm (``BudgetCapped.inner``) is split the same way, its values
         nested in a dict.
@@ -189,8 +197,8 @@ class Algorithm:
                 inner_static, inner_values = v.split_dynamic()
                 if inner_values:
                     static[f.name], values[f.name] = inner_static, inner_values
-            elif f.name in self.dynamic_fields and v is not None:
-                v = jnp.asarray(v)
+            elif f.name in self.dynamic_fields and (v is not None or f.name in self.none_traced):
+                v = jnp.asarray(jnp.nan if v is None else v)
                 if f.name not in self.integer_fields and not jnp.issubdtype(v.dtype, jnp.floating):
                     v = v.astype(jnp.result_type(float))
                 static[f.name], values[f.name] = None, v
@@ -201,7 +209,15 @@ class Algorithm:
         inside the engine's program, or inside :func:`jax.jit` for a ``prepare`` helper)."""
         if not values:
             return self
-        put = {k: getattr(self, k).with_dynamic(v) if isinstance(v, dict) else v for k, v in values.items()}
+
+        def back(k, v):
+            if isinstance(v, dict):
+                return getattr(self, k).with_dynamic(v)
+            if k in self.none_traced and not isinstance(v, jax.core.Tracer) and bool(jnp.isnan(v)):
+                return None  # the host round trip of split_dynamic's NaN
+            return v
+
+        put = {k: back(k, v) for k, v in values.items()}
         return dataclasses.replace(self, **put)
 
     @property

@@ -44,12 +44,15 @@ def noise_scale(sigma, instance: Instance) -> jax.Array:
     """Sub-Gaussian scale sigma of the rewards, used wherever a paper's widths, phase sizes and
     thresholds have sigma: ``sigma`` if given (an explicit option of every algorithm), else the
     instance's Gaussian noise scale, or 1/2 for Bernoulli/logistic rewards (rewards in [0, 1] are
-    1/2-sub-Gaussian).  Uses ``jnp`` only, so ``sigma`` may be a traced (dynamic) field."""
-    if sigma is not None:
-        return jnp.asarray(sigma, instance.arms.dtype)
-    if instance.model == "gaussian":
-        return jnp.asarray(instance.noise, instance.arms.dtype)
-    return jnp.asarray(0.5, instance.arms.dtype)
+    1/2-sub-Gaussian).  Uses ``jnp`` only, so ``sigma`` may be a traced (dynamic) field; a NaN
+    ``sigma`` means None (the engine passes ``sigma=None`` as a traced NaN, so that the default and
+    an explicit value share one program: ``Algorithm.none_traced``)."""
+    dtype = instance.arms.dtype
+    default = jnp.asarray(instance.noise if instance.model == "gaussian" else 0.5, dtype)
+    if sigma is None:
+        return default
+    sigma = jnp.asarray(sigma, dtype)
+    return jnp.where(jnp.isnan(sigma), default, sigma)
 
 
 def require_linear_rewards(instance: Instance, name: str,

@@ -43,7 +43,19 @@ def final_states(algorithm: Algorithm, instance: Instance, key: jax.Array, n: in
     keys, and step t of it ``fold_in(run_key, t)``, as :func:`simulate` does: with
     ``key = fold_in(k, 0)`` these are the replications of ``simulate(algorithm, instance, k, ...)``.
     ``prepare`` runs first, as in the engine.  One vmapped ``while_loop``: every replication runs
-    until the slowest stops (or ``max_steps``), so this is for inspection, not for throughput."""
+    until the slowest stops (or ``max_steps``), so this is for inspection, not for throughput.
+    As in the engine, the dynamic fields, the instance, the key and ``max_steps`` are traced
+    arguments: one program serves every value of them (per static configuration, ``n`` and
+    shapes)."""
+    static, dynamic = algorithm.split_dynamic()
+    return _final_states(static, int(n), dynamic, instance, key,
+                         jnp.asarray(min(int(max_steps), 2**31 - 1), jnp.int32))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _final_states(static: Algorithm, n: int, dynamic: dict, instance: Instance, key: jax.Array,
+                  max_steps: jax.Array):
+    algorithm = static.with_dynamic(dynamic)
     inst = jax.tree.map(lambda a: a[0], algorithm.prepare(jax.tree.map(lambda a: a[None], instance)))
 
     def one(i):
@@ -57,7 +69,7 @@ def final_states(algorithm: Algorithm, instance: Instance, key: jax.Array, n: in
                                   (algorithm.init(k_init, inst), jnp.int32(0)))
         return s
 
-    return jax.jit(jax.vmap(one))(jnp.arange(n))
+    return jax.vmap(one)(jnp.arange(n))
 
 
 def _select(mask, new, old):

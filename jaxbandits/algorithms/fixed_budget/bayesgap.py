@@ -43,7 +43,7 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete
 from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
@@ -146,7 +146,7 @@ class BayesGap(Algorithm):
             raise ValueError(f"unknown features {self.features!r}; expected one of {FEATURES}")
         if self.rule not in RULES:
             raise ValueError(f"unknown rule {self.rule!r}; expected one of {RULES}")
-        if self.noise_var is not None and self.sigma is not None:
+        if concrete(self.noise_var) and concrete(self.sigma):
             raise ValueError("BayesGap: give the noise as sigma or as noise_var (= sigma^2), not both")
 
     def validate(self, instance: Instance) -> None:

@@ -92,7 +92,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, Wrapper, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, Wrapper, answer_mask, concrete
 from jaxbandits.instances.base import Instance
 
 RULES = ("computational", "statistical")
@@ -150,7 +150,7 @@ class Eliminate(Wrapper):
             raise TypeError(f"base must be an Algorithm, got {type(self.base).__name__}")
         if self.rule not in RULES:
             raise ValueError(f"rule must be one of {RULES}, got {self.rule!r}")
-        if self.sigma is not None:
+        if concrete(self.sigma):  # inside the engine's program the base already holds it
             if "sigma" not in {f.name for f in dataclasses.fields(self.base)}:
                 raise TypeError(f"{type(self.base).__name__} has no sigma option")
             object.__setattr__(self, "base", dataclasses.replace(self.base, sigma=self.sigma))

@@ -121,7 +121,7 @@ class SphereBAI(Algorithm):
         stats = common.add_pull(state.stats, instance, arm, pull(key, instance, arm))
         t = state.t + 1
         tf = t.astype(dtype)
-        sigma = (jnp.asarray(self.sigma, dtype) if self.sigma is not None else instance.noise)
+        sigma = common.noise_scale(self.sigma, instance)
         theta, _ = common.least_squares(stats)
         m = jnp.linalg.norm(theta)
         direction = theta / jnp.maximum(m, 1e-300)
