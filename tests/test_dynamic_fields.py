@@ -110,25 +110,12 @@ def with_delta(alg, delta):
     return dataclasses.replace(alg, inner=with_delta(alg.inner, delta))
 
 
-@pytest.mark.parametrize("alg, make, max_steps", TRACED_CASES, ids=TRACED_IDS)
-def test_traced_fields_reproduce_baked_in_values(alg, make, max_steps):
-    """Same key and configuration: the traced program returns bit for bit what a program with the
-    values baked in returns (which is what the library computed before they were traced)."""
-    inst = make()
-    key = jax.random.key(7)
-    traced = engine.simulate(alg, inst, key, TRACED_REPS, max_steps)
-    baked = engine.simulate(static_twin(alg), inst, key, TRACED_REPS, max_steps)
-    assert traced.stopped.any()
-    if isinstance(alg, BudgetCapped):  # both ends of the capped run are compared
-        assert (traced.samples < alg.budget).any() and (traced.samples >= alg.budget).any()
-    for f in ("samples", "steps", "answer", "pulls", "correct", "stopped"):
-        np.testing.assert_array_equal(getattr(traced, f), getattr(baked, f), err_msg=f)
-
-
 def test_sweep_algorithms_deltas_K_compiles_once_per_algorithm_and_K():
-    """The five traced configurations above on their instances (four shapes), and the uniform GLR
-    on a second shape, each at 4 deltas: at most one program per configuration and shape (none
-    when the tests above compiled them already), and running the sweep again compiles none."""
+    """The five traced configurations on their instances (four shapes), and the uniform GLR on a
+    second shape, each at 4 deltas: at most one program per configuration and shape, and running
+    the sweep again compiles none.  (It runs before the per-configuration test below, which then
+    finds these programs compiled: a process deep into the suite drops its programs first, see
+    below, and would otherwise compile them twice.)"""
     deltas = [0.2, 0.1, 0.05, 0.01]
     runs = [(alg, make(), max_steps) for alg, make, max_steps in TRACED_CASES]
     runs.append((TRACED_CASES[0][0], _sphere(), 3000))  # the same algorithm at another K and d
@@ -153,3 +140,18 @@ def test_sweep_algorithms_deltas_K_compiles_once_per_algorithm_and_K():
     sweep()
     assert programs.releases() == releases
     assert engine.programs_compiled() == n1
+
+
+@pytest.mark.parametrize("alg, make, max_steps", TRACED_CASES, ids=TRACED_IDS)
+def test_traced_fields_reproduce_baked_in_values(alg, make, max_steps):
+    """Same key and configuration: the traced program returns bit for bit what a program with the
+    values baked in returns (which is what the library computed before they were traced)."""
+    inst = make()
+    key = jax.random.key(7)
+    traced = engine.simulate(alg, inst, key, TRACED_REPS, max_steps)
+    baked = engine.simulate(static_twin(alg), inst, key, TRACED_REPS, max_steps)
+    assert traced.stopped.any()
+    if isinstance(alg, BudgetCapped):  # both ends of the capped run are compared
+        assert (traced.samples < alg.budget).any() and (traced.samples >= alg.budget).any()
+    for f in ("samples", "steps", "answer", "pulls", "correct", "stopped"):
+        np.testing.assert_array_equal(getattr(traced, f), getattr(baked, f), err_msg=f)
