@@ -33,6 +33,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxbandits import programs
 from jaxbandits.instances.base import Instance, validate_instance
@@ -213,8 +214,9 @@ class Algorithm:
         def back(k, v):
             if isinstance(v, dict):
                 return getattr(self, k).with_dynamic(v)
-            if k in self.none_traced and not isinstance(v, jax.core.Tracer) and bool(jnp.isnan(v)):
-                return None  # the host round trip of split_dynamic's NaN
+            if (k in self.none_traced and not isinstance(v, jax.core.Tracer) and np.ndim(v) == 0
+                    and np.isnan(v)):
+                return None  # the host round trip of split_dynamic's NaN (read on the host)
             return v
 
         put = {k: back(k, v) for k, v in values.items()}
