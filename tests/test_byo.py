@@ -78,7 +78,10 @@ def test_library_copy_with_third_threshold_fails_lower_bound():
     assert df.attrs["verdict"].startswith("FAIL")
     row = df[df["delta"] == 0.05]
     assert all("below lower bound" in v for v in row["verdict"]), row[["sigma", "verdict"]]
-    assert (row["ratio_LB"].astype(float) < 0.6).all()
+    # the mean stopping time sits far below the lower bound: about 0.39 of it at 200 replications
+    # per noise level (measured), with a standard error of about 0.1 at the 40 run here; 0.75 is
+    # more than 3 standard errors above, and the unmutated FWS sits above 1
+    assert (row["ratio_LB"].astype(float) < 0.75).all(), row[["sigma", "mean", "se", "ratio_LB"]]
 
 
 def test_calibrate_refuses_what_it_cannot_check():
