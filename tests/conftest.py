@@ -15,6 +15,8 @@ storing only the programs that took at least 1 s to compile, 3 of the 162 stored
 quarters of the suite: the test files share almost no program.)
 """
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -26,12 +28,27 @@ import pytest
 #: answers and pull counts on those five; the whole suite went from 1,110-1,170 s to 624 s on 2
 #: cores.  A fused sum can round differently in the last place than under the default options, so
 #: tests compare two different programs' floating-point states to 1e-12, never bit for bit.
-#: Options the user set already are kept.
+#: Options the user set already are kept; a jaxlib that does not know an option (XLA aborts on an
+#: unknown one) runs the suite with its defaults.
 FAST_COMPILE_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_backend_optimization_level=0")
-_flags = os.environ.get("XLA_FLAGS", "").split()
-_names = {flag.split("=")[0] for flag in _flags}
-os.environ["XLA_FLAGS"] = " ".join(
-    _flags + [flag for flag in FAST_COMPILE_FLAGS if flag.split("=")[0] not in _names])
+
+
+def _add_fast_compile_flags():
+    """Adds :data:`FAST_COMPILE_FLAGS` to ``XLA_FLAGS`` (inherited by the test processes xdist
+    starts, which then find them set) if a child process starts JAX with them."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    names = {flag.split("=")[0] for flag in flags}
+    new = [flag for flag in FAST_COMPILE_FLAGS if flag.split("=")[0] not in names]
+    if not new:
+        return
+    value = " ".join(flags + new)
+    probe = subprocess.run([sys.executable, "-c", "import jax; jax.devices('cpu')"],
+                           env=dict(os.environ, XLA_FLAGS=value), capture_output=True, timeout=120)
+    if probe.returncode == 0:
+        os.environ["XLA_FLAGS"] = value
+
+
+_add_fast_compile_flags()
 
 from jaxbandits import precision  # noqa: E402  (after XLA_FLAGS: the backend reads them once)
 
