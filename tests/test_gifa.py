@@ -445,9 +445,7 @@ def test_pre_pull_lucb_stops_earlier_on_the_same_trajectories():
 
 def test_pre_pull_changes_nothing_before_the_stop():
     """The switch acts on the stopping decision only: run for a fixed number of steps on an instance
-    where neither rule can stop, both states are the same: the choices (J, b_t, c_t, counts)
-    exactly, the estimates and statistics to 1e-12 relative (two different XLA programs may round
-    a fused sum differently in the last place)."""
+    where neither rule can stop, both states are identical (J, b_t, c_t, statistics, counts)."""
     X = jax.random.normal(jax.random.key(2), (6, 3))
     inst = make_instance(X, jnp.zeros(3), 1.0)  # all means equal: never stops
     for alg in (gifa.MLinGapE(2, 0.05), gifa.LinGIFA(2, 0.05)):  # tau_LUCB and tau_UGapE
@@ -459,10 +457,8 @@ def test_pre_pull_changes_nothing_before_the_stop():
 
         s1, s2 = jax.jit(lambda: run(alg))(), jax.jit(lambda: run(pre))()
         assert not bool(s1.done) and not bool(s2.done)
-        for f in ("counts", "J", "b", "c"):
+        for f in ("counts", "mu", "J", "b", "c", "stat"):
             np.testing.assert_array_equal(np.asarray(getattr(s1, f)), np.asarray(getattr(s2, f)))
-        for f in ("mu", "stat"):
-            np.testing.assert_allclose(np.asarray(getattr(s1, f)), np.asarray(getattr(s2, f)), rtol=1e-12, atol=1e-12)
 
 
 # -- noise: sigma everywhere seed 003 has it ----------------------------------------------------------
