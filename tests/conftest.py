@@ -26,7 +26,8 @@ import pytest
 #: suite's time is mostly compilation (about two thirds of its test-seconds, measured) of programs
 #: that then run for milliseconds.  Measured on the engine programs of XY-static, LT&S, RAGE, ALBA
 #: and LinGame (Soare d = 2): 36-39 s of compile in all with the defaults, 18-21 s with these
-#: options (24-28 s at LLVM level 1), with the same samples, answers and pull counts.  The AVX cap
+#: options (24-28 s at LLVM level 1), with the same samples, answers and pull counts; the suite went
+#: from 1,110-1,170 s to 631 s on 2 cores (837 s at level 1).  The AVX cap
 #: leaves out fused multiply-adds: without it, at level 0 LLVM contracts a multiply and an add in
 #: some programs and not in others, so two code paths that the tests require to give the same states
 #: bit for bit (the fixed-trip Frank-Wolfe and its while loop, GIFA's two stopping pairs) differed in
