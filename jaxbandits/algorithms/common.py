@@ -287,6 +287,16 @@ def glr_threshold_small(gram, delta, sigma, c, u):
     return glr_threshold(gram, delta, sigma, c, u)
 
 
+def columns_dot(M: jax.Array, u: jax.Array) -> jax.Array:
+    """M @ u for a matrix with a static, small number of columns, as the sum of its columns scaled
+    by u (in column order): elementwise, so it fuses with what reads it (an argmax, a max) into one
+    pass, where a matrix-vector product is a kernel of its own."""
+    out = M[:, 0] * u[0]
+    for i in range(1, M.shape[1]):
+        out = out + M[:, i] * u[i]
+    return out
+
+
 def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array, item_mask=None):
     """Z(t) = max_a min_{b != a} Z_{a,b}(t) of seed 000 Lemma 7 (epsilon = 0) and the empirical best
     item, from A_t^{-1}: the same quantity as :func:`glr_statistic`, in O(M d^2) elementwise
@@ -296,9 +306,7 @@ def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array, i
     so are masked (padded) items, which are never the best."""
     M, d = items.shape
     cols = [items[:, a] for a in range(d)]
-    values = cols[0] * theta_hat[0]
-    for a in range(1, d):
-        values = values + cols[a] * theta_hat[a]
+    values = columns_dot(items, theta_hat)
     if item_mask is not None:
         values = jnp.where(item_mask, values, -jnp.inf)
     top = jnp.max(values)
