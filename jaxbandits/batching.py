@@ -159,6 +159,10 @@ def fixed_trip_while(cond: Callable, body: Callable, init, max_iters: int):
     return jax.lax.fori_loop(0, int(max_iters), step, init)
 
 
+#: ``capacity`` of :func:`solve_where` that asks, whatever the policy, for every flagged lane in
+#: one pass on the smallest buffer holding them (with ``batched_solve=True``)
+ALL_LANES = 2**31 - 1
+
 #: buffer sizes of a batched one-pass solve grow by this factor (the buffer is at most this many
 #: times the lanes that need a solve)
 SOLVE_BUCKET_FACTOR = 8

@@ -169,6 +169,10 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
             free = ~lanes_.active
             new_slots = nxt + jnp.cumsum(free, dtype=nxt.dtype) - 1
             fresh = lane_init(jnp.where(free, new_slots, C), task_ids, instances, key)
+            # a lane left without a task keeps its last, finished state: its steps are discarded,
+            # and a finished state is the one the algorithm has least left to do in (a fresh state
+            # would, for example, run XY-adaptive's first-phase pulls over every pair each step)
+            fresh = fresh._replace(state=_select(fresh.active, fresh.state, lanes_.state))
             lanes_ = _select(free, fresh, lanes_)
             return lanes_, jnp.minimum(nxt + jnp.sum(free, dtype=nxt.dtype), C), out
 

@@ -58,6 +58,7 @@ the released code used a pseudo-inverse).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import ClassVar, NamedTuple
 
@@ -67,7 +68,7 @@ import numpy as np
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, map_instances, with_cache
-from jaxbandits.batching import current_policy, in_smallest_bucket, item_buckets, solve_where
+from jaxbandits.batching import ALL_LANES, current_policy, in_smallest_bucket, item_buckets, solve_where
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
                                               whiten_items)
@@ -394,6 +395,77 @@ def _tie_draw(key: jax.Array, i: jax.Array, cand: jax.Array, S: int, dtype) -> j
     return jnp.argmax(jnp.where(cand, uniform_at(key, counters, dtype), -1.0))
 
 
+def _tie_table(key: jax.Array, K: int, S: int, dtype) -> jax.Array:
+    """The step's tie-breaking uniforms [S, K]: row i for pull i (``jax.random.uniform(key, (K,
+    S)).T``, so arm k's draws do not depend on K and padding changes nothing)."""
+    return jax.random.uniform(key, (K, S), dtype).T
+
+
+def _lazy_ties(key: jax.Array, K: int, S: int, dtype):
+    """(pick, initial carry) breaking ties with the step's :func:`_tie_table`, drawn (a branch) at
+    the first pull where some lane has two candidates, at most once per step and only for the lanes
+    that tie: ties are rare (on Soare's instance a few dozen pulls at the start of a replication,
+    in ~10^5; a lane the engine holds idle on a fresh state ties in every step)."""
+    def pick(i, cand, tb):
+        table, have = tb
+        need = (jnp.sum(cand) > 1) & ~have
+        table = solve_where(need, functools.partial(_tie_table, K=K, S=S, dtype=dtype), (key,), table,
+                            capacity=None, batched_solve=True)
+        # one candidate: that one whatever the table holds (uniforms are >= 0)
+        return jnp.argmax(jnp.where(cand, table[i], -1.0)), (table, have | need)
+    return pick, (jnp.zeros((S, K), dtype), jnp.asarray(False))
+
+
+def _greedy_pulls(H, pair_on, bar, arm_ok, carry, pick, tb0, S: int):
+    """Up to S greedy pulls of XY-adaptive from H = [[G, C], [diag G, yn]] ([K + 1, K + P]) over
+    the pairs ``pair_on`` [P] of its columns: (phase counts, n, rho, going) after them."""
+    K = arm_ok.shape[0]
+    dtype = H.dtype
+    last_row = (jnp.arange(K + 1) == K)[:, None]
+    arms = jnp.arange(K)
+
+    def pull_one(i, c):
+        H, counts, n, rho, going, tb = c
+        going = going & (rho / n >= bar)
+        yn, C, g_diag = H[K, K:], H[:K, K:], H[K, :K]
+        score = yn[None, :] - C**2 / (1.0 + g_diag)[:, None]
+        worst = jnp.max(jnp.where(pair_on[None, :], score, -jnp.inf), axis=1)   # [K]
+        worst = jnp.where(arm_ok, worst, jnp.inf)                          # padded: never picked
+        m = jnp.min(worst)
+        # Ties broken uniformly at random, as the released code's randargmin: with A = I
+        # many arms tie, and a fixed rule would pull one arm forever.  A tie is equality up to
+        # 16 ulps: symmetric arms (e_3, e_4, e_5 of Soare's instance) tie exactly in exact
+        # arithmetic, but XLA may round the same formula differently at different vector
+        # positions in differently fused programs (1 vs 2 devices), and an exact test then
+        # broke the tie differently (docs/design.md, Numerics: reproducibility).
+        tie = m + 16.0 * jnp.finfo(dtype).eps * jnp.abs(m)
+        k, tb = pick(i, worst <= tie, tb)
+        row = H[k]                                      # [G[k, :], C[k, :]] = [g, c]
+        den = 1.0 + row[k]
+        upd = going.astype(dtype)
+        # Sherman-Morrison: G -= g g^T / den, C -= g c^T / den, yn -= c^2 / den
+        col = jnp.where(last_row, row[None, :], jnp.concatenate([row[:K], jnp.zeros((1,), dtype)])[:, None])
+        H = H - upd * (col * row[None, :]) / den
+        counts = counts + upd * (arms == k).astype(dtype)
+        n = n + upd
+        rho = jnp.where(going, m, rho)
+        return H, counts, n, rho, going, tb
+
+    counts, n, rho, going = carry
+    _, counts, n, rho, going, _ = jax.lax.fori_loop(0, S, pull_one, (H, counts, n, rho, going, tb0))
+    return counts, n, rho, going
+
+
+def _greedy_pulls_all_pairs(H, pair_on, bar, arm_ok, carry, key, S: int):
+    """:func:`_greedy_pulls` over every pair, the step's tie table drawn up front (the same
+    uniforms the lazy draw gives)."""
+    table = _tie_table(key, arm_ok.shape[0], S, H.dtype)
+
+    def pick(i, cand, tb):
+        return jnp.argmax(jnp.where(cand, table[i], -1.0)), tb
+    return _greedy_pulls(H, pair_on, bar, arm_ok, carry, pick, (), S)
+
+
 @dataclasses.dataclass(frozen=True)
 class XYAdaptive(Algorithm):
     """XY-adaptive (Soare et al. 2014, Fig. 3; seed 001 App F).  One ``step`` = up to
@@ -469,63 +541,37 @@ class XYAdaptive(Algorithm):
         k_ties, k_pull = jax.random.split(key)
         arm_ok = instance.valid_arms()
         S = self.pulls_per_step
-        exact = draws_at_exact("uniform", jnp.dtype(X.dtype).name)
+        carry0 = (state.phase_counts, state.n, state.rho, jnp.sum(state.active) > 1)
 
-        # Ties are rare (on Soare's instance a few dozen pulls at the start of a replication, in
-        # ~10^5), so the uniforms are drawn only when needed: on an accelerator each pull draws
-        # its own K inside its fused kernels; on a CPU the step's [S, K] table is drawn (a branch)
-        # at the first pull where some lane has two candidates, at most once per step and only for
-        # the lanes that tie (a lane the engine holds idle on a fresh state ties in every step).
-        def table_of(key):
-            return jax.random.uniform(key, (K, S), X.dtype).T
+        if current_policy().batched:
+            # on an accelerator one branch-free loop over every pair (a branch there is a host
+            # round trip); each pull draws its own tie-breaking uniforms inside its fused kernels
+            # (or the step's [S, K] table where those draws would not be exact)
+            if draws_at_exact("uniform", jnp.dtype(X.dtype).name):
+                def pick(i, cand, tb):
+                    return _tie_draw(k_ties, i, cand, S, X.dtype), tb
+                tb0 = ()
+            else:
+                table = _tie_table(k_ties, K, S, X.dtype)
 
-        if current_policy().batched and exact:
-            tb0 = ()
-
-            def pick(i, cand, tb):
-                return _tie_draw(k_ties, i, cand, S, X.dtype), tb
+                def pick(i, cand, tb):
+                    return jnp.argmax(jnp.where(cand, table[i], -1.0)), tb
+                tb0 = ()
+            counts, n, rho, going = _greedy_pulls(H, pair_on, bar, arm_ok, carry0, pick, tb0, S)
         else:
-            tb0 = (jnp.zeros((S, K), X.dtype), jnp.asarray(False))
-
-            def pick(i, cand, tb):
-                table, have = tb
-                need = (jnp.sum(cand) > 1) & ~have
-                table = solve_where(need, table_of, (k_ties,), table, capacity=None, batched_solve=True)
-                # one candidate: that one whatever the table holds (uniforms are >= 0)
-                return jnp.argmax(jnp.where(cand, table[i], -1.0)), (table, have | need)
-        last_row = (jnp.arange(K + 1) == K)[:, None]
-        arms = jnp.arange(K)
-
-        def pull_one(i, c):
-            H, counts, n, rho, going, tb = c
-            going = going & (rho / n >= bar)
-            yn, C, g_diag = H[K, K:], H[:K, K:], H[K, :K]
-            score = yn[None, :] - C**2 / (1.0 + g_diag)[:, None]
-            worst = jnp.max(jnp.where(pair_on[None, :], score, -jnp.inf), axis=1)   # [K]
-            worst = jnp.where(arm_ok, worst, jnp.inf)                          # padded: never picked
-            m = jnp.min(worst)
-            # Ties broken uniformly at random, as the released code's randargmin: with A = I
-            # many arms tie, and a fixed rule would pull one arm forever.  A tie is equality up to
-            # 16 ulps: symmetric arms (e_3, e_4, e_5 of Soare's instance) tie exactly in exact
-            # arithmetic, but XLA may round the same formula differently at different vector
-            # positions in differently fused programs (1 vs 2 devices), and an exact test then
-            # broke the tie differently (docs/design.md, Numerics: reproducibility).
-            tie = m + 16.0 * jnp.finfo(X.dtype).eps * jnp.abs(m)
-            k, tb = pick(i, worst <= tie, tb)
-            row = H[k]                                      # [G[k, :], C[k, :]] = [g, c]
-            den = 1.0 + row[k]
-            upd = going.astype(X.dtype)
-            # Sherman-Morrison: G -= g g^T / den, C -= g c^T / den, yn -= c^2 / den
-            col = jnp.where(last_row, row[None, :], jnp.concatenate([row[:K], jnp.zeros((1,), X.dtype)])[:, None])
-            H = H - upd * (col * row[None, :]) / den
-            counts = counts + upd * (arms == k).astype(X.dtype)
-            n = n + upd
-            rho = jnp.where(going, m, rho)
-            return H, counts, n, rho, going, tb
-
-        going0 = jnp.sum(state.active) > 1
-        H, counts, n, rho, going, _ = jax.lax.fori_loop(
-            0, S, pull_one, (H, state.phase_counts, state.n, state.rho, going0, tb0))
+            # On a CPU the pulls of a lane with one active pair (two active items: 99.98 % of the
+            # pulls on Soare's instance) read only the columns of G and of that pair: H narrowed to
+            # [K + 1, K + 1], the same numbers in the same operations, so the same pulls.  Lanes with
+            # more active pairs (the first phases) run the loop over all pairs, under solve_where
+            # (none in most steps).
+            one = jnp.argmax(pair_on)
+            H1 = jnp.concatenate([H[:, :K], H[:, K + one][:, None]], axis=1)
+            counts, n, rho, going = _greedy_pulls(H1, pair_on[one][None], bar, arm_ok, carry0,
+                                                 *_lazy_ties(k_ties, K, S, X.dtype), S)
+            counts, n, rho, going = solve_where(
+                jnp.sum(pair_on) > 1, functools.partial(_greedy_pulls_all_pairs, S=S), (H, pair_on, bar, arm_ok, carry0, k_ties),
+                (counts, n, rho, going), capacity=ALL_LANES, batched_solve=True)
+        going0 = carry0[3]
         new_pulls = counts - state.phase_counts
         ended = going0 & (rho / n < bar)
         log_term = self._log_term(state.phase, instance.true_num_items())
