@@ -3,7 +3,8 @@
 :func:`solve_where` runs an expensive function (a design solve) only on the lanes that need it.
 How those lanes are served is a property of the device, not of the algorithm:
 
-* on XLA:CPU, one lane after another (``lax.map`` over a buffer of ``capacity`` = 1): batched
+* on XLA:CPU, one lane after another (``capacity`` = 1: the first lane left, solved unbatched on
+  its own slices, until none is left): batched
   Cholesky / triangular solves inside a solver are far slower on a CPU than a loop over unbatched
   ones (measured ~100x at d = 2);
 * on an accelerator, all flagged lanes at once (``vmap`` over a buffer of up to every lane): a GPU
@@ -79,7 +80,8 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None =
     capacity holds every lane (the accelerator policy), there is no loop: one pass on the smallest
     of a few buffer sizes (powers of ``SOLVE_BUCKET_FACTOR``) holding the flagged lanes, so a step
     where few lanes solve pays for few solves.  The solver is ``vmap(fn)`` when
-    ``batched_solve``, else ``lax.map`` (one lane after the other, each unbatched).  ``capacity``
+    ``batched_solve``, else ``lax.map`` (one lane after the other, each unbatched; with ``capacity``
+    1 the lane is solved on its own slices, with no buffer).  ``capacity``
     and ``batched_solve`` default to the :func:`current_policy` at trace time.  Results are
     identical to the ``cond`` version (tested).  ``fn`` must return a pytree with the structure of
     ``old``; everything it reads must be in ``args`` (the batching rule cannot see batched values
@@ -133,6 +135,17 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None =
 
         if batched_solve and C >= axis_size:
             return _one_pass(p, ins, ins_b, outs, solver, axis_size), [True] * len(outs)
+        if C == 1 and not batched_solve:
+            # one lane at a time (the CPU policy): the first lane left is solved unbatched on its own
+            # slices, with no gather buffer, no lax.map and no out-of-bounds scatter
+            def one_lane(carry):
+                res, todo = carry
+                i = jnp.argmax(todo)
+                got = f_flat(*[a[i] if b else a for a, b in zip(ins, ins_b)])
+                res = [r.at[i].set(g.astype(r.dtype)) for r, g in zip(res, got)]
+                return res, todo.at[i].set(False)
+            res, _ = jax.lax.while_loop(lambda c: jnp.any(c[1]), one_lane, (outs, p))
+            return res, [True] * len(res)
         res, _ = jax.lax.while_loop(lambda c: jnp.any(p & ~c[1]), chunk, (outs, jnp.zeros((axis_size,), bool)))
         return res, [True] * len(res)
 
