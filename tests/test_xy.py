@@ -52,7 +52,8 @@ def test_xy_adaptive_cpu_and_accelerator_paths_agree():
     # runs only in steps where some lane's phase ends (branches shared by the lanes); under the
     # accelerator policy every pull draws its uniforms (jax.random.uniform's entries, computed one
     # row at a time) and every step computes the phase end.  8 lanes, 40 steps of 8 pulls from the
-    # start (ties, phase ends and eliminations all happen there): the same states.
+    # start on Soare's d = 4 instance (ties, phase ends and eliminations all happen there): the
+    # same states.
     from jaxbandits import batching
     from jaxbandits.environment import uniform_at
 
@@ -60,19 +61,28 @@ def test_xy_adaptive_cpu_and_accelerator_paths_agree():
     full = jax.random.uniform(key, (6, 32))
     np.testing.assert_array_equal(np.asarray(uniform_at(key, jnp.arange(192), full.dtype)),
                                   np.asarray(full).ravel())
-    inst = seeds.soare_benchmark(3, omega=0.3)
+    inst = seeds.soare_benchmark(4, omega=0.3)
     alg = XYAdaptive(delta=0.1, pulls_per_step=8)
     keys = jax.random.split(jax.random.key(4), 8)
 
-    def run(keys):
-        st = jax.vmap(lambda k: alg.init(k, inst))(keys)
-        step = jax.vmap(lambda k, s: alg.step(k, s, inst))
-        return jax.lax.fori_loop(0, 40, lambda t, s: step(jax.vmap(lambda k: jax.random.fold_in(k, t))(keys), s), st)
+    def make_run():  # a fresh function per policy: jit caches traces by function, and the policy is read while tracing
+        def run(keys):
+            st = jax.vmap(lambda k: alg.init(k, inst))(keys)
+            step = jax.vmap(lambda k, s: alg.step(k, s, inst))
 
-    cpu = jax.jit(run)(keys)
+            def one(s, t):
+                return step(jax.vmap(lambda k: jax.random.fold_in(k, t))(keys), s), jnp.sum(s.active, axis=1)
+            return jax.lax.scan(one, st, jnp.arange(40))
+        return jax.jit(run)
+
+    cpu, n_active = make_run()(keys)
     with batching.policy(batching.solve_for("gpu", 8)):
-        acc = jax.jit(run)(keys)
+        acc, _ = make_run()(keys)
     assert int(jnp.max(cpu.phase)) > 2 and int(jnp.min(jnp.sum(cpu.active, axis=1))) < 3
+    # on a CPU, lanes with two active items (one pair) pull on H narrowed to that pair and the
+    # others over every pair: steps with both kinds of lanes occur here
+    mixed = jnp.any(n_active == 2, axis=1) & jnp.any(n_active > 2, axis=1)
+    assert int(jnp.sum(mixed)) > 0
     for a, b in zip(cpu, acc):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
