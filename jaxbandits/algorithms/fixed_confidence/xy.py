@@ -480,7 +480,11 @@ class XYAdaptive(Algorithm):
     errors never accumulate over more than ``pulls_per_step`` pulls.  The tie-breaking uniforms
     are drawn only where a pull has tied candidates, and on a CPU the phase's end (reward sums,
     estimate, elimination) runs only in steps where some lane's phase ends; on an accelerator
-    both stay branch-free (a branch there is a host round trip).
+    both stay branch-free (a branch there is a host round trip).  On a CPU a lane with two active
+    items (one pair: after the first phases, almost every pull) pulls on H narrowed to the
+    columns of G and of that pair, [K + 1, K + 1], the same numbers in the same operations, so
+    the same pulls; lanes with more active pairs run over every pair, gathered under
+    :func:`~jaxbandits.batching.solve_where` in the steps that have any.
 
     Attributes:
       delta: confidence level.  alpha: phase-length parameter (0.1 as in Soare et al. and seed 001).
