@@ -163,8 +163,10 @@ class RAGE(Algorithm):
         kw = dict(tol=self.design_tol, max_iters=self.design_iters, method=self.design_method)
         cached = instance_cache(instance)
         if self.compact:
-            # round 1 comes from the cache when there is one: no lane needs a solve then
+            # round 1 comes from the cache when there is one: no lane needs a solve then; nor
+            # does a finished state (one item left), which the engine may hold in an idle lane
             need = state.active if cached is None else state.active & (state.phase > 1)
+            need = need & (jnp.sum(state.active) > 1)
             alloc, rho = compacted_xy_design(X, Z, need, state.design, arm_mask=instance.arm_mask, **kw)
         else:
             sol = design.xy_allocation(X, Z, item_mask=state.active, arm_mask=instance.arm_mask, init=state.design, **kw)
