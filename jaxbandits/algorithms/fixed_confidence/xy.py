@@ -405,7 +405,8 @@ def _lazy_ties(key: jax.Array, K: int, S: int, dtype):
     """(pick, initial carry) breaking ties with the step's :func:`_tie_table`, drawn (a branch) at
     the first pull where some lane has two candidates, at most once per step and only for the lanes
     that tie: ties are rare (on Soare's instance a few dozen pulls at the start of a replication,
-    in ~10^5; a lane the engine holds idle on a fresh state ties in every step)."""
+    in ~10^5; a lane on a fresh state, such as one a run with fewer replications than lanes leaves
+    idle, ties in every step)."""
     def pick(i, cand, tb):
         table, have = tb
         need = (jnp.sum(cand) > 1) & ~have
@@ -554,14 +555,9 @@ class XYAdaptive(Algorithm):
             if draws_at_exact("uniform", jnp.dtype(X.dtype).name):
                 def pick(i, cand, tb):
                     return _tie_draw(k_ties, i, cand, S, X.dtype), tb
-                tb0 = ()
+                counts, n, rho, going = _greedy_pulls(H, pair_on, bar, arm_ok, carry0, pick, (), S)
             else:
-                table = _tie_table(k_ties, K, S, X.dtype)
-
-                def pick(i, cand, tb):
-                    return jnp.argmax(jnp.where(cand, table[i], -1.0)), tb
-                tb0 = ()
-            counts, n, rho, going = _greedy_pulls(H, pair_on, bar, arm_ok, carry0, pick, tb0, S)
+                counts, n, rho, going = _greedy_pulls_all_pairs(H, pair_on, bar, arm_ok, carry0, k_ties, S)
         else:
             # On a CPU the pulls of a lane with one active pair (two active items: 99.98 % of the
             # pulls on Soare's instance) read only the columns of G and of that pair: H narrowed to
