@@ -142,16 +142,18 @@ def test_engine_releases_programs_before_the_mapping_limit_instead_of_restarting
 
     if programs.mapping_usage() is None:
         pytest.skip("no /proc/self/maps")
-    # (the K = 3 program may come from an earlier test: the engine then holds more programs, and
-    # the release below drops them all the same)
+    # start from an empty cache: an earlier test in this process may have compiled any of these
+    # programs, and a cache hit compiles nothing (nothing to release before)
+    programs.release()
     ctx = _runner.Context("t", None, 3, tmp_path, quick=True, quiet=True)
     ctx.simulate(dict(alg="uniform", delta=0.1), UniformGLR(delta=0.1), _inst(), 8, 10**5)
     ctx.simulate(dict(alg="uniform", K=5), UniformGLR(delta=0.1), _inst(K=5), 8, 10**5)
     held = programs.mapping_usage()[0]
     assert len(engine._RUNNERS) >= 2
-    releases = programs.releases()
+    releases, compiled = programs.releases(), engine.programs_compiled()
     monkeypatch.setenv("JAXBANDITS_MAX_MAP_COUNT", str(held))  # now past half the "limit"
     first = ctx.simulate(dict(alg="uniform", K=6), UniformGLR(delta=0.1), _inst(K=6), 8, 10**5)
+    assert engine.programs_compiled() == compiled + 1
     assert programs.releases() == releases + 1
     assert len(engine._RUNNERS) == 1  # only the program just compiled
     monkeypatch.delenv("JAXBANDITS_MAX_MAP_COUNT")
