@@ -30,8 +30,17 @@ Usage, on a machine with one GPU (each command at most 9 minutes; repeat it unti
     python benchmarks/devices.py run --out devices_h100 --platform cpu --total 500
     python benchmarks/devices.py table devices_h100
 
-``--only NAME ...`` restricts the rows, ``--quick`` shrinks the instances (LT&S K = 100) for a
-smoke test on a CPU.
+``--only NAME ...`` restricts the rows, ``--lanes`` with no value drops the lane sweep (default
+lanes only), ``--quick`` shrinks the instances (LT&S K = 100) for a smoke test on a CPU.
+
+A shorter lease (15 minutes, a start of one to two included) holds one command of about 9
+minutes: the four rows with targets first, each with room for its compile (70 s for LT&S at
+K = 1000 on an H100) and at least one wave (XY-adaptive's 22,600 steps per replication at about
+2 ms a step take over a minute), then the other rows at their default lanes::
+
+    python benchmarks/devices.py run --out devices_h100 --only "LT&S" RAGE m-LinGapE --lanes --total 300 --row-budget 140
+    python benchmarks/devices.py run --out devices_h100 --only XY-adaptive --lanes --total 200 --row-budget 200
+    python benchmarks/devices.py run --out devices_h100 --lanes --total 500 --row-budget 90
 """
 from __future__ import annotations
 
@@ -140,36 +149,48 @@ def environment() -> dict:
 
 
 def measure_row(w: Workload, platform: str, lanes: int | None, budget: float, min_reps: int, save=None) -> dict:
-    """Replications of ``w`` chunk by chunk (one program: the layout is fixed after the first
-    call) until ``min_reps`` are done or ``budget`` seconds are spent; ``save(row)`` receives the
-    row so far after every chunk (a row cut short by its time limit keeps what it measured)."""
+    """Replications of ``w`` chunk by chunk (one program: the layout is fixed by the first call)
+    until ``min_reps`` are done or ``budget`` seconds are spent; ``save(row)`` receives the row so
+    far after every chunk (a row cut short by its time limit keeps what it measured).
+
+    The first call runs one wave, a task on every lane: it compiles (timed apart) and measures at
+    once, where a lone first replication would hold every lane for a whole replication's steps
+    and measure nothing (22,600 steps for XY-adaptive on Soare d = 5).  Each later call runs as
+    many whole waves as the rate so far says fit in the budget left, and none when not one does.
+    """
     import jax
 
-    from jaxbandits.engine import simulate
-
     from jaxbandits import engine
+    from jaxbandits.engine import simulate
     from jaxbandits.instances.base import as_batch
 
     devices = jax.devices(platform)[:1]
     n_reps = max(min_reps, 1)
-    if lanes is None:  # the default for the whole row (the first call below runs one replication)
+    if lanes is None:  # the default for the whole row, as simulate would choose it for n_reps tasks
         with jaxbandits_precision():
             inst = w.algorithm.prepare(as_batch(w.instance))
             lanes = engine.choose_lanes(platform if platform == "cpu" else devices[0].platform,
                                         engine.lane_bytes(w.algorithm, inst), engine.free_memory(devices[0]),
                                         inst, tasks=n_reps)
     t_start = time.perf_counter()
-    done = wall = useful = lane_steps = compile_s = 0.0
-    samples, stopped, layout = [], [], None
+    done = wall = useful = lane_steps = compile_s = 0
+    samples, stopped, layout, row = [], [], None, None
     start = 0
     while start < n_reps:
-        per_call = layout.devices * layout.chunk_per_device if layout else 1
-        tasks = list(range(start, min(n_reps, start + max(per_call, 1))))
+        if layout is None:
+            count = min(n_reps, lanes)
+        else:
+            wave = min(lanes, n_reps - start)
+            fits = done / wall * (budget - (time.perf_counter() - t_start)) if wall else float("inf")
+            if fits < wave:
+                break
+            per_call = layout.devices * layout.chunk_per_device
+            count = min(n_reps - start, per_call, max(wave, int(fits) // lanes * lanes))
+        tasks = list(range(start, start + count))
         r = simulate(w.algorithm, w.instance, jax.random.key(1), n_reps, w.max_steps, record_pulls=False,
                      devices=devices, lanes=lanes, tasks=tasks)
-        if layout is None:  # the first call only compiles and runs one replication
-            layout = r.layout
-            lanes = r.lanes
+        if layout is None:
+            layout, lanes = r.layout, r.lanes
         compile_s += r.compile_time
         wall += r.wall_time
         useful += r.useful_steps
@@ -182,8 +203,6 @@ def measure_row(w: Workload, platform: str, lanes: int | None, budget: float, mi
                        time.perf_counter() - t_start > budget)
         if save is not None:
             save(row)
-        if time.perf_counter() - t_start > budget and done >= 2:
-            break
     return row
 
 
@@ -250,6 +269,11 @@ def row_main(args) -> int:
 def run_main(args) -> int:
     os.makedirs(args.out, exist_ok=True)
     t0 = time.perf_counter()
+    # the rows run in their own processes with this environment; this process only lists the
+    # workloads, on the CPU, so that it takes none of the accelerator's memory (a process that
+    # touches a GPU reserves most of its memory, leaving the rows a fraction)
+    row_env = dict(os.environ)
+    os.environ["JAX_PLATFORMS"] = "cpu"
     todo = []
     for w in workloads(args.quick):
         if args.only and not any(s.lower() in w.name.lower() for s in args.only):
@@ -266,7 +290,7 @@ def run_main(args) -> int:
         cmd = [sys.executable, os.path.abspath(__file__), "row", name, "--out", args.out, "--platform", args.platform,
                "--budget", str(args.row_budget * 0.6)] + (["--lanes", str(lanes)] if lanes else []) + (
             ["--quick"] if args.quick else [])
-        env = dict(os.environ)
+        env = dict(row_env)
         if args.platform == "cpu":
             env["JAX_PLATFORMS"] = "cpu"
         t = time.perf_counter()
