@@ -170,7 +170,8 @@ def measure_row(w: Workload, platform: str, lanes: int | None, budget: float, mi
         with jaxbandits_precision():
             inst = w.algorithm.prepare(as_batch(w.instance))
             lanes = engine.choose_lanes(platform if platform == "cpu" else devices[0].platform,
-                                        engine.lane_bytes(w.algorithm, inst), engine.free_memory(devices[0]),
+                                        engine.lane_bytes(w.algorithm, inst, devices[0].platform),
+                                        engine.free_memory(devices[0]),
                                         inst, tasks=n_reps)
     t_start = time.perf_counter()
     done = wall = useful = lane_steps = compile_s = 0

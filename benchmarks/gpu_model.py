@@ -273,7 +273,7 @@ def compile_for_h100(w, lanes: int | None, n_tasks: int):
     sh = jax.sharding.SingleDeviceSharding(dev)
     alg = w.algorithm
     inst = alg.prepare(as_batch(w.instance))
-    bpl = engine.lane_bytes(alg, inst)
+    bpl = engine.lane_bytes(alg, inst, "gpu")
     try:
         L80 = engine.choose_lanes("gpu", bpl, H100_FREE_BYTES, inst, tasks=n_tasks)
     except TypeError:  # a layout policy without task buckets

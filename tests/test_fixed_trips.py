@@ -142,3 +142,46 @@ def test_fixed_trips_below_the_iteration_cap_is_refused():
             minimax.oracle_allocation(X, X, theta, max_iters=20, fixed_trips=bad)
     with pytest.raises(ValueError, match="got 10"):   # below the default cap of 2,000 iterations
         minimax.oracle_allocation(X, X, theta, fixed_trips=10)
+
+
+def test_lts_paused_solves_give_the_one_step_update_runs(monkeypatch):
+    """Under the accelerator policy an LT&S lane pauses for its allocation update
+    (``FW_TRIPS_PER_STEP`` Frank-Wolfe iterations per step, no round played until the run ends)
+    instead of solving within the step: the pulls, stopping times and answers are those of the
+    CPU's one-step update, replication by replication, for the paper's text, the released code,
+    no averaging and elimination at sampling, and on a padded instance (K = 13 in the bucket 16);
+    only the engine's step counts grow, by the paused steps."""
+    from jaxbandits import batching, engine
+    from jaxbandits.algorithms import Eliminate, LazyTrackAndStop
+    from jaxbandits.instances.base import Buckets
+    from jaxbandits.instances import seeds
+
+    real = batching.solve_for
+    key = jax.random.key(0)
+    cases = [(LazyTrackAndStop.paper(delta=0.1), seeds.many_arms_code(key, 12), None),
+             (LazyTrackAndStop.released_code(delta=0.1), seeds.many_arms_code(key, 13), Buckets()),
+             (LazyTrackAndStop(averaging=False, delta=0.1), seeds.many_arms_code(key, 12), None),
+             (Eliminate(LazyTrackAndStop(delta=0.1), at_sampling=True), seeds.many_arms_code(key, 12), None)]
+    for alg, inst, buckets in cases:
+        runs = {}
+        for platform in ("cpu", "gpu"):
+            monkeypatch.setattr(batching, "solve_for", lambda _, lanes, p=platform: real(p, lanes))
+            runs[platform] = engine.simulate(alg, inst, jax.random.key(1), 16, 10**6, record_pulls=True, lanes=8,
+                                             buckets=buckets)
+        cpu, gpu = runs["cpu"], runs["gpu"]
+        assert not cpu.layout.batched_solve and gpu.layout.batched_solve
+        np.testing.assert_array_equal(gpu.samples, cpu.samples)
+        np.testing.assert_array_equal(gpu.answer, cpu.answer)
+        np.testing.assert_array_equal(gpu.pulls, cpu.pulls)
+        np.testing.assert_array_equal(cpu.steps, cpu.samples)
+        # every run pauses: several updates per run, each solve longer than one step's iterations
+        assert np.all(gpu.steps > gpu.samples), (gpu.steps - gpu.samples)
+    # max_steps caps rounds, not steps: capped runs end at the same round under both policies
+    alg, inst, _ = cases[1]
+    capped = {}
+    for platform in ("cpu", "gpu"):
+        monkeypatch.setattr(batching, "solve_for", lambda _, lanes, p=platform: real(p, lanes))
+        capped[platform] = engine.simulate(alg, inst, jax.random.key(1), 16, 150, record_pulls=True, lanes=8)
+    assert not np.all(capped["cpu"].stopped) and np.all(capped["cpu"].samples <= 150)
+    np.testing.assert_array_equal(capped["gpu"].samples, capped["cpu"].samples)
+    np.testing.assert_array_equal(capped["gpu"].pulls, capped["cpu"].pulls)

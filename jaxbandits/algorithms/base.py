@@ -168,6 +168,14 @@ class Algorithm:
         raise NotImplementedError
 
     # -- defaults ------------------------------------------------------------------------------
+    def rounds(self, state: Any, steps: jax.Array) -> jax.Array:
+        """The rounds a replication has completed after ``steps`` engine steps: the index the engine
+        folds into the replication's run key for its next step, and the count ``max_steps`` caps.
+        Default: one round per step.  An algorithm whose step may play no round (LT&S pausing a
+        lane while its allocation solve runs, under the accelerator policy) returns its own count,
+        so its keys, hence its results, do not depend on how many steps it paused."""
+        return steps
+
     def prepare(self, instances: Instance) -> Instance:
         """Per-instance work shared by every replication, done once per run by the engine.
 
@@ -291,6 +299,9 @@ class Wrapper(Algorithm):
 
     def done(self, state: Any) -> jax.Array:
         return self.wrapped.done(state)
+
+    def rounds(self, state: Any, steps: jax.Array) -> jax.Array:
+        return self.wrapped.rounds(state, steps)
 
     def outcome(self, state: Any, instance: Instance) -> Outcome:
         return self.wrapped.outcome(state, instance)

@@ -40,7 +40,8 @@ def final_states(algorithm: Algorithm, instance: Instance, key: jax.Array, n: in
     """The algorithm states at the end of ``n`` replications on one instance, batched on the
     leading axis: what a run did beyond its :class:`Results` row (active sets, eliminated arms,
     a solver's certificate).  Replication i uses ``fold_in(key, i)`` split into its init and run
-    keys, and step t of it ``fold_in(run_key, t)``, as :func:`simulate` does: with
+    keys, and the step after t rounds ``fold_in(run_key, t)`` (``algorithm.rounds``: t is the step
+    count unless the algorithm says otherwise), as :func:`simulate` does: with
     ``key = fold_in(k, 0)`` these are the replications of ``simulate(algorithm, instance, k, ...)``.
     ``prepare`` runs first, as in the engine.  One vmapped ``while_loop``: every replication runs
     until the slowest stops (or ``max_steps``), so this is for inspection, not for throughput.
@@ -63,9 +64,9 @@ def _final_states(static: Algorithm, n: int, dynamic: dict, instance: Instance, 
 
         def body(c):
             s, t = c
-            return algorithm.step(jax.random.fold_in(k_run, t), s, inst), t + 1
+            return algorithm.step(jax.random.fold_in(k_run, algorithm.rounds(s, t)), s, inst), t + 1
 
-        s, _ = jax.lax.while_loop(lambda c: ~algorithm.done(c[0]) & (c[1] < max_steps), body,
+        s, _ = jax.lax.while_loop(lambda c: ~algorithm.done(c[0]) & (algorithm.rounds(*c) < max_steps), body,
                                   (algorithm.init(k_init, inst), jnp.int32(0)))
         return s
 
@@ -143,7 +144,7 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
         m, eps = algorithm.top_m, algorithm.slack
 
         def step_lane(lane: Lane):
-            k = jax.random.fold_in(lane.key, lane.steps)
+            k = jax.random.fold_in(lane.key, algorithm.rounds(lane.state, lane.steps))
             return algorithm.step(k, lane.state, instance_at(instances, lane.inst))
 
         def cond(carry):
@@ -177,12 +178,12 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
             return lanes_, jnp.minimum(nxt + jnp.sum(free, dtype=nxt.dtype), C), out
 
         def advance(lanes_: Lane) -> Lane:
-            """One step of every active lane; lanes that stop or reach max_steps finish."""
+            """One step of every active lane; lanes that stop or complete max_steps rounds finish."""
             new_state = jax.vmap(step_lane)(lanes_)
             state = _select(lanes_.active, new_state, lanes_.state)
             steps = lanes_.steps + lanes_.active.astype(jnp.int32)
             stop = jax.vmap(algorithm.done)(state)
-            fin = lanes_.active & (stop | (steps >= max_steps))
+            fin = lanes_.active & (stop | (jax.vmap(algorithm.rounds)(state, steps) >= max_steps))
             return lanes_._replace(state=state, steps=steps, active=lanes_.active & ~fin,
                                    finished=lanes_.finished | fin)
 

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxbandits import batching
 from jaxbandits.algorithms.base import Algorithm
 from jaxbandits.engine.lanes import instance_at
 from jaxbandits.instances.base import Instance
@@ -87,12 +88,15 @@ def free_memory(device) -> int | None:
     return None
 
 
-def lane_bytes(algorithm: Algorithm, instances: Instance) -> int:
-    """Bytes one lane carries: the algorithm state (from its shapes, ``jax.eval_shape``, nothing
-    is computed), the lane's bookkeeping, and, with several instances, the instance a lane gathers
-    each step.  Instances themselves are shared by all lanes, never copied per lane."""
+def lane_bytes(algorithm: Algorithm, instances: Instance, platform: str = "cpu") -> int:
+    """Bytes one lane carries on ``platform``: the algorithm state (from its shapes,
+    ``jax.eval_shape`` under the platform's solve policy, as the engine traces it: a state may
+    depend on it, e.g. LT&S's paused Frank-Wolfe runs; nothing is computed), the lane's
+    bookkeeping, and, with several instances, the instance a lane gathers each step.  Instances
+    themselves are shared by all lanes, never copied per lane."""
     one = instance_at(instances, jnp.zeros((), jnp.int32))
-    st = jax.eval_shape(algorithm.init, jax.random.key(0), one)
+    with batching.policy(batching.solve_for(platform, 1)):
+        st = jax.eval_shape(algorithm.init, jax.random.key(0), one)
     nbytes = sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(st))
     K, M = instances.num_arms, instances.num_items
     nbytes += 8 * (K + M) + 64

@@ -106,7 +106,7 @@ def _plan_and_compile(algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, 
     D = len(devices)
     platform = getattr(devices[0], "platform", "cpu")
     free = free_memory(devices[0])
-    bpl = lane_bytes(algorithm, inst)
+    bpl = lane_bytes(algorithm, inst, platform)
     L = int(lanes) if lanes else choose_lanes(platform, bpl, free, inst, tasks=-(-max(1, n_tasks) // D))
     # per-task output buffers ([C, M] answers, [C, K] pulls) stay within a tenth of free memory
     out_bytes = inst.num_items + (8 * inst.num_arms if record_pulls else 0) + 32

@@ -215,6 +215,9 @@ class Eliminate(Wrapper):
     def done(self, state: EliminationState) -> jax.Array:
         return self.base.done(state.base) | state.stopped
 
+    def rounds(self, state: EliminationState, steps: jax.Array) -> jax.Array:
+        return self.base.rounds(state.base, steps)
+
     def outcome(self, state: EliminationState, instance: Instance) -> Outcome:
         oc = self.base.outcome(state.base, instance)
         own = state.stopped & ~self.base.done(state.base)

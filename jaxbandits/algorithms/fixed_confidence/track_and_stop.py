@@ -80,10 +80,12 @@ buffer, solves only those, and scatters the results back; steps where no lane up
 ``jnp.any``.  The released code's Frank-Wolfe (``method="paper"``) runs as
 :func:`paper_frank_wolfe`: the iterates of the general solver at O(K d + M d^2) per iteration
 (Sherman-Morrison, lazily scaled weights, O(1) stopping test).  Under the accelerator policy
-(:func:`jaxbandits.batching.current_policy`) its iterations run in loops of trip counts known at
-compile time, with the ``while_loop``'s iterates (:func:`_fixed_trip_run`: ``FIXED_FW_TRIPS``
-on every solving lane, then stages up to ``max_iters`` for the runs still going), and the
-smooth solver's chunks as a fixed-trip loop; on a CPU both keep their ``while_loop``.  A round
+(:func:`jaxbandits.batching.current_policy`) a lane pauses for its update instead: the run goes
+``FW_TRIPS_PER_STEP`` iterations per step, carried in the state, and the lane plays no round
+until it ends (:meth:`LazyTrackAndStop._paused_update`; the same pulls and stopping times, the
+keys following :meth:`LazyTrackAndStop.rounds`), so no step waits for the slowest solve of the
+lanes; the smooth solver's chunks run as a fixed-trip loop; on a CPU both keep their
+``while_loop`` within the step.  A round
 costs O(K + M d^2 + d^3): the tracking argmin over K, the GLR statistic as fused elementwise sums
 over the M items (no batched matrix products), closed forms of A_t^-1, lambda_min and the
 log-determinant when d = 2 (batched LAPACK calls on 2 x 2 matrices cost more than the rest of a
@@ -163,8 +165,13 @@ def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters:
 
 _REFACTOR = 32  # Frank-Wolfe iterations between exact refactorisations of A(lambda)^-1
 
-#: Frank-Wolfe iterations every solve runs under the accelerator policy before the runs still going
-#: continue on the lanes that need them (a multiple of ``_REFACTOR``).  On the many-arms instance
+#: Frank-Wolfe iterations per step of a lane paused for its allocation update under the
+#: accelerator policy (``LazyTrackAndStop._paused_update``; a multiple of ``_REFACTOR``)
+FW_TRIPS_PER_STEP = 32
+
+#: Frank-Wolfe iterations every solve of ``paper_frank_wolfe(fixed_trips=True)`` (its default under
+#: the accelerator policy, outside LT&S's step, which pauses instead) runs before the runs still
+#: going continue on the lanes that need them (a multiple of ``_REFACTOR``).  On the many-arms instance
 #: of the released code (``seeds.many_arms_code``) at K = 1000, 4,096 solves from uniform at
 #: plug-in parameters of rounds 2 to 512 stopped after 112 / 208 / 229 / 247 iterations (median /
 #: p99 / p99.9 / max)
@@ -201,23 +208,42 @@ def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mas
     get weight 0 and are never the Frank-Wolfe vertex; masked items give no direction.
     """
     X = jnp.asarray(X)
-    dtype = X.dtype
-    K, d = X.shape
-    mask = jnp.ones((K,), bool) if arm_mask is None else arm_mask
-    item_mask = jnp.ones((Z.shape[0],), bool) if item_mask is None else item_mask
-    Y, ym = oracle_directions(Z, theta, item_mask)
-    ia, ib = jnp.triu_indices(d)
-    Yq = Y[:, ia] * Y[:, ib] * jnp.where(ia == ib, 1.0, 2.0).astype(dtype)
-    lam0 = initial_design(mask, init, dtype)
-    A0 = design_matrix(lam0, X)
-    st0 = (lam0, jnp.ones((), dtype), jnp.sum(lam0 * lam0), A0, _exact_inverse(A0), jnp.zeros((), jnp.int32),
-           jnp.asarray(jnp.inf, dtype))
+    Y, Yq, ym = _fw_directions(Z, theta, item_mask, X.dtype)
+    st0 = _fw_start(X, init, arm_mask)
     fixed = current_policy().batched if fixed_trips is None else bool(fixed_trips)
     if fixed:
         v, c, *_ = _fixed_trip_run(X, Y, Yq, ym, arm_mask, st0, int(max_iters), int(first_trips))
     else:
         v, c, *_ = jax.lax.while_loop(lambda st: _fw_running(st, max_iters),
                                       lambda st: _fw_body(X, Y, Yq, ym, arm_mask, st, None), st0)
+    return _fw_allocation(X, v, c)
+
+
+def _fw_directions(Z, theta, item_mask, dtype):
+    """(Y, Yq, ym): the directions z* - z of ``theta`` scaled by their gaps, their products
+    y_a y_b over the upper triangle (off-diagonal doubled), and the items that give one."""
+    item_mask = jnp.ones((Z.shape[0],), bool) if item_mask is None else item_mask
+    Y, ym = oracle_directions(Z, theta, item_mask)
+    d = Y.shape[1]
+    ia, ib = jnp.triu_indices(d)
+    Yq = Y[:, ia] * Y[:, ib] * jnp.where(ia == ib, 1.0, 2.0).astype(dtype)
+    return Y, Yq, ym
+
+
+def _fw_start(X, init, arm_mask):
+    """The Frank-Wolfe state (v, c, ||lambda||^2, A, A^-1, k, relative change) at ``init`` (None:
+    uniform over the unmasked arms)."""
+    dtype = X.dtype
+    mask = jnp.ones((X.shape[0],), bool) if arm_mask is None else arm_mask
+    lam0 = initial_design(mask, init, dtype)
+    A0 = design_matrix(lam0, X)
+    return (lam0, jnp.ones((), dtype), jnp.sum(lam0 * lam0), A0, _exact_inverse(A0), jnp.zeros((), jnp.int32),
+            jnp.asarray(jnp.inf, dtype))
+
+
+def _fw_allocation(X, v, c):
+    """App F's end of a run: weights < 1e-5 set to 0 and renormalised unless that loses
+    invertibility."""
     lam = c * v
     thr = jnp.where(lam < 1e-5, 0.0, lam)
     thr = thr / jnp.sum(thr)
@@ -337,6 +363,25 @@ class LTSState(NamedTuple):
     n_forced: jax.Array     # diagnostics: forced rounds, allocation updates,
     n_updates: jax.Array
     w_shift: jax.Array      # sum over the updates after the first of ||w(t) - w(t - 1)||_1
+    solve: "FWCarry"        # a Frank-Wolfe run carried across steps (paused lanes; see step_masked)
+
+
+class FWCarry(NamedTuple):
+    """The released code's Frank-Wolfe (:func:`paper_frank_wolfe`) between two steps of a lane
+    paused for its allocation update (``LazyTrackAndStop.step_masked`` under the accelerator
+    policy).  Outside such a run ``on`` is False and the rest is unused.  ``v`` has K entries
+    under the accelerator policy and none under the CPU's, where no lane pauses: ``init`` and
+    ``step`` are traced under the same policy (the engine does; so does
+    :func:`jaxbandits.engine.lane_bytes` for the platform)."""
+    v: jax.Array            # raw weights [K] (lambda = c v)
+    c: jax.Array
+    n2: jax.Array           # ||lambda||^2
+    A: jax.Array            # A(lambda) [d, d]
+    Ainv: jax.Array
+    k: jax.Array            # iterations run
+    rel: jax.Array          # last relative change of lambda
+    theta: jax.Array        # the plug-in parameter solved for [d]
+    on: jax.Array           # a run is in progress: the lane plays no round
 
 
 @dataclasses.dataclass(frozen=True)
@@ -468,7 +513,24 @@ class LazyTrackAndStop(Algorithm):
             w=instance.valid_arms().astype(X.dtype) / instance.true_num_arms(), cum_base=jnp.zeros((K,), X.dtype), t_base=i32(0), forced_arms=A0,
             prior=G0 if self.a0_prior else jnp.zeros((d, d), X.dtype),
             c0=c0, i0=i32(0), next_update=i32(max(first, 1)), best=i32(0),
-            stopped=jnp.zeros((), bool), n_forced=i32(0), n_updates=i32(0), w_shift=jnp.zeros((), X.dtype))
+            stopped=jnp.zeros((), bool), n_forced=i32(0), n_updates=i32(0), w_shift=jnp.zeros((), X.dtype),
+            solve=FWCarry(jnp.zeros((K if self._pauses() else 0,), X.dtype), jnp.ones((), X.dtype),
+                          jnp.zeros((), X.dtype), jnp.zeros((d, d), X.dtype), jnp.zeros((d, d), X.dtype), i32(0),
+                          jnp.zeros((), X.dtype), jnp.zeros((d,), X.dtype), jnp.zeros((), bool)))
+
+    def _pauses(self) -> bool:
+        """Whether a lane pauses for its allocation update (``FW_TRIPS_PER_STEP`` Frank-Wolfe
+        iterations per step, no round played until the run ends) instead of running the whole
+        solve in one step: the released code's Frank-Wolfe under the accelerator policy, where a
+        step costs its kernel launches and a whole solve would make every lane's step wait for
+        the slowest of the lanes that solve in it."""
+        return self.method == "paper" and current_policy().batched
+
+    def rounds(self, state: LTSState, steps: jax.Array) -> jax.Array:
+        """Rounds played, counting the round whose allocation update is still running as not yet
+        complete: the engine's key index and ``max_steps`` count, the same whether lanes pause
+        or not."""
+        return state.t - state.solve.on.astype(state.t.dtype)
 
     def step(self, key, state: LTSState, instance: Instance) -> LTSState:
         return self.step_masked(key, state, instance, jnp.ones((instance.num_items,), bool))
@@ -568,17 +630,75 @@ class LazyTrackAndStop(Algorithm):
             shift = shift + jnp.where(nu > 0, jnp.sum(jnp.abs(new - w)), 0.0)
             return new, base, tb, shift
 
+        nxt = jnp.where(t1 == state.next_update, self._next(t1), state.next_update)
+        if self._pauses():
+            return self._paused_update(state, instance, active, LTSState(
+                stats=stats, t=t1, lmin=lmin, w=state.w, cum_base=state.cum_base, t_base=state.t_base,
+                forced_arms=state.forced_arms, prior=state.prior, c0=state.c0, i0=i0, next_update=nxt,
+                best=best.astype(jnp.int32), stopped=stop,
+                n_forced=state.n_forced + forced.astype(jnp.int32),
+                n_updates=state.n_updates + upd.astype(jnp.int32), w_shift=state.w_shift, solve=state.solve),
+                theta, upd)
         w, cum_base, t_base, w_shift = solve_where(
             upd, update, (X, Z, theta, state.w, state.cum_base, state.t_base, t1, state.w_shift, state.n_updates,
                           (instance.arm_mask, item_mask)),
             (state.w, state.cum_base, state.t_base, state.w_shift), self.solve_capacity)
-        nxt = jnp.where(t1 == state.next_update, self._next(t1), state.next_update)
         return LTSState(
             stats=stats, t=t1, lmin=lmin, w=w, cum_base=cum_base, t_base=t_base,
             forced_arms=state.forced_arms, prior=state.prior, c0=state.c0, i0=i0, next_update=nxt,
             best=best.astype(jnp.int32), stopped=stop,
             n_forced=state.n_forced + forced.astype(jnp.int32),
-            n_updates=state.n_updates + upd.astype(jnp.int32), w_shift=w_shift)
+            n_updates=state.n_updates + upd.astype(jnp.int32), w_shift=w_shift, solve=state.solve)
+
+    def _paused_update(self, state: LTSState, instance: Instance, active, played: LTSState, theta, upd):
+        """The allocation update of a step under the accelerator policy (:meth:`_pauses`): a lane
+        whose round triggers an update starts the released code's Frank-Wolfe and runs
+        ``FW_TRIPS_PER_STEP`` iterations of it; a lane whose run is still going plays no round
+        (``played`` is dropped, its state stays) and runs the next ``FW_TRIPS_PER_STEP``; a run
+        that ends sets w(t) as the one-step update would, for the round that started it.  No round
+        is played while w(t) is pending, so the pulls, the stopping time and the answer are those
+        of the one-step update (the keys follow :meth:`rounds`); what changes is the number of
+        engine steps (``Results.steps``; about max_iters / ``FW_TRIPS_PER_STEP`` more per update
+        at most, 113 / 32 at the median of the released code's K = 1000 instance)."""
+        X, Z = instance.arms, instance.items
+        dtype = X.dtype
+        old = state.solve
+        paused = old.on
+        start = upd & ~paused
+        go = start | paused
+        theta_s = jnp.where(paused, old.theta, theta)
+        best_s = jnp.where(paused, state.best, played.best)
+        item_mask = active | (jnp.arange(Z.shape[0]) == best_s)
+        if instance.item_mask is not None:
+            item_mask = item_mask & instance.item_mask
+        max_iters = int(self.max_iters)
+        carry = (old.v, old.c, old.n2, old.A, old.Ainv, old.k, old.rel)
+
+        def advance(X, Z, theta_s, w, carry, start, masks):  # no closed-over tracers (custom_vmap)
+            arm_mask, item_mask = masks
+            Y, Yq, ym = _fw_directions(Z, theta_s, item_mask, dtype)
+            fresh = _fw_start(X, w if self.warm_start else None, arm_mask)
+            st = tuple(jnp.where(start, a, b) for a, b in zip(fresh, carry))
+            st = _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, FW_TRIPS_PER_STEP // _REFACTOR)
+            return st, _fw_running(st, max_iters), _fw_allocation(X, st[0], st[1])
+
+        st, running, new = solve_where(
+            go, advance, (X, Z, theta_s, state.w, carry, start, (instance.arm_mask, item_mask)),
+            (carry, jnp.zeros((), bool), state.w), self.solve_capacity)
+        fin = go & ~running
+        # as the one-step update: a failed solve keeps the previous allocation; sum_{s <= t - 1} w(s)
+        # with the old w, then w(t) = new, t the round that started the run
+        new = jnp.where(jnp.all(jnp.isfinite(new)) & (jnp.sum(new) > 0), new, state.w)
+        t_s = jnp.where(paused, state.t, played.t)
+        nu = jnp.where(paused, state.n_updates - 1, state.n_updates)  # updates before this one
+        shift = state.w_shift + jnp.where(nu > 0, jnp.sum(jnp.abs(new - state.w)), 0.0)
+        base = state.cum_base + (t_s - 1 - state.t_base).astype(dtype) * state.w
+        keep = lambda a, b: jax.tree.map(lambda x, y: jnp.where(paused, y, x), a, b)
+        out = keep(played, state)
+        return out._replace(
+            w=jnp.where(fin, new, state.w), cum_base=jnp.where(fin, base, state.cum_base),
+            t_base=jnp.where(fin, t_s - 1, state.t_base), w_shift=jnp.where(fin, shift, state.w_shift),
+            solve=FWCarry(*st, theta_s, go & running))
 
     def done(self, state: LTSState) -> jax.Array:
         return state.stopped
