@@ -176,6 +176,12 @@ def test_lts_paused_solves_give_the_one_step_update_runs(monkeypatch):
         np.testing.assert_array_equal(cpu.steps, cpu.samples)
         # every run pauses: several updates per run, each solve longer than one step's iterations
         assert np.all(gpu.steps > gpu.samples), (gpu.steps - gpu.samples)
+        if buckets is None and isinstance(alg, LazyTrackAndStop) and alg.averaging and not alg.a0_prior:
+            # other lanes and steps per block: other buffers of paused lanes, the same runs
+            other = engine.simulate(alg, inst, jax.random.key(1), 16, 10**6, record_pulls=True, lanes=3,
+                                    block_steps=5)
+            np.testing.assert_array_equal(other.pulls, gpu.pulls)
+            np.testing.assert_array_equal(other.steps, gpu.steps)
     # max_steps caps rounds, not steps: capped runs end at the same round under both policies
     alg, inst, _ = cases[1]
     capped = {}
