@@ -33,14 +33,14 @@ Usage, on a machine with one GPU (each command at most 9 minutes; repeat it unti
 ``--only NAME ...`` restricts the rows, ``--lanes`` with no value drops the lane sweep (default
 lanes only), ``--quick`` shrinks the instances (LT&S K = 100) for a smoke test on a CPU.
 
-A shorter lease (15 minutes, a start of one to two included) holds one command of about 9
-minutes: the four rows with targets first, each with room for its compile (70 s for LT&S at
-K = 1000 on an H100) and at least one wave (XY-adaptive's 22,600 steps per replication at about
-2 ms a step take over a minute), then the other rows at their default lanes::
+In a lease of any length, one command does the rows in the order that matters (the rows with
+targets first, each with the time it needs, then every other row at its default lanes, then the
+lane sweep), writes ``table.md`` and ``rows.json`` (every row in one file) in ``--out``, and is
+repeated until it says "all rows done" (a 15-minute lease, a start of one to two minutes
+included, holds one command of about 9 minutes)::
 
-    python benchmarks/devices.py run --out devices_h100 --only "LT&S" RAGE m-LinGapE --lanes --total 300 --row-budget 140
-    python benchmarks/devices.py run --out devices_h100 --only XY-adaptive --lanes --total 200 --row-budget 200
-    python benchmarks/devices.py run --out devices_h100 --lanes --total 500 --row-budget 90
+    python benchmarks/devices.py lease --out devices_h100 --total 480
+
 """
 from __future__ import annotations
 
@@ -267,42 +267,48 @@ def row_main(args) -> int:
     return 0
 
 
-def run_main(args) -> int:
-    os.makedirs(args.out, exist_ok=True)
-    t0 = time.perf_counter()
-    # the rows run in their own processes with this environment; this process only lists the
-    # workloads, on the CPU, so that it takes none of the accelerator's memory (a process that
-    # touches a GPU reserves most of its memory, leaving the rows a fraction)
-    row_env = dict(os.environ)
+#: the rows with targets, first in a lease, and the seconds each needs on an H100 with defaults
+#: (compile + one wave at 16,384 lanes, measured 2026-11-26: LT&S compiles in 70 s, XY-adaptive's
+#: 17,600 steps per replication take about 2 ms each)
+PRIORITY = (("LT&S", 150.0), ("RAGE", 90.0), ("m-LinGapE", 60.0), ("XY-adaptive", 240.0))
+
+
+def _rows_env() -> dict:
+    """The environment of the row processes; this process then lists the workloads on the CPU,
+    so that it takes none of the accelerator's memory (a process that touches a GPU reserves most
+    of it, leaving the rows a fraction)."""
+    env = dict(os.environ)
     os.environ["JAX_PLATFORMS"] = "cpu"
-    todo = []
-    for w in workloads(args.quick):
-        if args.only and not any(s.lower() in w.name.lower() for s in args.only):
-            continue
-        sweep = [None] if args.platform == "cpu" else [None] + list(args.lanes)
-        todo += [(w.name, lanes) for lanes in sweep]
-    left = [(n, lanes) for n, lanes in todo if not os.path.exists(_row_path(args.out, n, args.platform, lanes))]
-    print(f"# {len(todo) - len(left)} of {len(todo)} rows already in {args.out}", flush=True)
-    for started, (name, lanes) in enumerate(left):
+    return env
+
+
+def _run_rows(todo, out: str, platform: str, quick: bool, total: float, env: dict) -> bool:
+    """Runs the rows of ``todo`` ((name, lanes, seconds) each) not yet in ``out``, each in its own
+    process with its time limit, until the next would end after ``total`` seconds; returns
+    whether every row is done."""
+    t0 = time.perf_counter()
+    left = [r for r in todo if not os.path.exists(_row_path(out, r[0], platform, r[1]))]
+    print(f"# {len(todo) - len(left)} of {len(todo)} rows already in {out}", flush=True)
+    for started, (name, lanes, budget) in enumerate(left):
         spent = time.perf_counter() - t0
-        if started and spent + args.row_budget > args.total:
+        if started and spent + budget > total:
             print(f"# time budget spent ({spent:.0f} s): run the same command again", flush=True)
-            return 0
-        cmd = [sys.executable, os.path.abspath(__file__), "row", name, "--out", args.out, "--platform", args.platform,
-               "--budget", str(args.row_budget * 0.6)] + (["--lanes", str(lanes)] if lanes else []) + (
-            ["--quick"] if args.quick else [])
-        env = dict(row_env)
-        if args.platform == "cpu":
-            env["JAX_PLATFORMS"] = "cpu"
+            return False
+        cmd = [sys.executable, os.path.abspath(__file__), "row", name, "--out", out, "--platform", platform,
+               "--budget", str(budget * 0.6)] + (["--lanes", str(lanes)] if lanes else []) + (
+            ["--quick"] if quick else [])
+        row_env = dict(env)
+        if platform == "cpu":
+            row_env["JAX_PLATFORMS"] = "cpu"
+        path = _row_path(out, name, platform, lanes)
         t = time.perf_counter()
         try:
-            subprocess.run(cmd, timeout=args.row_budget, env=env, check=False)
+            subprocess.run(cmd, timeout=budget, env=row_env, check=False)
         except subprocess.TimeoutExpired:  # a partial row (chunks done before the limit) is kept
-            if not os.path.exists(_row_path(args.out, name, args.platform, lanes)):
-                with open(_row_path(args.out, name, args.platform, lanes), "w") as f:
-                    json.dump(dict(name=name, platform=args.platform, lanes_asked=lanes,
-                                   error=f"timed out after {args.row_budget:.0f} s (compile + run)"), f)
-        path = _row_path(args.out, name, args.platform, lanes)
+            if not os.path.exists(path):
+                with open(path, "w") as f:
+                    json.dump(dict(name=name, platform=platform, lanes_asked=lanes,
+                                   error=f"timed out after {budget:.0f} s (compile + run)"), f)
         if os.path.exists(path):
             with open(path) as f:
                 r = json.load(f)
@@ -310,22 +316,69 @@ def run_main(args) -> int:
                                      f"{r['efficiency']:.2f}, peak {_mib(r['peak_bytes'])} MiB")
         else:
             msg = "no result (the process died)"
-        print(f"  {name} [{args.platform}, lanes {lanes or 'default'}] ({time.perf_counter() - t:.0f} s): {msg}",
+        print(f"  {name} [{platform}, lanes {lanes or 'default'}] ({time.perf_counter() - t:.0f} s): {msg}",
               flush=True)
     print("# all rows done", flush=True)
+    return True
+
+
+def _matches(name: str, patterns) -> bool:
+    return any(s.lower() in name.lower() for s in patterns)
+
+
+def run_main(args) -> int:
+    os.makedirs(args.out, exist_ok=True)
+    env = _rows_env()
+    todo = []
+    for w in workloads(args.quick):
+        if args.only and not _matches(w.name, args.only):
+            continue
+        sweep = [None] if args.platform == "cpu" else [None] + list(args.lanes)
+        todo += [(w.name, lanes, args.row_budget) for lanes in sweep]
+    _run_rows(todo, args.out, args.platform, args.quick, args.total, env)
     return 0
 
 
-def table_main(args) -> int:
+def lease_main(args) -> int:
+    """The whole table in the order a short lease wants it: the rows with targets (``PRIORITY``,
+    each with its own time limit), every other row at its default lanes, then the lane sweep;
+    ``table.md`` and ``rows.json`` (every row in one file) written in ``--out`` at the end."""
+    os.makedirs(args.out, exist_ok=True)
+    env = _rows_env()
+    names = [w.name for w in workloads(args.quick)]
+    budget = {n: next((b for k, b in PRIORITY if n.startswith(k)), args.row_budget) for n in names}
+    first = [n for k, _ in PRIORITY for n in names if n.startswith(k)]
+    todo = [(n, None, budget[n]) for n in first]
+    todo += [(n, None, args.row_budget) for n in names if n not in first]
+    if args.platform != "cpu":
+        todo += [(n, lanes, budget[n]) for n in first + [n for n in names if n not in first] for lanes in args.lanes]
+    done = _run_rows(todo, args.out, args.platform, args.quick, args.total, env)
+    rows = _read_rows(args.out)
+    with open(os.path.join(args.out, "rows.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    with open(os.path.join(args.out, "table.md"), "w") as f:
+        f.write(_table_text(rows) + "\n")
+    print(f"# {'all rows done' if done else 'rows left: run the same command again'}; "
+          f"{os.path.join(args.out, 'table.md')} and rows.json written", flush=True)
+    return 0
+
+
+def _read_rows(out: str) -> list[dict]:
     rows = []
-    for fn in sorted(os.listdir(args.out)):
-        if fn.endswith(".json"):
-            with open(os.path.join(args.out, fn)) as f:
+    for fn in sorted(os.listdir(out)):
+        if fn.endswith(".json") and "__" in fn:
+            with open(os.path.join(out, fn)) as f:
                 rows.append(json.load(f))
+    return rows
+
+
+def _table_text(rows: list[dict]) -> str:
     envs = {json.dumps(r.get("env", {}), sort_keys=True) for r in rows if r.get("env")}
-    for e in envs:
-        print("#", e)
-    print(table(rows))
+    return "\n".join([f"# {e}" for e in envs] + [table(rows)])
+
+
+def table_main(args) -> int:
+    print(_table_text(_read_rows(args.out)))
     return 0
 
 
@@ -340,7 +393,15 @@ def main(argv=None) -> int:
     r.add_argument("--total", type=float, default=500.0, help="stop starting rows after this many seconds")
     r.add_argument("--only", nargs="*", default=None, help="rows whose name contains one of these")
     r.add_argument("--quick", action="store_true", help="small instances: a smoke test on a CPU")
-    o = sub.add_parser("row", help="one row in this process (used by run)")
+    e = sub.add_parser("lease", help="every row, those with targets first, then the lane sweep; writes "
+                                     "table.md and rows.json in --out")
+    e.add_argument("--out", required=True)
+    e.add_argument("--platform", default="gpu", help="gpu (the accelerator) or cpu")
+    e.add_argument("--lanes", type=int, nargs="*", default=[4096, 65536], help="lane sweep (accelerator)")
+    e.add_argument("--row-budget", type=float, default=90.0, help="seconds per row without a target")
+    e.add_argument("--total", type=float, default=500.0, help="stop starting rows after this many seconds")
+    e.add_argument("--quick", action="store_true", help="small instances: a smoke test on a CPU")
+    o = sub.add_parser("row", help="one row in this process (used by run and lease)")
     o.add_argument("name")
     o.add_argument("--out", required=True)
     o.add_argument("--platform", default="gpu")
@@ -350,7 +411,7 @@ def main(argv=None) -> int:
     t = sub.add_parser("table", help="print the table of the rows in --out")
     t.add_argument("out")
     args = p.parse_args(argv)
-    return {"run": run_main, "row": row_main, "table": table_main}[args.cmd](args)
+    return {"run": run_main, "lease": lease_main, "row": row_main, "table": table_main}[args.cmd](args)
 
 
 if __name__ == "__main__":
