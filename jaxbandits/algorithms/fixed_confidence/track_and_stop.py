@@ -658,8 +658,9 @@ class LazyTrackAndStop(Algorithm):
         that ends sets w(t) as the one-step update would, for the round that started it.  No round
         is played while w(t) is pending, so the pulls, the stopping time and the answer are those
         of the one-step update (the keys follow :meth:`rounds`); what changes is the number of
-        engine steps (``Results.steps``; about max_iters / ``FW_TRIPS_PER_STEP`` more per update
-        at most, 113 / 32 at the median of the released code's K = 1000 instance)."""
+        engine steps (``Results.steps``): a run of n iterations adds ceil(n / 32) - 1 steps (3 at
+        the median of 112 on the released code's K = 1000 instance, 31 at most with
+        ``max_iters`` = 1000)."""
         X, Z = instance.arms, instance.items
         dtype = X.dtype
         old = state.solve
