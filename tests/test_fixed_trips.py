@@ -5,6 +5,8 @@ rounding run as loops of a fixed number of iterations (the iterations after the 
 holds leave the iterate unchanged); the trip counts are bounds the data-dependent loops never
 exceed, so the results are the same, bit for bit.
 """
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -146,7 +148,7 @@ def test_fixed_trips_below_the_iteration_cap_is_refused():
 
 def test_lts_paused_solves_give_the_one_step_update_runs(monkeypatch):
     """Under the accelerator policy an LT&S lane pauses for its allocation update
-    (``FW_TRIPS_PER_STEP`` Frank-Wolfe iterations per step, no round played until the run ends)
+    (``pause_trips`` Frank-Wolfe iterations per step, no round played until the run ends)
     instead of solving within the step: the pulls, stopping times and answers are those of the
     CPU's one-step update, replication by replication, for the paper's text, the released code,
     no averaging and elimination at sampling, and on a padded instance (K = 13 in the bucket 16);
@@ -182,6 +184,12 @@ def test_lts_paused_solves_give_the_one_step_update_runs(monkeypatch):
                                     block_steps=5)
             np.testing.assert_array_equal(other.pulls, gpu.pulls)
             np.testing.assert_array_equal(other.steps, gpu.steps)
+            # 8 iterations per paused step (the refactorisation of A^-1 then falls inside a step):
+            # the same runs in more steps
+            short = engine.simulate(dataclasses.replace(alg, pause_trips=8), inst, jax.random.key(1), 16, 10**6,
+                                    record_pulls=True, lanes=8)
+            np.testing.assert_array_equal(short.pulls, gpu.pulls)
+            assert np.all(short.steps >= gpu.steps) and np.any(short.steps > gpu.steps)
     # max_steps caps rounds, not steps: capped runs end at the same round under both policies
     alg, inst, _ = cases[1]
     capped = {}

@@ -72,6 +72,11 @@ def test_config_validation():
         LazyTrackAndStop(method="magic")
     with pytest.raises(ValueError):
         LazyTrackAndStop(delta=1.5).validate(small_instance())
+    for bad in (0, 12, 48, 2.0, True):
+        with pytest.raises(ValueError, match=r"pause_trips must be a positive divisor or multiple of 32, got"):
+            LazyTrackAndStop(pause_trips=bad)
+    for good in (1, 8, 32, 64):
+        LazyTrackAndStop(pause_trips=good)
 
 
 def test_delta_correct_and_above_lower_bound():

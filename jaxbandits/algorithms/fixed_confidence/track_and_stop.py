@@ -81,7 +81,7 @@ buffer, solves only those, and scatters the results back; steps where no lane up
 :func:`paper_frank_wolfe`: the iterates of the general solver at O(K d + M d^2) per iteration
 (Sherman-Morrison, lazily scaled weights, O(1) stopping test).  Under the accelerator policy
 (:func:`jaxbandits.batching.current_policy`) a lane pauses for its update instead: the run goes
-``FW_TRIPS_PER_STEP`` iterations per step, carried in the state, and the lane plays no round
+``pause_trips`` iterations per step, carried in the state, and the lane plays no round
 until it ends (:meth:`LazyTrackAndStop._paused_update`; the same pulls and stopping times, the
 keys following :meth:`LazyTrackAndStop.rounds`), so no step waits for the slowest solve of the
 lanes; the smooth solver's chunks run as a fixed-trip loop; on a CPU both keep their
@@ -164,10 +164,6 @@ def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters:
 
 
 _REFACTOR = 32  # Frank-Wolfe iterations between exact refactorisations of A(lambda)^-1
-
-#: Frank-Wolfe iterations per step of a lane paused for its allocation update under the
-#: accelerator policy (``LazyTrackAndStop._paused_update``; a multiple of ``_REFACTOR``)
-FW_TRIPS_PER_STEP = 32
 
 #: Frank-Wolfe iterations every solve of ``paper_frank_wolfe(fixed_trips=True)`` (its default under
 #: the accelerator policy, outside LT&S's step, which pauses instead) runs before the runs still
@@ -311,16 +307,30 @@ def _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters: int, blocks: int):
     """``blocks`` x ``_REFACTOR`` iterations of :func:`_fw_body`, those after App F's stop leaving
     the state unchanged; the state's k must be a multiple of ``_REFACTOR`` (or the run stopped),
     so the exact refactorisation is the last iteration of each block, as in the ``while_loop``."""
-    def masked(st, refactor):
-        go = _fw_running(st, max_iters)
-        new = _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go)
-        return (new[0],) + tuple(jnp.where(go, a, b) for a, b in zip(new[1:], st[1:]))
-
     def block(_, st):
-        st = jax.lax.fori_loop(0, _REFACTOR - 1, lambda _, s: masked(s, False), st)
-        return masked(st, True)
+        st = jax.lax.fori_loop(0, _REFACTOR - 1, lambda _, s: _fw_masked(X, Y, Yq, ym, arm_mask, s, max_iters,
+                                                                          False), st)
+        return _fw_masked(X, Y, Yq, ym, arm_mask, st, max_iters, True)
 
     return jax.lax.fori_loop(0, blocks, block, st)
+
+
+def _fw_masked(X, Y, Yq, ym, arm_mask, st, max_iters: int, refactor):
+    """One iteration of :func:`_fw_body` where App F's run goes on, the state unchanged after its
+    stop (the [K] weights receive a zero update rather than a select)."""
+    go = _fw_running(st, max_iters)
+    new = _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go)
+    return (new[0],) + tuple(jnp.where(go, a, b) for a, b in zip(new[1:], st[1:]))
+
+
+def _fw_trips(X, Y, Yq, ym, arm_mask, st, max_iters: int, trips: int):
+    """``trips`` iterations of App F's run from ``st`` (k a multiple of ``trips``), the state
+    unchanged after its stop: whole blocks of :func:`_fw_blocks` when ``trips`` is a multiple of
+    ``_REFACTOR``; for a divisor of it, masked iterations that refactorise A^-1 exactly where the
+    ``while_loop`` does (k + 1 a multiple of ``_REFACTOR``: a per-lane select under ``vmap``)."""
+    if trips % _REFACTOR == 0:
+        return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, trips // _REFACTOR)
+    return jax.lax.fori_loop(0, trips, lambda _, s: _fw_masked(X, Y, Yq, ym, arm_mask, s, max_iters, None), st)
 
 
 def _fixed_trip_run(X, Y, Yq, ym, arm_mask, st, max_iters: int, first_trips: int):
@@ -411,6 +421,10 @@ class LazyTrackAndStop(Algorithm):
       solve_capacity: lanes solved together by :func:`solve_where` under vmap (None: the
         device's policy, :mod:`jaxbandits.batching`: one at a time on CPU, all at once on an
         accelerator).
+      pause_trips: Frank-Wolfe iterations per step of a lane paused for its allocation update
+        under the accelerator policy (``method="paper"``; a divisor or a multiple of 32, the
+        refactorisation period of A^-1).  No result depends on it: fewer make a step cheaper and
+        a run longer in steps.
       sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`: the instance's
         Gaussian noise, 1/2 for Bernoulli rewards); enters the threshold of Prop 2 / eq. (9) only.
       threshold: "prop2" (Prop 2 / eq. (9), with ``u``, ``anytime`` and ``a0_prior``) or "log_t"
@@ -437,6 +451,7 @@ class LazyTrackAndStop(Algorithm):
     max_iters: int = 1000
     warm_start: bool = True
     solve_capacity: int | None = None
+    pause_trips: int = 32
     sigma: float | None = None
     threshold: str = "prop2"
 
@@ -467,6 +482,9 @@ class LazyTrackAndStop(Algorithm):
             raise ValueError(f"the exponential schedule needs factor > 1, got {self.factor}")
         if self.schedule == "periodic" and int(self.period) < 1:
             raise ValueError(f"period must be >= 1, got {self.period}")
+        trips = self.pause_trips
+        if not (isinstance(trips, int) and not isinstance(trips, bool) and trips >= 1 and (_REFACTOR % trips == 0 or trips % _REFACTOR == 0)):
+            raise ValueError(f"pause_trips must be a positive divisor or multiple of {_REFACTOR}, got {trips!r}")
 
     def validate(self, instance: Instance) -> None:
         """Also refuses reward models outside the paper's linear model (Sec 2: r = mu^T a + eta,
@@ -519,7 +537,7 @@ class LazyTrackAndStop(Algorithm):
                           jnp.zeros((), X.dtype), jnp.zeros((d,), X.dtype), jnp.zeros((), bool)))
 
     def _pauses(self) -> bool:
-        """Whether a lane pauses for its allocation update (``FW_TRIPS_PER_STEP`` Frank-Wolfe
+        """Whether a lane pauses for its allocation update (``pause_trips`` Frank-Wolfe
         iterations per step, no round played until the run ends) instead of running the whole
         solve in one step: the released code's Frank-Wolfe under the accelerator policy, where a
         step costs its kernel launches and a whole solve would make every lane's step wait for
@@ -653,8 +671,8 @@ class LazyTrackAndStop(Algorithm):
     def _paused_update(self, state: LTSState, instance: Instance, active, played: LTSState, theta, upd):
         """The allocation update of a step under the accelerator policy (:meth:`_pauses`): a lane
         whose round triggers an update starts the released code's Frank-Wolfe and runs
-        ``FW_TRIPS_PER_STEP`` iterations of it; a lane whose run is still going plays no round
-        (``played`` is dropped, its state stays) and runs the next ``FW_TRIPS_PER_STEP``; a run
+        ``pause_trips`` iterations of it; a lane whose run is still going plays no round
+        (``played`` is dropped, its state stays) and runs the next ``pause_trips``; a run
         that ends sets w(t) as the one-step update would, for the round that started it.  No round
         is played while w(t) is pending, so the pulls, the stopping time and the answer are those
         of the one-step update (the keys follow :meth:`rounds`); what changes is the number of
@@ -672,7 +690,7 @@ class LazyTrackAndStop(Algorithm):
         item_mask = active | (jnp.arange(Z.shape[0]) == best_s)
         if instance.item_mask is not None:
             item_mask = item_mask & instance.item_mask
-        max_iters = int(self.max_iters)
+        max_iters, trips = int(self.max_iters), int(self.pause_trips)
         carry = (old.v, old.c, old.n2, old.A, old.Ainv, old.k, old.rel)
 
         def advance(X, Z, theta_s, w, carry, start, masks):  # no closed-over tracers (custom_vmap)
@@ -680,7 +698,7 @@ class LazyTrackAndStop(Algorithm):
             Y, Yq, ym = _fw_directions(Z, theta_s, item_mask, dtype)
             fresh = _fw_start(X, w if self.warm_start else None, arm_mask)
             st = tuple(jnp.where(start, a, b) for a, b in zip(fresh, carry))
-            st = _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, FW_TRIPS_PER_STEP // _REFACTOR)
+            st = _fw_trips(X, Y, Yq, ym, arm_mask, st, max_iters, trips)
             return st, _fw_running(st, max_iters), _fw_allocation(X, st[0], st[1])
 
         st, running, new = solve_where(
