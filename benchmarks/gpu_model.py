@@ -99,13 +99,15 @@ BANDWIDTH = 0.8 * 3.35e12
 #: with 4 tasks per lane: 0.34 (RAGE), 0.57 (m-LinGapE), 0.61 (LT&S), docs/design.md 15.2
 EFFICIENCY = 0.9
 #: mean steps per replication where no CPU run is asked for (``--reps 0``): LT&S many-arms K = 1000
-#: without averaging (1,463: measured on an H100 over 65,536 replications, docs/design.md 15.2;
-#: the released code's configuration takes about 473), XY-adaptive and uniform + GLR (their step
+#: without averaging (1,605 steps: the 1,463 rounds measured on an H100 over 65,536 replications,
+#: docs/design.md 15.2, with the steps a lane paused for its solve adds, 1,535.6 per 1,399.5
+#: rounds under the accelerator policy at the default ``pause_trips`` = 8; the released code's
+#: configuration plays about 473 rounds), XY-adaptive and uniform + GLR (their step
 #: counts on these instances), m-LinGapE (measured here on the CPU, 2,000 replications).
 #: The others (2026-11-25, docs/design.md 7.8): the fixed-budget rows from ``--reps 8``, the rest
 #: from ``steps_per_rep(w, 1000)``; the first key a row's name starts with is taken, so
 #: "GSE logistic" precedes "GSE".
-STEPS_PER_REP = {"LT&S": 1_463.0, "XY-adaptive": 22_600.0, "uniform + GLR, sphere": 96_000.0, "m-LinGapE": 3_261.0,
+STEPS_PER_REP = {"LT&S": 1_605.0, "XY-adaptive": 22_600.0, "uniform + GLR, sphere": 96_000.0, "m-LinGapE": 3_261.0,
                  "RAGE": 13.72, "XY-static": 43.21, "XY-oracle": 112.27, "ALBA": 30.48, "Oracle": 112.27,
                  "LinGapE (top-1)": 4_479.6, "LinGIFA": 4_469.7, "LUCB": 14_032.5, "UGapE": 14_053.3,
                  "GSE logistic": 3.0, "GSE": 4.0, "OD-LinBAI": 4.0, "BayesGap": 304.0, "Peace": 4.0,

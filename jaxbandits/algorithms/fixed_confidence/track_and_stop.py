@@ -424,7 +424,8 @@ class LazyTrackAndStop(Algorithm):
       pause_trips: Frank-Wolfe iterations per step of a lane paused for its allocation update
         under the accelerator policy (``method="paper"``; a divisor or a multiple of 32, the
         refactorisation period of A^-1).  No result depends on it: fewer make a step cheaper and
-        a run longer in steps.
+        a run longer in steps (8: about half the predicted time per replication of 32 on an H100
+        at K = 1000, docs/design.md section 7.8).
       sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`: the instance's
         Gaussian noise, 1/2 for Bernoulli rewards); enters the threshold of Prop 2 / eq. (9) only.
       threshold: "prop2" (Prop 2 / eq. (9), with ``u``, ``anytime`` and ``a0_prior``) or "log_t"
@@ -451,7 +452,7 @@ class LazyTrackAndStop(Algorithm):
     max_iters: int = 1000
     warm_start: bool = True
     solve_capacity: int | None = None
-    pause_trips: int = 32
+    pause_trips: int = 8
     sigma: float | None = None
     threshold: str = "prop2"
 
@@ -676,9 +677,9 @@ class LazyTrackAndStop(Algorithm):
         that ends sets w(t) as the one-step update would, for the round that started it.  No round
         is played while w(t) is pending, so the pulls, the stopping time and the answer are those
         of the one-step update (the keys follow :meth:`rounds`); what changes is the number of
-        engine steps (``Results.steps``): a run of n iterations adds ceil(n / 32) - 1 steps (3 at
-        the median of 112 on the released code's K = 1000 instance, 31 at most with
-        ``max_iters`` = 1000)."""
+        engine steps (``Results.steps``): a run of n iterations adds ceil(n / ``pause_trips``) - 1
+        steps (13 at the median of 112 iterations on the released code's K = 1000 instance with
+        the default 8)."""
         X, Z = instance.arms, instance.items
         dtype = X.dtype
         old = state.solve
