@@ -150,8 +150,8 @@ def test_lts_paused_solves_give_the_one_step_update_runs(monkeypatch):
     """Under the accelerator policy an LT&S lane pauses for its allocation update
     (``pause_trips`` Frank-Wolfe iterations per step, no round played until the run ends)
     instead of solving within the step: the pulls, stopping times and answers are those of the
-    CPU's one-step update, replication by replication, for the paper's text, the released code,
-    no averaging and elimination at sampling, and on a padded instance (K = 13 in the bucket 16);
+    CPU's one-step update, replication by replication, for the paper's text, the released code
+    and elimination at sampling, and on a padded instance (K = 13 in the bucket 16);
     only the engine's step counts grow, by the paused steps."""
     from jaxbandits import batching, engine
     from jaxbandits.algorithms import Eliminate, LazyTrackAndStop
@@ -162,7 +162,6 @@ def test_lts_paused_solves_give_the_one_step_update_runs(monkeypatch):
     key = jax.random.key(0)
     cases = [(LazyTrackAndStop.paper(delta=0.1), seeds.many_arms_code(key, 12), None),
              (LazyTrackAndStop.released_code(delta=0.1), seeds.many_arms_code(key, 13), Buckets()),
-             (LazyTrackAndStop(averaging=False, delta=0.1), seeds.many_arms_code(key, 12), None),
              (Eliminate(LazyTrackAndStop(delta=0.1), at_sampling=True), seeds.many_arms_code(key, 12), None)]
     for alg, inst, buckets in cases:
         runs = {}
