@@ -650,24 +650,20 @@ class LazyTrackAndStop(Algorithm):
             return new, base, tb, shift
 
         nxt = jnp.where(t1 == state.next_update, self._next(t1), state.next_update)
+        # the round played, with the allocation (w, its cumulative sum, w_shift) not yet updated
+        played = LTSState(
+            stats=stats, t=t1, lmin=lmin, w=state.w, cum_base=state.cum_base, t_base=state.t_base,
+            forced_arms=state.forced_arms, prior=state.prior, c0=state.c0, i0=i0, next_update=nxt,
+            best=best.astype(jnp.int32), stopped=stop,
+            n_forced=state.n_forced + forced.astype(jnp.int32),
+            n_updates=state.n_updates + upd.astype(jnp.int32), w_shift=state.w_shift, solve=state.solve)
         if self._pauses():
-            return self._paused_update(state, instance, active, LTSState(
-                stats=stats, t=t1, lmin=lmin, w=state.w, cum_base=state.cum_base, t_base=state.t_base,
-                forced_arms=state.forced_arms, prior=state.prior, c0=state.c0, i0=i0, next_update=nxt,
-                best=best.astype(jnp.int32), stopped=stop,
-                n_forced=state.n_forced + forced.astype(jnp.int32),
-                n_updates=state.n_updates + upd.astype(jnp.int32), w_shift=state.w_shift, solve=state.solve),
-                theta, upd)
+            return self._paused_update(state, instance, active, played, theta, upd)
         w, cum_base, t_base, w_shift = solve_where(
             upd, update, (X, Z, theta, state.w, state.cum_base, state.t_base, t1, state.w_shift, state.n_updates,
                           (instance.arm_mask, item_mask)),
             (state.w, state.cum_base, state.t_base, state.w_shift), self.solve_capacity)
-        return LTSState(
-            stats=stats, t=t1, lmin=lmin, w=w, cum_base=cum_base, t_base=t_base,
-            forced_arms=state.forced_arms, prior=state.prior, c0=state.c0, i0=i0, next_update=nxt,
-            best=best.astype(jnp.int32), stopped=stop,
-            n_forced=state.n_forced + forced.astype(jnp.int32),
-            n_updates=state.n_updates + upd.astype(jnp.int32), w_shift=w_shift, solve=state.solve)
+        return played._replace(w=w, cum_base=cum_base, t_base=t_base, w_shift=w_shift)
 
     def _paused_update(self, state: LTSState, instance: Instance, active, played: LTSState, theta, upd):
         """The allocation update of a step under the accelerator policy (:meth:`_pauses`): a lane
