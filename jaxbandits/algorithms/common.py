@@ -304,14 +304,27 @@ def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array, i
     under vmap on CPU, [M, d] x [d, d] batched matrix products were ~4x slower than these fused
     elementwise sums at (M, d) = (1000, 2).  Items identical to the empirical best are skipped, and
     so are masked (padded) items, which are never the best."""
-    M, d = items.shape
-    cols = [items[:, a] for a in range(d)]
+    values, top, best = empirical_best(theta_hat, items, item_mask)
+    return jnp.min(glr_pair_statistics(Ainv, items, values, top, items[best], item_mask)), best
+
+
+def empirical_best(theta_hat: jax.Array, items: jax.Array, item_mask=None):
+    """(z^T theta_hat for every item (-inf where masked), their max, the first item reaching it)."""
+    M = items.shape[0]
     values = columns_dot(items, theta_hat)
     if item_mask is not None:
         values = jnp.where(item_mask, values, -jnp.inf)
     top = jnp.max(values)
-    best = jnp.min(jnp.where(values == top, jnp.arange(M), M))
-    zb = items[best]
+    return values, top, jnp.min(jnp.where(values == top, jnp.arange(M), M))
+
+
+def glr_pair_statistics(Ainv: jax.Array, items: jax.Array, values: jax.Array, top, zb, item_mask=None):
+    """Z_{a,b}(t) = (theta_hat^T (z_a - z_b))^2 / (2 ||z_a - z_b||^2_{A_t^{-1}}) of seed 000 Lemma 7
+    for a = the empirical best ``zb`` (value ``top``) and every row b of ``items`` (values
+    ``values``), +inf where b is skipped (identical to z_a, or masked).  Elementwise in the rows:
+    a row gives the same bits whether computed alone or with the others."""
+    d = items.shape[1]
+    cols = [items[:, a] for a in range(d)]
     diffs = [zb[a] - cols[a] for a in range(d)]
     norms = jnp.zeros_like(values)
     sq = jnp.zeros_like(values)
@@ -323,7 +336,7 @@ def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array, i
     gaps = top - values
     z = gaps * gaps / (2.0 * jnp.maximum(norms, 1e-300))
     skip = sq == 0 if item_mask is None else (sq == 0) | ~item_mask
-    return jnp.min(jnp.where(skip, jnp.inf, z)), best
+    return jnp.where(skip, jnp.inf, z)
 
 
 def random_spanning_set(key: jax.Array, X: jax.Array, rtol: float = 1e-9, arm_mask=None) -> jax.Array:
