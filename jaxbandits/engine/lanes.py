@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms.base import Algorithm, is_correct
-from jaxbandits.batching import current_policy
 from jaxbandits.instances.base import Instance
 
 
@@ -80,16 +79,6 @@ def _select(mask, new, old):
         m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
         return jnp.where(m, a, b)
     return jax.tree.map(sel, new, old)
-
-
-def _keep_inactive(active, new, old):
-    """``new`` where a lane is active, ``old`` elsewhere.  The per-lane select reads and writes
-    every leaf of the state (for LT&S at K = 1000, four [lanes, K] arrays a step).  On a CPU most
-    steps have every lane active, and a cond then returns ``new`` untouched; an accelerator keeps
-    the select, since a cond would ask the host for its predicate every step."""
-    if current_policy().batched:
-        return _select(active, new, old)
-    return jax.lax.cond(jnp.all(active), lambda n, o: n, functools.partial(_select, active), new, old)
 
 
 def instance_at(instances: Instance, j: jax.Array) -> Instance:
@@ -191,7 +180,7 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
         def advance(lanes_: Lane) -> Lane:
             """One step of every active lane; lanes that stop or complete max_steps rounds finish."""
             new_state = jax.vmap(step_lane)(lanes_)
-            state = _keep_inactive(lanes_.active, new_state, lanes_.state)
+            state = _select(lanes_.active, new_state, lanes_.state)
             steps = lanes_.steps + lanes_.active.astype(jnp.int32)
             stop = jax.vmap(algorithm.done)(state)
             fin = lanes_.active & (stop | (jax.vmap(algorithm.rounds)(state, steps) >= max_steps))
