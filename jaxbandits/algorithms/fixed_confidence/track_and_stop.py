@@ -209,10 +209,10 @@ def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mas
     fixed = current_policy().batched if fixed_trips is None else bool(fixed_trips)
     if fixed:
         v, c, *_ = _fixed_trip_run(X, Y, Yq, ym, arm_mask, st0, int(max_iters), int(first_trips))
-        return _fw_allocation(X, v, c)
-    v, s = jax.lax.while_loop(lambda vs: _fw_running(vs[1], max_iters),
-                              lambda vs: _fw_body(X, Y, Yq, ym, arm_mask, *vs, None), _fw_pack(st0))
-    return _fw_allocation(X, v, s[_C])
+    else:
+        v, c, *_ = jax.lax.while_loop(lambda st: _fw_running(st, max_iters),
+                                      lambda st: _fw_body(X, Y, Yq, ym, arm_mask, st, None), st0)
+    return _fw_allocation(X, v, c)
 
 
 def _fw_directions(Z, theta, item_mask, dtype):
@@ -256,43 +256,20 @@ def _exact_inverse(A):
     return Linv.T @ Linv
 
 
-# The iterations carry the state (v, c, ||lambda||^2, A, A^-1, k, relative change) as two arrays: the
-# raw weights v [K] and the small fields packed into one vector s = (c, ||lambda||^2, relative change,
-# k, A, A^-1), so that an iteration updates them in one fused kernel rather than one kernel (and one
-# loop-carried copy) per field: 31 -> 26 kernels per iteration on XLA:CPU at K = 1000, d = 2, the
-# same iterates.  k is held as a float (exact: it never exceeds max_iters).
-_C, _N2, _REL, _K, _A = 0, 1, 2, 3, 4
+def _fw_running(st, max_iters):
+    """App F's test: the run goes on while k < max_iters and the last relative change >= 0.01."""
+    return (st[5] < max_iters) & (st[6] >= 0.01)
 
 
-def _fw_pack(st):
-    """(v, s) of the tuple state (v, c, ||lambda||^2, A, A^-1, k, relative change)."""
-    v, c, n2, A, Ainv, k, rel = st
-    return v, jnp.concatenate([jnp.stack([c, n2, rel, k.astype(c.dtype)]), A.ravel(), Ainv.ravel()])
-
-
-def _fw_unpack(v, s):
-    """The tuple state of (v, s) (:func:`_fw_pack`)."""
-    d = math.isqrt((s.shape[0] - _A) // 2)
-    return (v, s[_C], s[_N2], s[_A:_A + d * d].reshape(d, d), s[_A + d * d:].reshape(d, d),
-            s[_K].astype(jnp.int32), s[_REL])
-
-
-def _fw_running(s, max_iters):
-    """App F's test on the packed fields ``s``: the run goes on while k < max_iters and the last
-    relative change >= 0.01."""
-    return (s[_K] < max_iters) & (s[_REL] >= 0.01)
-
-
-def _fw_body(X, Y, Yq, ym, arm_mask, v, s, refactor, go=None):
-    """One iteration of :func:`paper_frank_wolfe` on the packed state (v, s) (:func:`_fw_pack`);
-    ``refactor``: refactorise A^-1 exactly after it (None: when k + 1 is a multiple of
-    ``_REFACTOR``, a ``cond``; a Python bool where the caller knows).  ``go``: where False, the
-    weights v are returned unchanged (their one-entry update adds 0), so a masked caller selects
-    only the small fields, not the [K] weights."""
-    d = X.shape[1]
-    ia, ib = jnp.triu_indices(d)
-    c, n2, k = s[_C], s[_N2], s[_K]
-    A, Ainv = s[_A:_A + d * d].reshape(d, d), s[_A + d * d:].reshape(d, d)
+def _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go=None):
+    """One iteration of :func:`paper_frank_wolfe` on the state (v, c, ||lambda||^2, A, A^-1, k,
+    relative change); ``refactor``: refactorise A^-1 exactly after it (None: when k + 1 is a
+    multiple of ``_REFACTOR``, a ``cond``; a Python bool where the caller knows).  ``go``: where
+    False, the weights v are returned unchanged (their one-entry update adds 0), so a masked
+    caller selects only the small fields, not the [K] weights."""
+    dtype = X.dtype
+    ia, ib = jnp.triu_indices(X.shape[1])
+    v, c, n2, A, Ainv, k, _ = st
     # the [M, d(d+1)/2] and [K, d] matrix-vector products as sums over their static columns: each
     # then fuses with its argmax into one pass (1.5 -> 0.9 ms per solve at K = M = 1000, d = 2 on
     # CPU, the same iterates)
@@ -305,7 +282,7 @@ def _fw_body(X, Y, Yq, ym, arm_mask, v, s, refactor, go=None):
     if arm_mask is not None:
         h = jnp.where(arm_mask, h, -jnp.inf)
     j = common.argmax_fast(h)
-    gam = 2.0 / (k + 3.0)
+    gam = 2.0 / (k.astype(dtype) + 3.0)
     lj = c * v[j]
     rel = gam * jnp.sqrt(jnp.maximum(n2 - 2.0 * lj + 1.0, 0.0)) / jnp.sqrt(n2)
     c_new = c * (1.0 - gam)
@@ -318,71 +295,61 @@ def _fw_body(X, Y, Yq, ym, arm_mask, v, s, refactor, go=None):
     r = gam / (1.0 - gam)
     xux = columns_dot(x[None, :], ux)[0]  # x^T A^-1 x
     sm = (Ainv - (r / (1.0 + r * xux)) * jnp.outer(ux, ux)) / (1.0 - gam)
-    k1 = k + 1.0
-    s = jnp.concatenate([jnp.stack([c_new, n2, rel, k1]), A.ravel(), (0.5 * (sm + sm.T)).ravel()])
-
-    def exact(s):
-        return s.at[_A + d * d:].set(_exact_inverse(s[_A:_A + d * d].reshape(d, d)).ravel())
-
+    k1 = k + 1
     if refactor is None:
-        s = jax.lax.cond(jnp.mod(k1, _REFACTOR) == 0, exact, lambda s: s, s)
-    elif refactor:
-        s = exact(s)
-    return v, s
+        Ainv = jax.lax.cond(k1 % _REFACTOR == 0, _exact_inverse, lambda _: 0.5 * (sm + sm.T), A)
+    else:
+        Ainv = _exact_inverse(A) if refactor else 0.5 * (sm + sm.T)
+    return v, c_new, n2, A, Ainv, k1, rel
 
 
-def _fw_blocks(X, Y, Yq, ym, arm_mask, vs, max_iters: int, blocks: int):
-    """``blocks`` x ``_REFACTOR`` iterations of :func:`_fw_body` on the packed state ``vs``, those
-    after App F's stop leaving the state unchanged; the state's k must be a multiple of
-    ``_REFACTOR`` (or the run stopped), so the exact refactorisation is the last iteration of each
-    block, as in the ``while_loop``."""
-    def block(_, vs):
-        vs = jax.lax.fori_loop(0, _REFACTOR - 1, lambda _, vs: _fw_masked(X, Y, Yq, ym, arm_mask, vs, max_iters,
-                                                                            False), vs)
-        return _fw_masked(X, Y, Yq, ym, arm_mask, vs, max_iters, True)
+def _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters: int, blocks: int):
+    """``blocks`` x ``_REFACTOR`` iterations of :func:`_fw_body`, those after App F's stop leaving
+    the state unchanged; the state's k must be a multiple of ``_REFACTOR`` (or the run stopped),
+    so the exact refactorisation is the last iteration of each block, as in the ``while_loop``."""
+    def block(_, st):
+        st = jax.lax.fori_loop(0, _REFACTOR - 1, lambda _, s: _fw_masked(X, Y, Yq, ym, arm_mask, s, max_iters,
+                                                                          False), st)
+        return _fw_masked(X, Y, Yq, ym, arm_mask, st, max_iters, True)
 
-    return jax.lax.fori_loop(0, blocks, block, vs)
+    return jax.lax.fori_loop(0, blocks, block, st)
 
 
-def _fw_masked(X, Y, Yq, ym, arm_mask, vs, max_iters: int, refactor):
+def _fw_masked(X, Y, Yq, ym, arm_mask, st, max_iters: int, refactor):
     """One iteration of :func:`_fw_body` where App F's run goes on, the state unchanged after its
     stop (the [K] weights receive a zero update rather than a select)."""
-    v, s = vs
-    go = _fw_running(s, max_iters)
-    v, new = _fw_body(X, Y, Yq, ym, arm_mask, v, s, refactor, go)
-    return v, jnp.where(go, new, s)
+    go = _fw_running(st, max_iters)
+    new = _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go)
+    return (new[0],) + tuple(jnp.where(go, a, b) for a, b in zip(new[1:], st[1:]))
 
 
 def _fw_trips(X, Y, Yq, ym, arm_mask, st, max_iters: int, trips: int):
-    """``trips`` iterations of App F's run from the tuple state ``st`` (k a multiple of ``trips``),
-    the state unchanged after its stop: whole blocks of :func:`_fw_blocks` when ``trips`` is a
-    multiple of ``_REFACTOR``; for a divisor of it, masked iterations that refactorise A^-1 exactly
-    where the ``while_loop`` does (k + 1 a multiple of ``_REFACTOR``: a per-lane select under
-    ``vmap``).  Returns the packed state (:func:`_fw_pack`)."""
-    vs = _fw_pack(st)
+    """``trips`` iterations of App F's run from ``st`` (k a multiple of ``trips``), the state
+    unchanged after its stop: whole blocks of :func:`_fw_blocks` when ``trips`` is a multiple of
+    ``_REFACTOR``; for a divisor of it, masked iterations that refactorise A^-1 exactly where the
+    ``while_loop`` does (k + 1 a multiple of ``_REFACTOR``: a per-lane select under ``vmap``)."""
     if trips % _REFACTOR == 0:
-        return _fw_blocks(X, Y, Yq, ym, arm_mask, vs, max_iters, trips // _REFACTOR)
-    return jax.lax.fori_loop(0, trips, lambda _, vs: _fw_masked(X, Y, Yq, ym, arm_mask, vs, max_iters, None), vs)
+        return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, trips // _REFACTOR)
+    return jax.lax.fori_loop(0, trips, lambda _, s: _fw_masked(X, Y, Yq, ym, arm_mask, s, max_iters, None), st)
 
 
 def _fixed_trip_run(X, Y, Yq, ym, arm_mask, st, max_iters: int, first_trips: int):
-    """App F's run from the tuple state ``st`` as loops of trip counts known at compile time, with
-    the ``while_loop``'s iterates: min(first_trips, max_iters) iterations on every lane, then, in
-    stages that double the iterations run (first_trips, 2 first_trips, 4 first_trips, ...,
-    ``max_iters``), the next stage's iterations on the lanes whose run is still going, each stage
-    through :func:`solve_where` (under the accelerator policy one pass on the smallest buffer
-    holding them; none when no run is left).  Stages are whole blocks of ``_REFACTOR``
-    iterations, and ``max_iters`` bounds every run, so none is cut short.  Returns the tuple
-    state."""
+    """App F's run as loops of trip counts known at compile time, with the ``while_loop``'s
+    iterates: min(first_trips, max_iters) iterations on every lane, then, in stages that double
+    the iterations run (first_trips, 2 first_trips, 4 first_trips, ..., ``max_iters``), the next
+    stage's iterations on the lanes whose run is still going, each stage through
+    :func:`solve_where` (under the accelerator policy one pass on the smallest buffer holding
+    them; none when no run is left).  Stages are whole blocks of ``_REFACTOR`` iterations, and
+    ``max_iters`` bounds every run, so none is cut short."""
     bounds = [max(1, -(-min(int(first_trips), max_iters) // _REFACTOR)) * _REFACTOR]
     while bounds[-1] < max_iters:
         bounds.append(min(2 * bounds[-1], -(-max_iters // _REFACTOR) * _REFACTOR))
-    vs = _fw_blocks(X, Y, Yq, ym, arm_mask, _fw_pack(st), max_iters, bounds[0] // _REFACTOR)
+    st = _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, bounds[0] // _REFACTOR)
     for lo, hi in zip(bounds, bounds[1:]):
-        def more(X, Y, Yq, ym, arm_mask, vs, blocks=(hi - lo) // _REFACTOR):  # no closed-over tracers
-            return _fw_blocks(X, Y, Yq, ym, arm_mask, vs, max_iters, blocks)
-        vs = solve_where(_fw_running(vs[1], max_iters), more, (X, Y, Yq, ym, arm_mask, vs), vs)
-    return _fw_unpack(*vs)
+        def more(X, Y, Yq, ym, arm_mask, st, blocks=(hi - lo) // _REFACTOR):  # no closed-over tracers
+            return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, blocks)
+        st = solve_where(_fw_running(st, max_iters), more, (X, Y, Yq, ym, arm_mask, st), st)
+    return st
 
 
 # ------------------------------------------------------------------------------------------------
@@ -762,8 +729,8 @@ class LazyTrackAndStop(Algorithm):
             Y, Yq, ym = _fw_directions(Z, theta_s, item_mask, dtype)
             fresh = _fw_start(X, w if self.warm_start else None, arm_mask)
             st = tuple(jnp.where(start, a, b) for a, b in zip(fresh, carry))
-            v, s = _fw_trips(X, Y, Yq, ym, arm_mask, st, max_iters, trips)
-            return _fw_unpack(v, s), _fw_running(s, max_iters), _fw_allocation(X, v, s[_C])
+            st = _fw_trips(X, Y, Yq, ym, arm_mask, st, max_iters, trips)
+            return st, _fw_running(st, max_iters), _fw_allocation(X, st[0], st[1])
 
         st, running, new = solve_where(
             go, advance, (X, Z, theta_s, state.w, carry, start, (instance.arm_mask, item_mask)),
