@@ -56,6 +56,46 @@ def test_glr_statistic_inv_matches_common():
     np.testing.assert_allclose(z1, z2, rtol=1e-10)
 
 
+def test_stopping_shortcut_gives_the_full_pass_decisions():
+    """Under the CPU policy a round evaluates Z_{best,b}(t) for one remembered item b and passes
+    over every item only where that bound exceeds beta (``LazyTrackAndStop._stops``, vmapped as
+    the engine steps lanes): its stops are those of the full pass, lane by lane, with beta just
+    below, at and just above the min, b the minimiser, another item or the best item itself, some
+    items masked and some lanes not ready; a lane that passes over every item remembers the
+    minimiser."""
+    rng = np.random.default_rng(5)
+    L, M, d = 36, 40, 3
+    Z = jnp.asarray(rng.normal(size=(M, d)))
+    G = rng.normal(size=(L, 60, d))
+    Ainv = jnp.asarray(np.linalg.inv(np.einsum("lki,lkj->lij", G, G)))
+    th = jnp.asarray(rng.normal(size=(L, d)))
+    mask = jnp.asarray(rng.random(M) > 0.1)
+
+    def full(th, Ainv):
+        values, top, best = common.empirical_best(th, Z, mask)
+        r = common.glr_pair_statistics(Ainv, Z, values, top, Z[best], mask)
+        return jnp.min(r), jnp.argmin(r), best
+
+    zmin, arg, best = jax.vmap(full)(th, Ainv)
+    lane = np.arange(L)
+    scale = np.array([1 - 1e-6, 1.0, 1 + 1e-6, 0.5, 2.0, 1 - 1e-13])[lane % 6]
+    beta = zmin * jnp.asarray(scale)
+    kind = (lane // 6) % 3  # every scale with every kind of remembered item
+    near = jnp.asarray(np.where(kind == 0, arg, np.where(kind == 1, best, (np.asarray(arg) + 1) % M)), jnp.int32)
+    ready = jnp.asarray(lane % 7 != 6)
+
+    def stops(th, Ainv, beta, ready, near):
+        values, top, best = common.empirical_best(th, Z, mask)
+        return LazyTrackAndStop._stops(Ainv, Z, mask, values, top, best, beta, ready, near)
+
+    got, near2 = jax.jit(jax.vmap(stops))(th, Ainv, beta, ready, near)
+    want = np.asarray(ready & (zmin > beta))
+    np.testing.assert_array_equal(np.asarray(got), want)
+    assert 0 < want.sum() < L
+    np.testing.assert_array_equal(np.asarray(near2)[want], np.asarray(arg)[want])
+    assert np.all((np.asarray(near2) == np.asarray(near)) | (np.asarray(near2) == np.asarray(arg)))
+
+
 def test_random_spanning_set_spans():
     inst = small_instance()
     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(5)])
