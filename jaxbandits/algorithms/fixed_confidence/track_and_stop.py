@@ -356,7 +356,7 @@ def _fixed_trip_run(X, Y, Yq, ym, arm_mask, st, max_iters: int, first_trips: int
 # the algorithm
 # ------------------------------------------------------------------------------------------------
 class LTSState(NamedTuple):
-    stats: common.LinearStats
+    stats: common.LinearStats  # counts, A_t, b_t; sums empty (not kept: linear_stats gives zeros)
     t: jax.Array            # rounds played
     lmin: jax.Array         # lambda_min(A_t)
     w: jax.Array            # current allocation w(t) [K]
@@ -528,7 +528,9 @@ class LazyTrackAndStop(Algorithm):
         first = d if self.first_update is None else int(self.first_update)
         i32 = lambda v: jnp.asarray(v, jnp.int32)
         return LTSState(
-            stats=common.init_stats(instance), t=i32(0),
+            # per-arm reward sums are not kept ([0]; ``linear_stats`` gives zeros): a [K] array
+            # less to carry, select and write per step
+            stats=common.init_stats(instance)._replace(sums=jnp.zeros((0,), X.dtype)), t=i32(0),
             lmin=common.lambda_min(G0) if self.a0_prior else jnp.zeros((), X.dtype),
             w=instance.valid_arms().astype(X.dtype) / instance.true_num_arms(), cum_base=jnp.zeros((K,), X.dtype), t_base=i32(0), forced_arms=A0,
             prior=G0 if self.a0_prior else jnp.zeros((d, d), X.dtype),
@@ -559,7 +561,7 @@ class LazyTrackAndStop(Algorithm):
     # -- elimination protocol (Tirinzoni & Degenne 2022; jaxbandits.algorithms.Eliminate) --------
     def linear_stats(self, state: LTSState) -> common.LinearStats:
         """Counts, A_t and b_t of the observations (``sums`` is not kept by LT&S: zeros)."""
-        return state.stats
+        return state.stats._replace(sums=jnp.zeros_like(state.stats.counts))
 
     def stopping_threshold(self, state: LTSState, instance: Instance):
         """(beta, ready) of the stopping rule (8): beta(delta_t, t) of Prop 2 / eq. (9) with the
@@ -616,8 +618,8 @@ class LazyTrackAndStop(Algorithm):
 
         reward = pull(key, instance, arm)
         x = X[arm]
-        # LT&S needs counts, A_t and b_t only: per-arm reward sums are not kept (stats.sums
-        # stays zero), which saves a scatter per round
+        # LT&S needs counts, A_t and b_t only: per-arm reward sums are not kept (``stats.sums`` is
+        # empty), which saves a scatter per round
         stats = common.LinearStats(state.stats.counts.at[arm].add(1.0), state.stats.sums,
                                    state.stats.gram + jnp.outer(x, x), state.stats.b + reward * x)
         t1 = t + 1
