@@ -694,8 +694,7 @@ class LazyTrackAndStop(Algorithm):
 
         def full(Ainv, Z, values, top, zb, item_mask, beta):  # no closed-over tracers (custom_vmap)
             r = common.glr_pair_statistics(Ainv, Z, values, top, zb, item_mask)
-            z = jnp.min(r)
-            return z > beta, jnp.min(jnp.where(r == z, jnp.arange(r.shape[0]), r.shape[0] - 1)).astype(near.dtype)
+            return jnp.min(r) > beta, common.argmax_fast(-r).astype(near.dtype)  # the first minimiser
 
         exceeds, near = solve_where(check, full, (Ainv, Z, values, top, zb, item_mask, beta),
                                     (jnp.zeros((), bool), near))
