@@ -103,6 +103,7 @@ from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete
@@ -220,9 +221,8 @@ def _fw_directions(Z, theta, item_mask, dtype):
     y_a y_b over the upper triangle (off-diagonal doubled), and the items that give one."""
     item_mask = jnp.ones((Z.shape[0],), bool) if item_mask is None else item_mask
     Y, ym = oracle_directions(Z, theta, item_mask)
-    d = Y.shape[1]
-    ia, ib = jnp.triu_indices(d)
-    Yq = Y[:, ia] * Y[:, ib] * jnp.where(ia == ib, 1.0, 2.0).astype(dtype)
+    ia, ib = np.triu_indices(Y.shape[1])
+    Yq = Y[:, ia] * Y[:, ib] * jnp.asarray(np.where(ia == ib, 1.0, 2.0), dtype)
     return Y, Yq, ym
 
 
@@ -268,12 +268,12 @@ def _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go=None):
     False, the weights v are returned unchanged (their one-entry update adds 0), so a masked
     caller selects only the small fields, not the [K] weights."""
     dtype = X.dtype
-    ia, ib = jnp.triu_indices(X.shape[1])
     v, c, n2, A, Ainv, k, _ = st
     # the [M, d(d+1)/2] and [K, d] matrix-vector products as sums over their static columns: each
     # then fuses with its argmax into one pass (1.5 -> 0.9 ms per solve at K = M = 1000, d = 2 on
-    # CPU, the same iterates)
-    g = columns_dot(Yq, Ainv[ia, ib])
+    # CPU, the same iterates); the upper triangle by static indices (a traced ``triu_indices``
+    # costs XLA:CPU eight small kernels an iteration)
+    g = columns_dot(Yq, jnp.stack([Ainv[a, b] for a, b in zip(*np.triu_indices(X.shape[1]))]))
     g = jnp.where(ym, g, -jnp.inf)
     y = Y[common.argmax_fast(g)]
     u = columns_dot(Ainv, y)
@@ -694,7 +694,8 @@ class LazyTrackAndStop(Algorithm):
 
         def full(Ainv, Z, values, top, zb, item_mask, beta):  # no closed-over tracers (custom_vmap)
             r = common.glr_pair_statistics(Ainv, Z, values, top, zb, item_mask)
-            return jnp.min(r) > beta, common.argmax_fast(-r).astype(near.dtype)  # the first minimiser
+            neg, first = common.max_argmax(-r)  # the min and the first minimiser
+            return -neg > beta, first.astype(near.dtype)
 
         exceeds, near = solve_where(check, full, (Ainv, Z, values, top, zb, item_mask, beta),
                                     (jnp.zeros((), bool), near))
