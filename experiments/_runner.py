@@ -41,9 +41,9 @@ def _set_cpu_devices(n: int | None) -> None:
     Not the default: it pays on long runs (LT&S on many-arms K = 1000, the released code's
     configuration: 74 -> 186 replications/s with 2 devices on 2 cores), but a short run is
     dominated by compilation, which a second device does not shorten (``seed000_table1 --quick``:
-    36 s with 1 device, 42 s with 2, one run each).  (With jaxlib 0.10.x it also deadlocked -- batched LAPACK
-    calls on every pool thread at once, :mod:`jaxbandits.watchdog` -- which the required jaxlib
-    version rules out.)
+    36 s with 1 device, 42 s with 2, one run each).  (With jaxlib 0.10.x it also deadlocked --
+    batched LAPACK calls on every pool thread at once, :mod:`jaxbandits.watchdog` -- which the
+    required jaxlib version rules out.)
     """
     if not n:
         return
