@@ -254,11 +254,10 @@ def argmax_fast(v: jax.Array) -> jax.Array:
 def max_argmax(v: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(max, first index reaching it) of a vector, as :func:`argmax_fast`."""
     n = v.shape[-1]
-    if v.ndim == 1 and n > _FOLD_TO and not current_policy().batched:
-        m = jnp.max(_fold(v, jnp.maximum))
-        return m, jnp.min(_fold(jnp.where(v == m, jnp.arange(n), n), jnp.minimum))
-    m = jnp.max(v)
-    return m, jnp.min(jnp.where(v == m, jnp.arange(n), n))
+    folds = v.ndim == 1 and n > _FOLD_TO and not current_policy().batched
+    fold = _fold if folds else (lambda x, op: x)
+    m = jnp.max(fold(v, jnp.maximum))
+    return m, jnp.min(fold(jnp.where(v == m, jnp.arange(n), n), jnp.minimum))
 
 
 _FOLD_TO = 32  # XLA:CPU reduces a vector longer than this in two kernels (a reduce-window first)
@@ -269,10 +268,10 @@ def _fold(v: jax.Array, op) -> jax.Array:
     (``jnp.minimum``) is that of ``v`` [n], by elementwise ``op`` over its slices: halves (until
     at most ``_FOLD_TO``^2 entries are left), then rows of at most ``_FOLD_TO`` entries (padded
     with ``op``'s identity).  max and min are exact in any order, so the reduction of the result
-    is bit for bit that of ``v``.  On XLA:CPU the
-    elementwise steps vectorise and fuse into the final reduction's input, where a long ``max``
-    becomes a reduce-window of scalar code plus a second reduction (measured at K = 1000: 1.7 ->
-    0.85 us for a max and its first index; 24 -> 11 us for 16 lanes under ``vmap``)."""
+    is bit for bit that of ``v``.  On XLA:CPU the elementwise steps vectorise and fuse into the
+    final reduction's input, where a long ``max`` becomes a reduce-window of scalar code plus a
+    second reduction (measured at K = 1000: 1.7 -> 0.85 us for a max and its first index; 24 ->
+    11 us for 16 lanes under ``vmap``)."""
     if jnp.issubdtype(v.dtype, jnp.floating):
         fill = -jnp.inf if op is jnp.maximum else jnp.inf
     elif v.dtype == jnp.bool_:
