@@ -315,21 +315,20 @@ def _fw_step(X, arm_mask, st, u, refactor, go=None, loop_max_iters: int | None =
     if arm_mask is not None:
         h = jnp.where(arm_mask, h, -jnp.inf)
     j = common.argmax_fast(h)
-    small = (c, n2, A, Ainv, k, v[j], X[j])
-    if loop_max_iters is not None:
-        c_new, n2, A, Ainv, k1, rel = jax.lax.cond(
-            _fw_running(st, loop_max_iters), lambda *a: _fw_small(*a, refactor),
-            lambda c, n2, A, Ainv, k, vj, x: (c, n2, A, Ainv, k, rel), *small)
+    if loop_max_iters is None:
+        gam, c_new, n2, A, Ainv, k1, rel = _fw_small(c, n2, A, Ainv, k, v[j], X[j], refactor)
     else:
-        c_new, n2, A, Ainv, k1, rel = _fw_small(*small, refactor)
-    gam = 2.0 / (k.astype(dtype) + 3.0)
+        gam, c_new, n2, A, Ainv, k1, rel = jax.lax.cond(
+            _fw_running(st, loop_max_iters), lambda *a: _fw_small(*a, refactor),
+            lambda c, n2, A, Ainv, k, vj, x: (jnp.zeros_like(c), c, n2, A, Ainv, k, rel),
+            c, n2, A, Ainv, k, v[j], X[j])
     v = v.at[j].add(gam / c_new if go is None else jnp.where(go, gam / c_new, 0.0))
     return v, c_new, n2, A, Ainv, k1, rel
 
 
 def _fw_small(c, n2, A, Ainv, k, vj, x, refactor):
-    """App F's step 2 / (k + 3) towards the arm x (weight c vj) on the small fields of
-    :func:`_fw_step`: (c, ||lambda||^2, A, A^-1, k + 1, relative change)."""
+    """App F's step gamma = 2 / (k + 3) towards the arm x (weight c vj) on the small fields of
+    :func:`_fw_step`: (gamma, c, ||lambda||^2, A, A^-1, k + 1, relative change)."""
     dtype = c.dtype
     gam = 2.0 / (k.astype(dtype) + 3.0)
     lj = c * vj
@@ -347,7 +346,7 @@ def _fw_small(c, n2, A, Ainv, k, vj, x, refactor):
         Ainv = jax.lax.cond(k1 % _REFACTOR == 0, _exact_inverse, lambda _: 0.5 * (sm + sm.T), A)
     else:
         Ainv = _exact_inverse(A) if refactor else 0.5 * (sm + sm.T)
-    return c_new, n2, A, Ainv, k1, rel
+    return gam, c_new, n2, A, Ainv, k1, rel
 
 
 def _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters: int, blocks: int):
