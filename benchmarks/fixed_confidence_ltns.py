@@ -19,10 +19,13 @@ choices]" is :meth:`LazyTrackAndStop.released_code` (with the released code's A_
 prior, which the ratio's count-only design matrix leaves out).
 
     python benchmarks/fixed_confidence_ltns.py [--reps 1000] [--soare-reps 1000]
-        [--soare-lts-reps 8] [--skip-soare] [--devices 1] [--lanes L]
+        [--soare-lts-reps 8] [--skip-soare] [--devices 1] [--lanes L] [--cores N]
 
 One XLA CPU device by default (``--devices 2`` sets XLA_FLAGS before importing jax): runs with 2
-forced host devices were seen to stall on this loaded 2-core machine.
+forced host devices were seen to stall on this loaded 2-core machine.  ``--cores 1`` restricts the
+process to one core before JAX starts (XLA's thread pool then has one thread), so "x authors" is
+a ratio per core against the released code's single-threaded NumPy; without it, one XLA device
+on a 2-core machine keeps the second core busy with the pool's other thread.
 """
 from __future__ import annotations
 
@@ -43,7 +46,18 @@ def main(argv=None):
     p.add_argument("--skip-many", action="store_true")
     p.add_argument("--devices", type=int, default=1)
     p.add_argument("--lanes", type=int, default=None)
+    p.add_argument("--cores", type=int, default=None,
+                   help="run the process on this many of its cores (set before JAX starts, so XLA's "
+                        "thread pool has as many threads); 1 compares per core with the released "
+                        "code's single-threaded NumPy")
     a = p.parse_args(argv)
+    if a.cores is not None:
+        allowed = sorted(os.sched_getaffinity(0))
+        if not 1 <= a.cores <= len(allowed):
+            p.error(f"--cores must be between 1 and the {len(allowed)} cores this process may use, got {a.cores}")
+        if "jax" in sys.modules:
+            p.error("--cores must be set before JAX starts: run the benchmark as a script")
+        os.sched_setaffinity(0, allowed[:a.cores])
     if "jax" not in sys.modules and a.devices > 1:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                    + f" --xla_force_host_platform_device_count={a.devices}").strip()
@@ -72,7 +86,7 @@ def main(argv=None):
         "LT&S rounds only": LazyTrackAndStop(averaging=False, first_update=2**30),
         "Oracle [code]": Oracle.released_code(),
     }
-    print(f"devices: {jax.devices()}")
+    print(f"devices: {jax.devices()}; cores: {len(os.sched_getaffinity(0))}")
     print("| workload | algorithm | reps | mean samples (se) | reps/s | rep-steps/s | efficiency | lanes | "
           "compile s | run s | x authors | tau / (T* beta) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

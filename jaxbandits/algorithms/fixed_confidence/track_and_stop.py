@@ -267,7 +267,7 @@ def _fw_while(X, Y, Yq, ym, arm_mask, st, max_iters: int):
     The [K] pass of :func:`_fw_step` then reads u from a buffer of the loop.  Computed in the same
     iteration, u is fused into that pass, and XLA:CPU recomputes it for every arm (a gather by
     the data-dependent argmax, which LLVM cannot hoist, so the pass stays scalar code): at K = M =
-    1000, d = 2 an iteration took 5.6 us that way, 3.7 us this way (the same iterates).  The run
+    1000, d = 2 an iteration took 5.6 us that way, 3.5 us this way (the same iterates).  The run
     computes one vertex more than it uses (after its last iteration)."""
     def body(carry):
         st, u = carry
@@ -302,13 +302,14 @@ def _fw_step(X, arm_mask, st, u, refactor, go=None, loop_max_iters: int | None =
     step 2 / (k + 3).  ``refactor``: refactorise A^-1 exactly after it (None: when k + 1 is a
     multiple of ``_REFACTOR``, a ``cond``; a Python bool where the caller knows).  ``go``: where
     False, the weights v are returned unchanged (their one-entry update adds 0), so a masked
-    caller selects only the small fields, not the [K] weights.  ``loop_max_iters`` (inside a
-    ``while_loop`` on :func:`_fw_running` with that ``max_iters``): the O(d^2) updates of the
-    small fields as a ``cond`` on the loop's own predicate, true there, so that XLA:CPU runs them as one nested thunk
-    sequence whose buffers are all small, executed in order, instead of a dozen nodes of the
-    iteration's dependency graph (3.5 -> 3.2 us an iteration at K = M = 1000, d = 2; the same
-    values).  Not under the accelerator policy: a ``cond`` there asks the host for its predicate."""
-    dtype = X.dtype
+    caller selects only the small fields, not the [K] weights.
+
+    ``loop_max_iters`` (inside a ``while_loop`` on :func:`_fw_running` with that ``max_iters``):
+    the O(d^2) updates of the small fields run as a ``cond`` on the loop's own predicate, true
+    there.  XLA:CPU runs the branch as one nested thunk sequence whose buffers are all small, in
+    order, instead of as a dozen nodes of the iteration's dependency graph: 3.4 -> 3.2 us an
+    iteration at K = M = 1000, d = 2, the same values.  Not under the accelerator policy, where a
+    ``cond`` asks the host for its predicate."""
     v, c, n2, A, Ainv, k, rel = st
     h = columns_dot(X, u)
     h = h * h
