@@ -683,8 +683,12 @@ class LazyTrackAndStop(Algorithm):
         values, top, best = common.empirical_best(theta, Z, instance.item_mask)
         lmin = lambda_min_small(gram)
         beta = self._threshold(gram, t1, state.c0, instance)
+        # a stopped state stays stopped without the stopping pass: the engine steps the lanes
+        # that wait for a replication (and discards their rounds), and on a CPU their pass over
+        # every item ran in each of those steps (``_stops``)
         stop, near = self._stops(Ainv, Z, instance.item_mask, values, top, best, beta,
-                                 self._ready(lmin, t1, state.c0, d), state.near)
+                                 self._ready(lmin, t1, state.c0, d) & ~state.stopped, state.near)
+        stop = stop | state.stopped
 
         upd = (t1 == state.next_update) & ~stop
 
