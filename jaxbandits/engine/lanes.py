@@ -104,10 +104,12 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
     program is compiled (on an accelerator it runs without asking the host anything); a lane that
     finishes inside a block is masked until the block ends.  Once per block, the loop tests whether
     any lane is still running and whether to refill: finished lanes wait (idle) until
-    ``refill_min`` lanes are free, then all are written out and refilled in one batched ``init``,
-    so algorithms whose ``init`` is expensive (a design solve) do not pay a full-width ``init``
-    every block.  A replication's steps and keys do not depend on the block it ran in, so results
-    are the same for every ``block_steps``.  The returned ``run`` takes the algorithm's dynamic
+    ``refill_min`` lanes are free, then all are written out and refilled (under the accelerator
+    policy in one batched ``init`` over every lane, so algorithms whose ``init`` is expensive, a
+    design solve, do not pay a full-width ``init`` every block; under the CPU policy one ``init``
+    per lane that gets a replication, :func:`jaxbandits.batching.solve_where`).  A replication's
+    steps and keys do not depend on the block it ran in, so results are the same for every
+    ``block_steps``.  The returned ``run`` takes the algorithm's dynamic
     field values, ``max_steps`` and ``n_reps`` as traced arguments, and returns the chunk's
     outcomes and the lane-steps executed per lane.
     """

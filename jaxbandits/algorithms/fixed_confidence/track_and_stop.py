@@ -734,7 +734,10 @@ class LazyTrackAndStop(Algorithm):
         the lanes that are ready and whose bound exceeds beta, near the stopping time (at K = 1000,
         that pass was a fifth of a round).  The stops are those of the full pass in every round.
         Under the accelerator policy every lane runs the full pass: a branch would cost a host
-        round trip per step."""
+        round trip per step.  :meth:`step_masked` passes ``ready`` False for a state that has
+        stopped already (it stays stopped): the engine steps the lanes waiting for a replication,
+        and their pass ran in every such step (48.8 passes per replication of the released code's
+        configuration at K = 1000, 96 replications on 16 lanes, against 2.7 without them)."""
         zb = Z[best]
         if current_policy().batched:
             z = jnp.min(common.glr_pair_statistics(Ainv, Z, values, top, zb, item_mask))
