@@ -109,19 +109,21 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
     design solve, do not pay a full-width ``init`` every block; under the CPU policy one ``init``
     per lane that gets a replication, :func:`jaxbandits.batching.solve_where`).  A replication's
     steps and keys do not depend on the block it ran in, so results are the same for every
-    ``block_steps``.  The returned ``run`` takes the algorithm's dynamic
-    field values, ``max_steps`` and ``n_reps`` as traced arguments, and returns the chunk's
-    outcomes and the lane-steps executed per lane.
+    ``block_steps``.  The returned ``run`` takes the algorithm's dynamic field values,
+    ``max_steps`` and ``n_reps`` as traced arguments, and returns the chunk's outcomes and the
+    lane-steps executed per lane.
     """
     L, C, S = lanes, chunk, int(block_steps)
     if S < 1:
         raise ValueError(f"block_steps must be >= 1, got {block_steps}")
 
-    def lane_for(algorithm, n_reps, slot, task_ids, instances, key):
-        valid = slot < C
+    def task_at(slot, task_ids):
+        """(whether ``slot`` holds a task, its task id, 0 where none)."""
         tid = task_ids[jnp.minimum(slot, C - 1)]
-        valid = valid & (tid >= 0)
-        tid = jnp.maximum(tid, 0)
+        return (slot < C) & (tid >= 0), jnp.maximum(tid, 0)
+
+    def lane_for(algorithm, n_reps, slot, task_ids, instances, key):
+        valid, tid = task_at(slot, task_ids)
         j, i = tid // n_reps, tid % n_reps
         k_init, k_run = jax.random.split(replication_key(key, j, i))
         state = algorithm.init(k_init, instance_at(instances, j))
@@ -189,7 +191,7 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
             # serves one lane, and a full-width ``init`` cost LT&S at K = 1000 0.74 ms a refill
             # against 0.28 ms for one lane.  The same lanes as the full-width refill; a free lane
             # without a task is written out (no longer ``finished``) and stays idle as it is.
-            gets = free & (slots < C) & (task_ids[jnp.minimum(slots, C - 1)] >= 0)
+            gets = free & task_at(slots, task_ids)[0]
 
             def start(slot, task_ids, instances, key, dynamic, n_reps, old):  # no closed-over tracers
                 new = lane_for(static_algorithm.with_dynamic(dynamic), n_reps, slot, task_ids, instances, key)
