@@ -44,6 +44,8 @@ from typing import Any, Callable
 
 import jax
 
+from jaxbandits import compilation_cache
+
 #: seconds without CPU progress before a pending computation is declared wedged (where guarded)
 DEFAULT_STALL_TIMEOUT = float(os.environ.get("JAXBANDITS_STALL_TIMEOUT", "30"))
 #: exit status of a process that saw a wedge (its runtime cannot shut down)
@@ -102,6 +104,7 @@ def exit_without_runtime_shutdown() -> None:
 
     def _exit():
         try:
+            compilation_cache.restore_stderr()   # os._exit would lose what its filter holds
             sys.stdout.flush()
             print("jaxbandits: a computation wedged in this process (StalledComputation); exiting "
                   f"with status {WEDGED_EXIT_STATUS} without the XLA:CPU runtime's shutdown, which "
@@ -229,4 +232,5 @@ def restart_in_fresh_process(err: Exception, module: str, argv: list[str], tag: 
     print(f"[{tag}] {err}\n[{tag}] restarting in a fresh process ({n + 1}/{MAX_RESTARTS}); finished "
           "replications are read back from disk", file=sys.stderr, flush=True)
     os.environ["JAXBANDITS_RESTARTS"] = str(n + 1)
+    compilation_cache.restore_stderr()   # the new program has no reader for the filter's pipe
     os.execv(sys.executable, [sys.executable, "-m", module, *argv])
