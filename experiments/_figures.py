@@ -1,15 +1,9 @@
-"""Small plotting helpers shared by the experiments' figure functions."""
+"""The experiments' figures use the library's one figure style (:mod:`jaxbandits.plotting`):
+constrained layout, legends outside the panels, dodged series with distinct markers, grid axes
+ticked at their values."""
 from __future__ import annotations
 
+from jaxbandits.plotting import (dodge, grid_axis, integer_ticks, legend_outside, new_figure,  # noqa: F401
+                                 plain_log_ticks, series_styles)
 
-def log_ticks_plain(axis) -> None:
-    """Tick labels of a log axis as plain numbers (20, 300, 10,000), not 2x10^1 or 1e4; minor
-    ticks are labelled only where the axis spans less than about two decades (matplotlib's rule)."""
-    from matplotlib import ticker
-
-    class Plain(ticker.LogFormatter):
-        def _num_to_string(self, x, vmin, vmax):
-            return f"{x:,.0f}" if x >= 1 else f"{x:.2g}"
-
-    axis.set_major_formatter(Plain(labelOnlyBase=False))
-    axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+log_ticks_plain = plain_log_ticks

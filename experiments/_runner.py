@@ -5,9 +5,14 @@ An experiment is a module ``experiments/<name>.py`` with ``NAME``, ``DESCRIPTION
 ``results/<NAME>``):
 
 * ``results.csv``: one row per replication (label, instance, rep, samples, steps, correct,
-  stopped, answer; :mod:`jaxbandits.store`), appended chunk by chunk as the run goes;
+  stopped, answer; :mod:`jaxbandits.store`), appended chunk by chunk as the run goes, and
+  ``results.runs.jsonl`` beside it: the seconds, compile time and layout of the runs that computed
+  them; an experiment written on :func:`jaxbandits.sweep` (``ctx.sweep``) keeps its rows in
+  ``sweep/rows.csv`` instead;
 * ``metadata.json``: library, JAX and Python versions, devices, seed, arguments, the
   experiment's configuration (``ctx.config``) and wall time, enough to regenerate the results;
+  what was read back from disk and, in ``earlier_runs``, the statistics of the earlier runs of
+  the command in this folder;
 * ``<table>.md``: the summary tables (also printed);
 * ``<rows>.csv``: per-instance rows of experiments without replications (``ctx.write_rows``);
 * ``<plot>.png``: the plots.
@@ -15,8 +20,11 @@ An experiment is a module ``experiments/<name>.py`` with ``NAME``, ``DESCRIPTION
 Rerunning with the same arguments resumes: replications already in ``results.csv`` (matched by
 the configuration's label, the seed, the code version of the algorithm, the instance and the
 replication index) are read back, not recomputed; since replication (j, i) depends only on (seed,
-label's key, j, i), the merged result is exactly what an uninterrupted run gives.  After a change
-of the code an algorithm's results depend on, its replications are computed again.
+label's key, j, i), the merged result is exactly what an uninterrupted run gives.  A configuration
+read back keeps the wall time, compile time and layout measured when it was computed
+(``results.runs.jsonl``), so the tables of a rerun show the first run's seconds; the run says how
+many replications it read back (printed, in ``metadata.json`` and under every table).  After a
+change of the code an algorithm's results depend on, its replications are computed again.
 """
 from __future__ import annotations
 
@@ -105,7 +113,8 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     # the quick rows (LinGapE, the Oracle) are among the cheapest; LT&S, XY-adaptive, RAGE need more
     # the quick run has K = 10 only; K = 100 and 1000, d up to 20 and 9 more algorithms: a GPU job
     "sphere_sweep": (130, 48000, "lower estimate"),
-    "tirinzoni_degenne_table1": (80, 19000, "lower estimate"),
+    # --quick: all 12 rows (preset, 2 runs each; 30-100k samples per run at d = 20): 12 compiled programs
+    "tirinzoni_degenne_table1": (325, 19000, "lower estimate"),
 }
 
 
@@ -137,6 +146,11 @@ def listing(found: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+#: the columns of a sweep's table that vary within a configuration (the rest name it)
+_PER_REPLICATION = frozenset({"instance", "rep", "samples", "steps", "correct", "stopped", "answer", "noise",
+                              "T_star", "lower_bound"})
+
+
 class Context:
     """What an experiment's ``run(ctx)`` gets: arguments, output folder, and the run helpers."""
 
@@ -157,18 +171,27 @@ class Context:
         self.config: dict[str, Any] = {}
         self.csv_path = self.out / "results.csv"
         self.store = Store(self.csv_path)
+        self.row_files: list[Path] = []  # the files that hold this run's rows (results.csv, a sweep's rows.csv)
+        # the statistics of the earlier runs in this folder, kept when metadata.json is rewritten
+        self.earlier_runs = _earlier_runs(self.out / "metadata.json", name)
         self._t0 = time.perf_counter()
         # wall time of the whole command, across restarts in fresh processes (_restart)
         self._started = time.time() if started is None else float(started)
-        self.resumed = 0
+        self.resumed = 0  # replications read back from disk
+        self.computed = 0  # replications computed by this run
+        self.read_back_configurations = 0  # configurations with at least one replication read back
+        self.read_back_seconds = 0.0  # recorded wall + compile seconds of the configurations read back in full
         self.layouts: dict[str, dict] = {}  # label -> the engine's Layout (device-aware choices)
-        self.configurations = 0  # ctx.simulate calls so far
-        self._bar = None  # one progress bar over configurations (jaxbandits.progress)
+        self.measured: dict[str, dict] = {}  # label -> what the runs that computed it measured (Store.measured)
+        self.configurations = 0  # configurations run so far (ctx.simulate calls, ctx.sweep's configurations)
+        self._bar = None  # the experiment's progress bar over configurations (jaxbandits.progress)
 
     # -- progress ------------------------------------------------------------------------------
     def _config_bar(self):
-        """The bar over configurations, opened at the first one: its total is the count of the
-        last finished run of the same command when there is one (metadata.json), else unknown."""
+        """The experiment's bar over configurations (shown on a terminal once the run lasts a few
+        seconds, not with --quiet), opened when the experiment starts: its total is the count of the
+        last finished run of the same command when there is one (metadata.json), else unknown.  The
+        bars of a configuration's runs and of a sweep nest under it."""
         if self._bar is None:
             from jaxbandits import progress
 
@@ -179,7 +202,8 @@ class Context:
                     total = int(old.get("configurations")) or None
             except (OSError, ValueError, TypeError):
                 pass
-            self._bar = progress.Bar(total, desc=self.name, unit="config", enabled=progress.wanted(None))
+            self._bar = progress.Bar(total, desc=self.name, unit="config", enabled=progress.wanted(None) and not self.quiet,
+                                     status="preparing")
         return self._bar
 
     def close_bar(self) -> None:
@@ -187,12 +211,32 @@ class Context:
             self._bar.close()
             self._bar = None
 
+    def rows_files(self) -> list[Path]:
+        """The files that hold this run's replications: ``results.csv`` and the ``rows.csv`` of
+        every sweep it ran (``ctx.sweep``); those that exist, else where they will be."""
+        files = list(dict.fromkeys([*([self.csv_path] if self.csv_path.exists() or not self.row_files else []),
+                                    *self.row_files]))
+        return [f for f in files if f.exists()] or files
+
     def rows_on_disk(self) -> int:
-        """Replications in results.csv (what a rerun reads back)."""
-        if not self.csv_path.exists():
-            return 0
-        with open(self.csv_path, newline="") as f:
-            return max(0, sum(1 for _ in f) - 1)
+        """Replications in the files that hold this run's rows (what a rerun reads back)."""
+        n = 0
+        for path in self.rows_files():
+            if path.exists():
+                with open(path, newline="") as f:
+                    n += max(0, sum(1 for _ in f) - 1)
+        return n
+
+    def read_back_note(self) -> str:
+        """One line saying what this run read back from disk so far ("" when nothing)."""
+        if not self.resumed:
+            return ""
+        total = self.resumed + self.computed
+        secs = (f"; the configurations read back in full took {self.read_back_seconds:.1f} s when computed"
+                if self.read_back_seconds else "")
+        return (f"Read back from {', '.join(str(f) for f in self.rows_files())}: {self.resumed} of {total} "
+                f"replications, computed by an earlier run of this command (same seed and code); their times "
+                f"are those measured then{secs}.")
 
     # -- helpers for experiments ------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -247,9 +291,12 @@ class Context:
         if todo.size:
             res = simulate(algorithm, instances, self.label_key(label), n_reps, max_steps, tasks=todo,
                            on_chunk=self.store.recorder(stored, n_reps),
-                           progress=(self.log if not self.quiet else False), **kw)
+                           # on a terminal a bar under the experiment's, else a line per chunk
+                           progress=False if self.quiet else True if bar.enabled else self.log, **kw)
+            self.store.record_run(stored, res)
             if res.layout is not None:
                 self.layouts[lab] = dataclasses.asdict(res.layout)
+        self.computed += int(todo.size)
         self.configurations += 1
         bar.update(1)
         shape = (J, n_reps)
@@ -271,14 +318,75 @@ class Context:
             res.ran[j, i] = True
             res.pulls = None
         self.resumed += len(have)
+        if have:
+            self.read_back_configurations += 1
+            res = self._with_measured(res, stored, lab, complete=not todo.size)
         return res
 
-    def table(self, rows: list[dict], name: str = "summary", title: str | None = None) -> str:
-        """Print and save (``<name>.md``) a Markdown table of summary rows."""
+    def _with_measured(self, res, stored: str, lab: str, complete: bool):
+        """``res`` (partly or wholly read back) with the times, steps and layout of every run that
+        computed its replications (:meth:`jaxbandits.store.Store.measured`), this one included;
+        NaN seconds when nothing was recorded (rows written by an older version of the library)."""
+        import dataclasses
+
+        from jaxbandits.engine.layout import Layout
+
+        m = self.store.measured(stored)
+        if m is None:
+            return dataclasses.replace(res, wall_time=float("nan"), compile_time=float("nan"))
+        self.measured[lab] = m
+        if m["layout"] is not None:
+            self.layouts[lab] = m["layout"]
+        if complete:
+            self.read_back_seconds += m["wall_time"] + m["compile_time"]
+        layout = Layout(**m["layout"]) if m["layout"] is not None else res.layout
+        return dataclasses.replace(res, wall_time=m["wall_time"], compile_time=m["compile_time"],
+                                   lane_steps=m["lane_steps"], useful_steps=m["useful_steps"],
+                                   efficiency=m["efficiency"], devices=m["devices"], lanes=m["lanes"],
+                                   chunk_size=m["chunk_size"], layout=layout)
+
+    def sweep(self, algorithms, generators, *, out=None, **kw):
+        """:func:`jaxbandits.sweep` with its rows in ``out`` (default ``<--out>/sweep``): what it
+        read back is counted in this run's metadata and said in its messages, and Ctrl-C names
+        its ``rows.csv``; its bar (on a terminal) is drawn under the experiment's, whose count of
+        configurations includes the sweep's."""
+        from jaxbandits.sweeps import sweep
+
+        folder = Path(out) if out is not None else self.out / "sweep"
+        if folder / "rows.csv" not in self.row_files:
+            self.row_files.append(folder / "rows.csv")
+        # the sweep's bar (and its runs') under the experiment's, whatever the caller asked for
+        bar = self._config_bar()
+        kw["progress"] = bar.enabled
+        bar.status(f"sweep of {', '.join(map(str, algorithms))}")
+        df = sweep(algorithms, generators, out=folder, **kw)
+        done_configs = len(df[[c for c in df.columns if c not in _PER_REPLICATION]].drop_duplicates()) if len(df) else 0
+        self.configurations += done_configs
+        bar.update(done_configs, status="")
+        a = df.attrs
+        back, done = int(a.get("replications_read_back", 0)), int(a.get("replications_computed", 0))
+        self.resumed += back
+        self.computed += done
+        self.read_back_configurations += int(a.get("configurations_read_back", 0))
+        self.read_back_seconds += float(a.get("seconds_read_back", 0.0))
+        for label, m in a.get("measured", {}).items():
+            self.measured[label] = m
+            if m.get("layout") is not None:
+                self.layouts[label] = m["layout"]
+        if back:
+            self.log(f"[{self.name}] {back} of {back + done} replication(s) read back from {folder / 'rows.csv'} "
+                     f"(computed by an earlier run; {float(a.get('seconds_read_back', 0.0)):.1f} s then)")
+        return df
+
+    def table(self, rows: list[dict], name: str = "summary", title: str | None = None,
+              notes: str | None = None) -> str:
+        """Print and save (``<name>.md``) a Markdown table of summary rows, followed by ``notes``
+        (e.g. :func:`jaxbandits.tables.paper_notes`: the rows that disagree with their paper)."""
         from jaxbandits.tables import markdown_table
 
-        text = (f"### {title}\n\n" if title else "") + markdown_table(rows)
-        (self.out / f"{name}.md").write_text(text)
+        text = (f"### {title}\n\n" if title else "") + markdown_table(rows) + (f"\n{notes}" if notes else "")
+        # the file says what was read back; the printed output says it once, at the end of the run
+        (self.out / f"{name}.md").write_text(text + (f"\n{self.read_back_note()}\n" if self.resumed else ""))
         self.log(text)
         return text
 
@@ -313,14 +421,37 @@ class Context:
             python=platform.python_version(), platform=platform.platform(),
             devices=[str(d) for d in jax.devices()], backend=jax.default_backend(),
             x64=bool(jax.config.jax_enable_x64), wall_time=time.time() - self._started,
-            replications_read_back=self.resumed, layouts=self.layouts, quick=self.quick, reps=self.reps,
+            replications_read_back=self.resumed, replications_computed=self.computed,
+            configurations_read_back=self.read_back_configurations, seconds_read_back=self.read_back_seconds,
+            rows_files=[str(f) for f in self.rows_files()],
+            layouts=self.layouts, measured=self.measured, quick=self.quick, reps=self.reps,
             configurations=self.configurations,
             engine_programs_compiled=_programs_compiled(),
             engine_compile_seconds=_compile_seconds(), compile_cache=_cache_counts(),
             peak_memory_mappings=_peak_mappings(), programs_released=_releases(),
-            command=" ".join(sys.argv),
+            command=" ".join(sys.argv), earlier_runs=self.earlier_runs,
         )
         (self.out / "metadata.json").write_text(json.dumps(meta, indent=2, default=str))
+
+
+#: what metadata.json keeps of each earlier run in its folder (``earlier_runs``)
+EARLIER_KEYS = ("status", "wall_time", "replications_read_back", "replications_computed", "configurations",
+                "engine_programs_compiled", "engine_compile_seconds", "compile_cache", "devices", "layouts",
+                "command", "quick", "reps", "seed")
+
+
+def _earlier_runs(path: Path, name: str, keep: int = 20) -> list[dict]:
+    """The earlier runs recorded in ``path`` (an experiment's metadata.json): its own
+    ``earlier_runs`` plus the run it describes, the last ``keep``; a rerun that reads everything
+    back thus keeps the compile statistics and layouts of the run that computed it."""
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(old, dict) or old.get("experiment") != name:
+        return []
+    runs = [r for r in old.get("earlier_runs", []) if isinstance(r, dict)]
+    return (runs + [{k: old.get(k) for k in EARLIER_KEYS if k in old}])[-keep:]
 
 
 def _peak_mappings() -> int | None:
@@ -366,12 +497,30 @@ def _restart(err: Exception, argv: list[str] | None, started: float | None = Non
     restart_in_fresh_process(err, "experiments", list(sys.argv[1:] if argv is None else argv), "experiments")
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """argparse with each command-line error on one line, without the usage block:
+    ``PROG: error: argument --x: ... (PROG --help for the usage)``, exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help for the usage)\n")
+
+
+def _cores() -> int:
+    """The cores this process may run on, before jaxbandits is imported (importing it starts JAX,
+    which fixes the CPU device count); :func:`jaxbandits.validation.check_cpu_device_count` then
+    checks ``--devices`` against the same count and says why."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def main(argv: list[str] | None = None, restart: bool = False) -> int:
     """Run an experiment.  ``restart=True`` (the command line, ``python -m experiments``) lets a
     process that stalls replace itself with a fresh one that resumes from disk; called as a
     function (tests, notebooks) the process is never replaced and the error propagates."""
-    parser = argparse.ArgumentParser(prog="python -m experiments",
-                                     description="Reproduce the seed papers' tables and figures.")
+    parser = OneLineErrors(prog="python -m experiments",
+                           description="Reproduce the seed papers' tables and figures.")
     parser.add_argument("name", nargs="?", help="experiment to run (omit to list them)")
     # --reps, --seed, --out, --devices are read as text and checked by jaxbandits.validation once
     # the CPU device count is set (importing jaxbandits imports jax, which fixes the device count)
@@ -381,13 +530,23 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="small version (its time on 2 CPU cores is in the listing)")
     parser.add_argument("--devices", default=None,
-                        help="XLA CPU devices to expose (default: 1; try the number of cores)")
+                        help="XLA CPU devices to expose (default: 1; at most the cores this process may use, "
+                             "unless --oversubscribe; try the number of cores)")
+    parser.add_argument("--oversubscribe", action="store_true",
+                        help="allow --devices beyond the cores: every device runs its own loop on its own "
+                             "thread and gets its own compiled program, so the extra devices only share the "
+                             "cores and multiply the compile time (64 devices on 2 cores: 270 s for a "
+                             "configuration that takes 7 s on one device)")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--no-compile-cache", action="store_true",
                         help="do not use the persistent compilation cache (default: on, in "
                              "~/.cache/jaxbandits/xla or $JAXBANDITS_COMPILATION_CACHE)")
     args = parser.parse_args(argv)
-    _set_cpu_devices(int(args.devices) if str(args.devices).isdigit() else None)
+    n_devices = int(args.devices) if str(args.devices).isdigit() else None
+    # more devices than cores only with --oversubscribe: checked (below, with the reason) before
+    # anything is compiled; a refused count is never set
+    if n_devices and (args.oversubscribe or n_devices <= _cores()):
+        _set_cpu_devices(n_devices)
     from jaxbandits import validation
 
     for flag, check in (("reps", validation.cli_positive_int), ("seed", validation.cli_seed),
@@ -397,6 +556,12 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
                 setattr(args, flag, check(getattr(args, flag)))
             except argparse.ArgumentTypeError as e:
                 parser.error(f"argument --{flag}: {e}")
+    if args.devices is not None and not args.oversubscribe:
+        try:
+            validation.check_cpu_device_count(args.devices, "--devices",
+                                              override="pass --oversubscribe to run that many anyway")
+        except ValueError as e:
+            parser.error(str(e))
     from jaxbandits import compilation_cache, precision
 
     # the experiments' own JAX code (not only the library's entry points) runs in float64
@@ -412,7 +577,8 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
         print(listing(found))
         return 0
     if args.name not in found:
-        print(f"unknown experiment {args.name!r}; known: {', '.join(found)}", file=sys.stderr)
+        print(f"python -m experiments: error: argument name: unknown experiment {args.name!r}; available: "
+              f"{', '.join(found)} (python -m experiments lists them with their times)", file=sys.stderr)
         return 2
     mod = importlib.import_module(f"experiments.{found[args.name]}")
     out = Path(args.out) if args.out else Path("results") / args.name
@@ -421,9 +587,11 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
     ctx.write_metadata(vars(args), "running")
     from jaxbandits.watchdog import StalledComputation
 
+    ctx._config_bar()
     try:
         mod.run(ctx)
     except StalledComputation as e:
+        ctx.close_bar()
         if not restart:
             raise
         _restart(e, argv, ctx._started)
@@ -432,10 +600,16 @@ def main(argv: list[str] | None = None, restart: bool = False) -> int:
         ctx.close_bar()
         ctx.write_metadata(vars(args), "interrupted")
         saved = ctx.rows_on_disk()
-        print(f"\n[{args.name}] interrupted: {saved} replication(s) saved in {ctx.csv_path}; rerun the same "
+        where = " and ".join(str(f) for f in ctx.rows_files())
+        print(f"\n[{args.name}] interrupted: {saved} replication(s) saved in {where}; rerun the same "
               "command to resume from there", file=sys.stderr, flush=True)
         return 130
+    except BaseException:
+        ctx.close_bar()  # before the traceback: no bar left drawing under it
+        raise
     ctx.close_bar()
     ctx.write_metadata(vars(args), "done")
     ctx.log(f"[{args.name}] done in {time.time() - ctx._started:.1f}s; results in {out}/")
+    if ctx.resumed:
+        ctx.log(f"[{args.name}] {ctx.read_back_note()}")
     return 0

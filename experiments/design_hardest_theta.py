@@ -356,19 +356,21 @@ def run(ctx):
 
 def figure(rows, n_starts: int, n_random: int):
     """Hardness found by each search, per arm set (bars), with the median random theta."""
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    from experiments._figures import legend_outside, new_figure
+
+    fig, axes = new_figure(panel=(2.2 * len(rows) + 1.6, 3.6), extra=(2.8, 0.0))
+    ax = axes[0, 0]
     xs = np.arange(len(rows))
-    ax.bar(xs - 0.27, [r["H_gradient"] for r in rows], 0.27, label=f"optax ascent (best of {n_starts} starts)")
-    ax.bar(xs, [r["H_random"] for r in rows], 0.27, label=f"random search ({n_random})")
+    ax.bar(xs - 0.27, [r["H_gradient"] for r in rows], 0.27, label=f"optax ascent (best of {n_starts:,} starts)")
+    ax.bar(xs, [r["H_random"] for r in rows], 0.27, label=f"random search ({n_random:,} thetas)")
     ax.bar(xs + 0.27, [r["H_random_then_ascent"] for r in rows], 0.27, label="ascent from the best random thetas")
     ax.hlines([r["median_H_random"] for r in rows], xs - 0.42, xs + 0.42, colors="k", linestyles="--",
               label="median random theta")
     ax.set_xticks(xs, [r["arms"] for r in rows])
+    ax.set_xlim(-0.6, len(rows) - 0.4)
     ax.set_xlabel("arm set")
-    ax.set_ylabel("hardness H = Delta_min^2 T* / 2 (dimensionless)")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)  # below: bars uncovered
-    fig.tight_layout()
+    ax.set_ylabel("hardness H = Delta_min^2 T* / 2\n(dimensionless)")
+    legend_outside(fig)
     return fig

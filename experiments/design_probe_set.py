@@ -189,33 +189,38 @@ def run(ctx):
 
 def figure(history, test_curve, logs: dict, per_theta: dict, n_test: int, n_val: int):
     """Training curve (minibatch and held-out), psi* per probe set on held-out thetas, and RAGE's
-    mean stopping time per validation theta."""
-    import matplotlib.pyplot as plt
+    mean stopping time per validation theta (probe sets dodged sideways, one marker each)."""
+    import textwrap
+
     import numpy as np
 
-    from experiments._figures import log_ticks_plain
+    from experiments._figures import (dodge, integer_ticks, legend_outside, log_ticks_plain, new_figure,
+                                      series_styles)
 
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4))
+    fig, axes = new_figure(1, 3, panel=(4.3, 3.6), extra=(1.2, 0.0))
+    ax = axes[0]
     ax[0].plot(np.exp(history), alpha=0.5, label="minibatch (fresh draws)")
-    ax[0].plot(*zip(*test_curve), "o-", label=f"held-out ({n_test} thetas)")
+    ax[0].plot(*zip(*test_curve), "o-", label=f"held-out ({n_test:,} thetas)")
     ax[0].set_xlabel("optax step")
-    ax[0].set_ylabel("geometric mean psi* (pulls, sigma = 1)")
+    integer_ticks(ax[0].xaxis)
+    ax[0].set_ylabel("geometric mean psi*\n(pulls, sigma = 1)")
     ax[0].set_yscale("log")
-    ax[0].legend()
+    legend_outside(ax[0])
     names = list(logs)
     ax[1].boxplot([np.exp(logs[n]) for n in names], showfliers=False)
-    ax[1].set_xticks(range(1, len(names) + 1), names, rotation=15)
+    ax[1].set_xticks(range(1, len(names) + 1), [textwrap.fill(n, 10) for n in names])
     ax[1].set_yscale("log")
     ax[1].set_xlabel("probe set")
-    ax[1].set_ylabel("psi* on held-out thetas (pulls, sigma = 1)")
+    ax[1].set_ylabel("psi* on held-out thetas\n(pulls, sigma = 1)")
+    style = series_styles(names)
     for k, n in enumerate(names):  # separate thetas: points side by side, not joined
-        ax[2].plot(np.arange(n_val) + (k - (len(names) - 1) / 2) * 0.12, per_theta[n], "o", label=n)
+        ax[2].plot(dodge(np.arange(n_val), k, len(names)), per_theta[n], ls="none", ms=6, label=n, **style[n])
     ax[2].set_xticks(range(n_val))
+    ax[2].set_xlim(-0.6, n_val - 0.4)
     ax[2].set_yscale("log")
     for a in ax:
         log_ticks_plain(a.yaxis)
     ax[2].set_xlabel("validation theta (index)")
     ax[2].set_ylabel("RAGE mean stopping time (pulls)")
-    ax[2].legend()
-    fig.tight_layout()
+    legend_outside(ax[2], title="probe set")
     return fig

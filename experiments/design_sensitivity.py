@@ -79,9 +79,10 @@ def run(ctx):
 def figure(omegas, sigmas, LB, T, G, FD, pred, pred_log, delta=0.05):
     """Three panels: the lower bound over (omega, sigma); the gradient dT*/domega against finite
     differences; T* against its first-order predictions from the gradient at the previous angle."""
-    import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    from experiments._figures import legend_outside, new_figure
 
     def angle_axis(ax):
         ax.set_xscale("log")
@@ -91,7 +92,8 @@ def figure(omegas, sigmas, LB, T, G, FD, pred, pred_log, delta=0.05):
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("angle $\\omega$ between $x_{d+1}$ and $e_1$ (rad)")
 
-    fig, ax = plt.subplots(1, 3, figsize=(16, 4.6))
+    fig, axes = new_figure(1, 3, panel=(5.0, 3.8), extra=(0.8, 0.4))
+    ax = axes[0]
     def edges(c, log):  # cell edges around the grid points (geometric midpoints on a log axis)
         c = np.log(c) if log else np.asarray(c, float)
         step = np.diff(c) if c.size > 1 else np.array([1.0])
@@ -109,16 +111,14 @@ def figure(omegas, sigmas, LB, T, G, FD, pred, pred_log, delta=0.05):
     angle_axis(ax[1])
     ax[1].set_ylabel("$-dT^*/d\\omega$ (pulls per rad, $\\sigma$ = 1)")
     ax[1].set_title("gradient of $T^*$", fontsize=10)
-    ax[1].legend(fontsize=9)
     ax[2].loglog(omegas, T, "k-", marker="o", ms=5, label="$T^*$ (one design solve per angle)")
-    ax[2].loglog(omegas[1:], pred_log, "r^", ms=8, ls="none", label="log-linear prediction from the gradient")
+    ax[2].loglog(omegas[1:], pred_log, "r^", ms=8, mfc="none", mew=1.5, ls="none",  # open: T* shows through
+                 label="log-linear prediction from the gradient")
     pos = pred > 0  # a linear step can overshoot below zero, off a log axis
     lin = "linear prediction from the gradient" + ("" if pos.all() else f" ({int((~pos).sum())} below 0, not shown)")
     ax[2].loglog(omegas[1:][pos], pred[pos], "b+", ms=11, mew=2, ls="none", label=lin)
     angle_axis(ax[2])
     ax[2].set_ylabel("$T^*(\\omega)$ (pulls, $\\sigma$ = 1)")
     ax[2].set_title("$T^*$ at the next angle, predicted from the previous one", fontsize=10)
-    ax[2].set_ylim(top=float(np.max(T)) * 40)  # headroom for the legend above the curve
-    ax[2].legend(fontsize=9, loc="upper right")
-    fig.tight_layout()
+    legend_outside(fig, loc="outside lower center", ncols=3)
     return fig

@@ -188,7 +188,7 @@ def run(ctx):
             reps = _reps(ctx, g)
             t0 = time.perf_counter()
             try:
-                df = jb.sweep({name: make}, g, deltas=[DELTA], n_reps=reps, key=ctx.key, max_steps=cap,
+                df = ctx.sweep({name: make}, g, deltas=[DELTA], n_reps=reps, key=ctx.key, max_steps=cap,
                               out=ctx.out / "sweep", progress=False, paired=True)
             except (ValueError, TypeError) as e:  # an algorithm that refuses a family (validate)
                 ctx.log(f"[{NAME}] {name} on {g.name}: not run ({e})")
@@ -214,28 +214,34 @@ def run(ctx):
     s.to_csv(ctx.out / "summary.csv", index=False)
     cols = by + ["runs", "frac_capped", "mean", "se", "lower_bound", "ratio", "ratio_se", "ratio_at_least",
                  "error_rate", "error_lo", "error_hi", "reps_per_s", "published"]
+    from jaxbandits.tables import paper_check, paper_notes
+
+    checks = [paper_check(f"{r.algorithm} on {r.generator}, {r.point}", (r.mean, r.se),
+                          PUBLISHED[(r.generator, r.point, r.algorithm)])
+              for r in s.itertuples() if (r.generator, r.point, r.algorithm) in PUBLISHED]
     ctx.table(s[cols].to_dict("records"), "summary",
-              title=f"E[tau] / lower bound (delta = {DELTA}); reps_per_s per (algorithm, family), compile included")
+              title=f"E[tau] / lower bound (delta = {DELTA}); reps_per_s per (algorithm, family), compile included",
+              notes=paper_notes(checks, "published numbers on the same instances"))
 
     ctx.savefig(figure(s), "ratio")
 
 
 def figure(s):
     """E[tau] / lower bound per algorithm (bars, 2 SE), one panel per family, one bar per instance
-    point; ``s``: the summary frame (generator, point, algorithm, ratio, ratio_at_least, ratio_se)."""
-    import matplotlib.pyplot as plt
+    point; ``s``: the summary frame (generator, point, algorithm, ratio, ratio_at_least, ratio_se).
+    Every panel has the same rows (an algorithm not run on a family leaves its row empty)."""
     import numpy as np
     from matplotlib.patches import Patch
 
-    from experiments._figures import log_ticks_plain
+    from experiments._figures import legend_outside, log_ticks_plain, new_figure
 
-    n_algs = s["algorithm"].nunique()
+    names = list(dict.fromkeys(s["algorithm"]))
     fams = list(dict.fromkeys(s["generator"]))
-    fig, axes = plt.subplots(1, len(fams), figsize=(7 * len(fams), 0.35 * n_algs + 2.5), squeeze=False)
+    fig, axes = new_figure(1, len(fams), panel=(4.6, 0.3 * len(names) + 1.4), extra=(2.0 + 1.6 * len(fams), 0.0),
+                           sharey=True)
     for ax, fam in zip(axes[0], fams):
         sub = s[s["generator"] == fam]
         pts = list(dict.fromkeys(sub["point"]))
-        names = list(dict.fromkeys(sub["algorithm"]))
         h = 0.8 / max(len(pts), 1)
         for k, p in enumerate(pts):
             q = sub[sub["point"] == p].set_index("algorithm").reindex(names)
@@ -249,14 +255,15 @@ def figure(s):
                     b.set_edgecolor("white")
         ax.axvline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_yticks(np.arange(len(names)) + 0.4 - h / 2, names, fontsize="small")
+        ax.set_ylim(len(names) - 0.1 - h / 2, -0.1 - h / 2)  # the first algorithm on top
         ax.set_xscale("log")
         log_ticks_plain(ax.xaxis)
-        ax.set_xlabel("E[tau] / lower bound (error bars: 2 SE; dashed: 1)")
+        ax.set_xlabel("E[tau] / lower bound\n(error bars: 2 SE; dashed line: 1)")
         ax.set_title(fam)
-        handles, _ = ax.get_legend_handles_labels()
+        handles, labels = ax.get_legend_handles_labels()
         if sub["ratio"].isna().any():
-            handles.append(Patch(facecolor="lightgrey", hatch="///", edgecolor="white", label="at least (capped runs)"))
-        ax.legend(handles=handles, fontsize=8, title="instances", title_fontsize=8, loc="upper left",
-                  bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
+            handles.append(Patch(facecolor="lightgrey", hatch="///", edgecolor="white"))
+            labels.append("at least (capped runs)")
+        legend_outside(ax, handles, labels, title="instances")
+    axes[0][0].set_ylabel("algorithm")
     return fig

@@ -161,23 +161,30 @@ AXIS_NAMES = {"d": "dimension d", "K": "number of arms K", "x": "panel parameter
 
 
 def plot(ctx, rows, panels, name):
-    import matplotlib.pyplot as plt
+    """Mean sample complexity (+- 1 SE) against each panel's x, one series per algorithm (the same
+    colour and marker in every panel, dodged sideways at each x so that equal values stay visible),
+    and the lower bound; x ticked at the points run; one legend beside the panels."""
+    from experiments._figures import dodge, grid_axis, legend_outside, new_figure, plain_log_ticks, series_styles
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    style = series_styles(r["algorithm"] for r in rows)
+    fig, axes = new_figure(1, len(panels), panel=(4.0, 3.4), extra=(2.4, 0.0))
     for ax, (panel, xname, title) in zip(axes[0], panels):
         pr = [r for r in rows if r["panel"] == panel]
         xs = sorted({r[xname] for r in pr})
-        for alg in dict.fromkeys(r["algorithm"] for r in pr):
+        names = list(dict.fromkeys(r["algorithm"] for r in pr))
+        for i, alg in enumerate(names):
             ar = sorted([r for r in pr if r["algorithm"] == alg], key=lambda r: r[xname])
-            ax.errorbar([r[xname] for r in ar], [r["mean"] for r in ar], yerr=[r["se"] for r in ar],
-                        marker="o", ms=5, capsize=2, label=alg)
+            ax.errorbar(dodge([r[xname] for r in ar], i, len(names), grid=xs), [r["mean"] for r in ar],
+                        yerr=[r["se"] for r in ar], ms=5, capsize=2, label=alg, **style[alg])
         lb = {r[xname]: r["lower_bound"] for r in pr}
         ax.plot(xs, [lb[x] for x in xs], "k--", marker="s", ms=4, lw=1, label="lower bound")
+        grid_axis(ax, xs)
         ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
         ax.set_xlabel(AXIS_NAMES.get(xname, xname))
-        ax.set_ylabel("mean sample complexity (pulls), $\\pm$ 1 SE")
+        ax.set_ylabel("mean sample complexity (pulls)")
         ax.set_title(title, fontsize=9)
-        ax.legend(fontsize=7)
+    legend_outside(fig, title="error bars: $\\pm$ 1 SE")
     ctx.savefig(fig, name)
 
 

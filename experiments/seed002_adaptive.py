@@ -129,21 +129,27 @@ def print_findings(ctx, name: str, text: str) -> None:
 
 def side_by_side(rows, entries, x_key: str) -> str:
     """Markdown table: our accuracy (from this run's ``rows``) beside the authors' code's, each
-    with its 95% Clopper-Pearson interval, the text's claim and the explanation.
+    with its 95% Clopper-Pearson interval, the text's claim, the explanation and the comparison of
+    ours with the code's (:func:`jaxbandits.tables.paper_check_rate`, pooled two-proportion z), then
+    every disagreement (|z| > 3) with its cause.
 
     ``entries``: dicts with ``ours`` (our algorithm name; a "LinGapE" prefix matches the best-delta
     row), ``x`` (the value of ``x_key``), ``code`` ((successes, replications) measured with the
     authors' code, or None), ``text`` (the paper's claim) and ``why``; optional ``match`` (extra
-    label fields a row must have).
+    label fields a row must have) and ``cause`` (the measured cause of a difference between ours and
+    the code's; without it a flag says that no cause is known and quotes ``why``).
     """
     from jaxbandits.stats import clopper_pearson
+    from jaxbandits.tables import paper_check_rate, paper_notes
 
     def fmt(k, n):
         lo, hi = clopper_pearson(k, n)
         return f"{k / n:.3f} [{lo:.3f}, {hi:.3f}] n={n}"
 
-    out = [f"| algorithm | {x_key} | ours | authors' code | text | explanation |", "|---|---|---|---|---|---|"]
+    out = [f"| algorithm | {x_key} | ours | authors' code | text | explanation | ours vs code |",
+           "|---|---|---|---|---|---|---|"]
     left_out = 0
+    checks = []
     for e in entries:
         hit = [r for r in rows if r[x_key] == e["x"] and (r["algorithm"] == e["ours"] or (
             e["ours"] == "LinGapE" and r["algorithm"].startswith("LinGapE")))
@@ -151,9 +157,19 @@ def side_by_side(rows, entries, x_key: str) -> str:
         if not hit:  # this run (e.g. --quick) did not include the algorithm or the point
             left_out += 1
             continue
-        ours = fmt(round(hit[0]["accuracy"] * hit[0]["reps"]), hit[0]["reps"])
+        k_ours = round(hit[0]["accuracy"] * hit[0]["reps"])
+        ours = fmt(k_ours, hit[0]["reps"])
         code = fmt(*e["code"]) if e.get("code") else "not measured"
-        out.append(f"| {e['ours']} | {e['x']} | {ours} | {code} | {e['text']} | {e['why']} |")
+        vs = "-"
+        if e.get("code"):
+            c = paper_check_rate(f"{e['ours']} at {x_key} = {e['x']} (accuracy)",
+                                 (k_ours, hit[0]["reps"]), (e["code"][0] / e["code"][1], e["code"][1]),
+                                 e.get("cause", e["why"]), cause_known="cause" in e)
+            checks.append(c)
+            vs = c.cell
+        out.append(f"| {e['ours']} | {e['x']} | {ours} | {code} | {e['text']} | {e['why']} | {vs} |")
+    if checks:
+        out.append("\n" + paper_notes(checks, "the authors' code").rstrip())
     if left_out:
         out.append(f"\n{left_out} comparison(s) need algorithms or points outside this run's grid (the full "
                    "size, without --quick, has them all).")
@@ -194,27 +210,31 @@ class _Sub:
 def plot_accuracy(ctx, rows, x_key: str, xlabel: str, title: str, *, panel_key: str | None = None,
                   logx: bool = False, name: str = "accuracy"):
     """Accuracy versus ``x_key`` per algorithm, with Clopper-Pearson error bars (one panel per
-    value of ``panel_key``)."""
-    import matplotlib.pyplot as plt
+    value of ``panel_key``): the same colour and marker for an algorithm in every panel, dodged
+    sideways at each x (accuracies often tie at 1), x ticked at the values run, one legend beside
+    the panels."""
+    from experiments._figures import dodge, grid_axis, legend_outside, new_figure, series_styles
 
     panels = sorted({r[panel_key] for r in rows}) if panel_key else [None]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4), squeeze=False)
+    style = series_styles(r["algorithm"] for r in rows)
+    fig, axes = new_figure(1, len(panels), panel=(4.6, 3.6), extra=(2.4, 0.0), sharey=True)
     for ax, pv in zip(axes[0], panels):
         sub = [r for r in rows if panel_key is None or r[panel_key] == pv]
-        for alg in dict.fromkeys(r["algorithm"] for r in sub):
+        xs = sorted({r[x_key] for r in sub})
+        names = list(dict.fromkeys(r["algorithm"] for r in sub))
+        for i, alg in enumerate(names):
             pts = sorted((r[x_key], r["accuracy"], r["acc_lo"], r["acc_hi"]) for r in sub if r["algorithm"] == alg)
-            x = np.array([p[0] for p in pts], float)
+            x = dodge([p[0] for p in pts], i, len(names), grid=xs, log=logx)
             y = np.array([p[1] for p in pts])
             err = np.array([[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]])
-            ax.errorbar(x, y, yerr=err, marker="o", ms=5, capsize=2, label=alg)
+            ax.errorbar(x, y, yerr=err, ms=5, capsize=2, label=alg, **style[alg])
+        grid_axis(ax, xs, log=logx)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("accuracy (1 - error), 95% CP")
         ax.set_ylim(-0.02, 1.02)
-        if logx:
-            ax.set_xscale("log", base=2)
         ax.set_title(title if pv is None else f"{title}, {panel_key} = {pv}", fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=8, loc="best")
+    axes[0][0].set_ylabel("accuracy (1 - error rate)")
+    legend_outside(fig, title="error bars: 95 % Clopper-Pearson")
     ctx.savefig(fig, name)
 
 

@@ -110,7 +110,7 @@ def run(ctx):
 
     ctx.config.update(K=ks, d=dims, instances=n_inst, instances_K1000=n_large, deltas=deltas, reps=reps,
                       reps_K1000=1, hardness=HARDNESS, cap=CAP, phase_caps=PHASE_CAPS, algorithms=list(algs), xy_adaptive_max_K=xy_max_k)
-    df = pd.concat([jb.sweep(algs, gen, deltas=deltas, n_reps=r, key=ctx.key, max_steps=step_cap, out=ctx.out / "sweep",
+    df = pd.concat([ctx.sweep(algs, gen, deltas=deltas, n_reps=r, key=ctx.key, max_steps=step_cap, out=ctx.out / "sweep",
                              progress=None if not ctx.quiet else False, where=where, resume_only=resume_only) for gen, r in runs],
                    ignore_index=True)
     ctx.write_rows(df, "rows")
@@ -143,27 +143,29 @@ def run(ctx):
 
 
 def figure(sub, dims, ks, n_algs: int, delta: float):
-    """Per-instance E[tau] / lower bound of each algorithm (box plots), one panel per (d, K);
-    ``sub``: the replication rows at one delta."""
-    import matplotlib.pyplot as plt
-
-    from experiments._figures import log_ticks_plain
+    """Per-instance E[tau] / lower bound of each algorithm (box plots), one panel per (d, K), every
+    panel with the same rows (an algorithm not run at a point leaves its row empty; a point with no
+    runs says so); ``sub``: the replication rows at one delta."""
+    from experiments._figures import log_ticks_plain, new_figure
     from jaxbandits.sweeps import plot_ratio_distribution
 
-    fig, axes = plt.subplots(len(dims), len(ks), figsize=(4.6 * len(ks), (0.28 * n_algs + 1.0) * len(dims)),
-                             squeeze=False, sharex=True)
+    order = list(dict.fromkeys(sub["algorithm"]))
+    fig, axes = new_figure(len(dims), len(ks), panel=(3.6, 0.24 * max(n_algs, len(order)) + 0.9), extra=(1.0, 0.6),
+                           sharex=True, sharey=True)
     for i, d in enumerate(dims):
         for j, K in enumerate(ks):
             ax = axes[i, j]
             cell = sub[(sub["dim"] == d) & (sub["num_arms"] == K)]
-            if len(cell):
-                plot_ratio_distribution(cell, ax=ax)
+            plot_ratio_distribution(cell, ax=ax, order=order)
+            if not len(cell):
+                ax.text(0.5, 0.5, "not run", transform=ax.transAxes, ha="center", va="center", color="grey")
             ax.axvline(1.0, color="grey", lw=0.8, ls="--")
             log_ticks_plain(ax.xaxis)
-            ax.set_title(f"d = {d}, K = {K}", fontsize="small")
-            ax.tick_params(labelsize=7)
-            if i < len(dims) - 1:
-                ax.set_xlabel("")
-    fig.suptitle(f"E[tau] / lower bound per instance (dashed: 1), unit-sphere instances, delta = {delta}")
-    fig.tight_layout()
+            ax.set_title(f"d = {d}, K = {K}", fontsize="medium")
+            ax.tick_params(which="both", labelsize=7.5)
+            ax.set_xlabel("")
+            ax.set_ylabel("")
+    fig.supxlabel("E[tau] / lower bound per instance (dashed line: 1)")
+    fig.supylabel("algorithm")
+    fig.suptitle(f"Unit-sphere instances, delta = {delta}")
     return fig

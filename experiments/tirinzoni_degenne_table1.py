@@ -2,7 +2,8 @@
 NeurIPS 2022, Table 1: linear best-arm identification and Top-5 identification, d = 20, K = 50,
 unit Gaussian noise, delta = 0.01, 100 runs per row.
 
-Instance: ``shared/data/td_linear_d20_k50.npz`` (``arms`` [50, 20], ``theta`` [20]), rebuilt from
+Instance: :func:`jaxbandits.instances.seeds.tirinzoni_degenne_table1` (``arms`` [50, 20], ``theta``
+[20], shipped with the package as ``jaxbandits/instances/files/td_linear_d20_k50.npz``), rebuilt from
 the generator of the authors' experiment scripts (github.com/AndreaTirinzoni/bandit-elimination,
 ``experiments/linear_bai.jl`` and ``linear_topm.jl``): the first ten arms are e_1..e_10,
 theta = (1, 0.9 x 4, 0.8 x 5, u - 1) with u the draws of Julia's ``MersenneTwister(123)``, then
@@ -18,12 +19,16 @@ Every row is run two ways and printed beside the paper's number:
   LinGapE's C_t = sqrt(2 (log(1/delta) + 2 log(t + 1))), single-learner LinGame / MisLid without
   optimism, RAGE eliminating with the estimate of all samples, XY-adaptive with one global
   estimate, and so on (module docstrings);
-* the paper: mean +- standard error (the table's standard deviation / sqrt(100)), and the Welch
-  t-test p-value of each of our rows against it (``scipy.stats.ttest_ind_from_stats``).
+* the paper: mean +- standard error (the table's standard deviation / sqrt(100)), the Welch
+  t-test p-value of each of our rows against it (``scipy.stats.ttest_ind_from_stats``) and the flag
+  of :func:`jaxbandits.tables.paper_check` (|z| > 3 with both SEs), printed under the table with
+  the row's known cause (:func:`cause`) or the statement that none is known.
 
 Runs that reach the cap (the authors' ``Force_Stopping``: 10^6 samples) are reported as capped,
 never as stops.  The paper's rows were not tuned toward: each preset is set from the released code
-only.  ``--quick``: LinGapE and the Oracle, preset only, 4 runs each.  Environment:
+only.  ``--quick``: every row, preset only, ``QUICK_REPS`` runs each (their SEs rest on that few
+runs: a flag at this size says little), the ellipsoid check with 200 runs, no FWS game
+diagnostic; one figure, the table printed once.  Environment:
 ``TD_TABLE1_ROWS`` (comma-separated row keys), ``TD_TABLE1_WAYS`` ("preset,defaults"),
 ``TD_TABLE1_LANES`` (lanes per device; 4 by default, see below).
 
@@ -93,13 +98,12 @@ import os
 NAME = "tirinzoni_degenne_table1"
 DESCRIPTION = "Tirinzoni & Degenne 2022 Table 1 (linear BAI and top-5, d = 20, K = 50): defaults vs preset vs paper"
 
-DATA = "td_linear_d20_k50.npz"
 DELTA = 0.01
 PAPER_N = 100
 CAP = 1_000_000  # Force_Stopping(max_samples = 1e6) of the released scripts
-PROVENANCE = ("instance: shared/data/td_linear_d20_k50.npz, rebuilt from experiments/linear_bai.jl of "
-              "AndreaTirinzoni/bandit-elimination (Julia MersenneTwister(123) stream re-implemented); "
-              "d = 20, K = 50, noise sd 1, delta = 0.01")
+PROVENANCE = ("instance: jaxbandits.instances.seeds.tirinzoni_degenne_table1 (shipped with the package), rebuilt "
+              "from experiments/linear_bai.jl of AndreaTirinzoni/bandit-elimination (Julia MersenneTwister(123) "
+              "stream re-implemented); d = 20, K = 50, noise sd 1, delta = 0.01")
 
 # Table 1 of the paper: mean, standard error (its standard deviation / sqrt(100)); None: not used here
 PAPER = {
@@ -119,7 +123,7 @@ EARLIER_DEFAULTS = {
 # run order: the cheapest rows first (so a partial table has the most rows)
 ORDER = ["LinGapE", "Oracle", "LinGame (E)", "FWS (E)", "LinGame", "FWS", "RAGE", "top-5 LinGIFA",
          "top-5 m-LinGapE", "LT&S", "top-5 MisLid", "XY-adaptive"]
-QUICK = ["LinGapE", "Oracle"]
+QUICK_REPS = 2  # --quick: every row, this many runs each
 
 DIFFERENCES = {
     "LinGapE": "defaults stop on LinGapE's own gap index with log((log t + 1)/delta) widths; the preset stops on the GLR "
@@ -146,17 +150,56 @@ DIFFERENCES = {
 }
 
 
+#: the preset rows of the default run (mean, SE over 100 runs; the module docstring's table)
+PRESET_MEASURED = {
+    "LinGapE": (34024, 961), "LinGame": (46574, 1839), "LinGame (E)": (32173, 857), "FWS": (30602, 1059),
+    "FWS (E)": (33542, 1553), "LT&S": (58285, 1966), "XY-adaptive": (86235, 2672), "RAGE": (104940, 3531),
+    "top-5 m-LinGapE": (61441, 1063), "top-5 LinGIFA": (58945, 1072), "top-5 MisLid": (89289, 2933),
+}
+#: the cause of a preset row's disagreement with the paper: (text, whether a measurement isolated it)
+PRESET_CAUSES = {
+    "LT&S": ("the preset still differs from the released LazyTaS (sampling_rules.jl) in ways that are not options "
+             "here: a random spanning set explored instead of one pull per arm, the GLR with the unregularised "
+             "A_t^{-1} instead of (A_t + I)^{-1}, and seed 001's Frank-Wolfe (step 2 / (k + 2)) instead of steps "
+             "1 / (i + 1) towards the closest piece's best arm; the paper's standard deviation (65,800) is 3x ours "
+             "(default run: 58,285 +- 1,966, 100 runs, p = 0.0098).", False),
+    "FWS": ("the paper's standard deviation (60,100) is 6x ours (10,591 over 100 runs, largest run 73,882), so its "
+            "mean carries a tail our runs do not show (FWS has such tails: one of 30 defaults runs took 184,482 "
+            "samples); with elimination ours is within 0.4 combined SE of the paper's.", False),
+}
+
+
+def cause(key: str, way: str) -> tuple[str | None, bool]:
+    """(the cause of a disagreement of row ``key`` run ``way`` with the paper, whether it was
+    isolated by a measurement): the defaults rows differ through the settings ``DIFFERENCES`` names,
+    measured by the preset rows, which change exactly those settings and agree with the paper."""
+    if way == "preset":
+        return PRESET_CAUSES.get(key, (None, True))
+    if key not in DIFFERENCES or PAPER.get(key) is None:
+        return None, True
+    m, se = PRESET_MEASURED[key]
+    pm, pse = PAPER[key]
+    return (f"the library's defaults are not the authors' settings ({DIFFERENCES[key].rstrip('.')}); the preset, "
+            f"which takes the authors' settings, measured {m:,} +- {se:,} (default run, 100 runs) against the "
+            f"paper's {pm:,} +- {pse:,}: z = {(m - pm) / math.hypot(se, pse):+.1f}.", True)
+
+
+def check(key: str, way: str, mean: float, se: float, n: int | None = None):
+    """Our mean (SE) of row ``key`` run ``way`` against the paper's
+    (:func:`jaxbandits.tables.paper_check`, with the row's cause); not compared without a paper number."""
+    from jaxbandits.tables import paper_check
+
+    paper = PAPER.get(key) or (math.nan, None)
+    text, known = cause(key, way)
+    return paper_check(f"{key} [{way}]", (mean, se), paper, text, n=n, paper_n=PAPER_N, cause_known=known)
+
+
 def load_instance():
-    import numpy as np
+    """The Table 1 instance (:func:`jaxbandits.instances.seeds.tirinzoni_degenne_table1`, shipped with
+    the package)."""
+    from jaxbandits.instances import seeds
 
-    from jaxbandits.instances.base import make_instance
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    for root in (os.environ.get("JAXBANDITS_SHARED"), os.path.join(here, "..", "..", "shared"), "/work/shared"):
-        if root and os.path.exists(os.path.join(root, "data", DATA)):
-            z = np.load(os.path.join(root, "data", DATA))
-            return make_instance(z["arms"], z["theta"], noise=1.0)
-    raise FileNotFoundError(f"{DATA} not found under shared/data (set JAXBANDITS_SHARED)")
+    return seeds.tirinzoni_degenne_table1()
 
 
 def algorithms(key: str, delta: float = DELTA):
@@ -217,10 +260,11 @@ def summarise(key, way, res):
     sd = float(s.std(ddof=1)) if n > 1 else math.nan
     errors = int((~res.correct[stopped]).sum()) if n else 0
     paper = PAPER.get(key)
-    return dict(row=key, way=way, n=n, mean=mean, se=sd / math.sqrt(n) if n > 1 else math.nan, sd=sd,
+    se = sd / math.sqrt(n) if n > 1 else math.nan
+    return dict(row=key, way=way, n=n, mean=mean, se=se, sd=sd,
                 capped=int((res.ran & ~res.stopped).sum()), errors=errors,
                 paper=f"{paper[0]:,} +- {paper[1]:,}" if paper else "n/a",
-                p_welch=welch_p(mean, sd, n, paper))
+                p_welch=welch_p(mean, sd, n, paper), vs_paper=check(key, way, mean, se, n).cell)
 
 
 def ellipsoid_check(inst, runs: int = 2000, rounds: int = 400, delta: float = DELTA, seed: int = 1):
@@ -276,11 +320,11 @@ def fws_game_diagnostic(inst, runs: int = 4, seed: int = 7):
 def run(ctx):
     inst = load_instance()
     q = ctx.quick
-    reps = ctx.n_reps(100, 4)
+    reps = ctx.n_reps(100, QUICK_REPS)
     # TD_TABLE1_DEFAULTS_REPS: fewer runs for the defaults rows (their n is printed with each row)
     reps_defaults = int(os.environ.get("TD_TABLE1_DEFAULTS_REPS", reps))
     rows_env = os.environ.get("TD_TABLE1_ROWS")
-    keys = QUICK if q else ORDER
+    keys = list(ORDER)
     if rows_env:
         keys = [k.strip() for k in rows_env.split(",") if k.strip()]
     ways = [w.strip() for w in os.environ.get("TD_TABLE1_WAYS", "preset" if q else "preset,defaults").split(",")]
@@ -298,26 +342,27 @@ def run(ctx):
             out.append(summarise(key, way, res))
             r = out[-1]
             ctx.log(f"  {key} [{way}]: {r['mean']:.0f} +- {r['se']:.0f} (n = {r['n']}, capped {r['capped']}, "
-                    f"errors {r['errors']}) | paper {r['paper']} | Welch p = {r['p_welch']:.2g}")
-            table(ctx, out)
+                    f"errors {r['errors']}) | paper {r['paper']} | Welch p = {r['p_welch']:.2g} | {r['vs_paper']}")
+            table(ctx, out, final=False)  # summary.md rewritten (a partial run keeps its table), not printed
     table(ctx, out, final=True)
-    ell = ellipsoid_check(inst)
+    ctx.savefig(figure(out), "table1")
+    ell = ellipsoid_check(inst, runs=200 if q else 2000)
     ctx.config["ellipsoid_check"] = ell
     ctx.log(f"log((t + 1) / delta) is not delta-correct in d = 20: P(exists t: ||theta_hat - theta||^2_V / 2 > "
             f"log((t + 1) / delta)) = {ell['p_violation_log_t']:.3f} against {ell['p_violation_logdet']:.4f} for "
             f"log(1 / delta) + 1/2 log det V_t (delta = {ell['delta']}, {ell['runs']} round-robin runs, t <= {ell['t_max']})")
-    if "FWS" in keys and "preset" in ways and os.environ.get("TD_TABLE1_FWS_GAP", "1") != "0":
+    if (not q and "FWS" in keys and "preset" in ways and os.environ.get("TD_TABLE1_FWS_GAP", "1") != "0"):
         diag = fws_game_diagnostic(inst)
         ctx.config["fws_game"] = diag
         ctx.log(f"FWS preset, its matrix game (4 runs; largest duality gap relative to the payoff range): {diag}")
 
 
-def table(ctx, out, final=False):
-    """The three-way table (one line per row), rewritten after every configuration."""
+def lines(out):
+    """The three-way table (one line per row) and the paper checks of every number in it."""
     by = {}
     for r in out:
         by.setdefault(r["row"], {})[r["way"]] = r
-    lines = []
+    rows, checks = [], []
     for key, ways in by.items():
         line = dict(row=key, paper=ways[next(iter(ways))]["paper"])
         for way in ("defaults", "preset"):
@@ -326,16 +371,105 @@ def table(ctx, out, final=False):
                 m, se, n = EARLIER_DEFAULTS[key]
                 line[way] = f"{m:,} +- {se:,} (n = {n}, measured earlier, not rerun)"
                 line[f"p_{way}"] = welch_p(m, se * math.sqrt(n), n, PAPER.get(key))
+                c = check(key, way, m, se, n)
+                line[f"vs_paper_{way}"] = c.cell
+                checks.append(c)
                 continue
             if r is None:
                 line[way] = "not run"
                 line[f"p_{way}"] = math.nan
+                line[f"vs_paper_{way}"] = "-"
                 continue
             line[way] = f"{r['mean']:,.0f} +- {r['se']:,.0f} (n = {r['n']}{', capped ' + str(r['capped']) if r['capped'] else ''}, errors {r['errors']})"
             line[f"p_{way}"] = r["p_welch"]
+            c = check(key, way, r["mean"], r["se"], r["n"])
+            line[f"vs_paper_{way}"] = c.cell
+            checks.append(c)
         line["where they differ"] = DIFFERENCES.get(key, "")
-        lines.append(line)
-    ctx.table(lines, "summary", title="Tirinzoni & Degenne 2022, Table 1: library defaults, the authors' preset, "
-                                      "the paper (mean +- SE; Welch p against the paper)")
+        rows.append(line)
+    return rows, checks
+
+
+TITLE = ("Tirinzoni & Degenne 2022, Table 1: library defaults, the authors' preset, the paper (mean +- SE; Welch p "
+         "against the paper)")
+
+
+def table(ctx, out, final=False):
+    """The three-way table with the paper checks under it: printed and saved (``summary.md``) when
+    ``final``, else only saved (rewritten after every configuration, so a partial run keeps it)."""
+    from jaxbandits.tables import markdown_table, paper_notes
+
+    rows, checks = lines(out)
+    notes = paper_notes(checks, "the paper's Table 1")
     if final:
+        ctx.table(rows, "summary", title=TITLE, notes=notes)
         ctx.write_rows(out, "rows")
+    else:
+        (ctx.out / "summary.md").write_text(f"### {TITLE}\n\n" + markdown_table(rows) + "\n" + notes)
+
+
+def figure(out):
+    """Mean samples (+- 1 SE) of every row run, each way, beside the paper's (log scale): one line per
+    row of Table 1, ours and the paper's side by side; rows where one of ours disagrees with the paper
+    (|z| > 3, :func:`jaxbandits.tables.paper_check`) say which in their label."""
+    from experiments._figures import legend_outside, new_figure, plain_log_ticks
+
+    keys = list(dict.fromkeys(r["row"] for r in out))
+    by = {(r["row"], r["way"]): r for r in out}
+    ways = [w for w in ("preset", "defaults") if any((k, w) in by for k in keys)]
+    series = [("paper", "black", "D")] + [(w, c, "o") for w, c in zip(ways, ("tab:blue", "tab:orange"))]
+    if "defaults" not in ways and any(k in EARLIER_DEFAULTS for k in keys):
+        series.append(("earlier", "tab:orange", "o"))  # the defaults measured earlier, not rerun (the table's)
+    fig, axes = new_figure(1, 1, panel=(6.4, 0.42 * len(keys) + 1.2), extra=(2.2, 0.6))
+    ax = axes[0][0]
+    off = {name: 0.24 * (i - (len(series) - 1) / 2) for i, (name, _, _) in enumerate(series)}
+    flagged = {}  # row -> the ways of ours that disagree with the paper
+    for name, colour, marker in series:
+        ys, xs, es = [], [], []
+        for i, k in enumerate(keys):
+            if name == "paper":
+                if PAPER.get(k) is None:
+                    continue
+                m, se = PAPER[k]
+            elif name == "earlier":
+                if k not in EARLIER_DEFAULTS:
+                    continue
+                m, se, n_earlier = EARLIER_DEFAULTS[k]
+                if check(k, "defaults", m, se, n_earlier).disagrees:
+                    flagged.setdefault(k, []).append("defaults")
+            else:
+                r = by.get((k, name))
+                if r is None or not math.isfinite(r["mean"]):
+                    continue
+                m, se = r["mean"], (r["se"] if math.isfinite(r["se"]) else 0.0)
+                if check(k, name, r["mean"], r["se"], r["n"]).disagrees:
+                    flagged.setdefault(k, []).append(name)
+            ys.append(i + off[name])
+            xs.append(m)
+            es.append(se)
+        label = {"paper": "paper's Table 1 (100 runs)",
+                 "earlier": "ours, defaults (measured earlier, {}-{} runs)".format(
+                     *(f(n for _, _, n in EARLIER_DEFAULTS.values()) for f in (min, max)))}.get(name, f"ours, {name}")
+        ax.errorbar(xs, ys, xerr=es, ls="none", marker=marker, ms=6, capsize=3, color=colour, label=label,
+                    mfc="white" if name == "earlier" else colour)
+    ax.set_yticks(range(len(keys)), [k + (f"  [|z| > 3: {', '.join(flagged[k])}]" if k in flagged else "")
+                                     for k in keys])
+    ax.set_ylim(len(keys) - 0.5, -0.5)  # Table 1's first row on top
+    ax.set_ylabel("Table 1 row")
+    ax.set_xscale("log")
+    plain_log_ticks(ax.xaxis)
+    lo, hi = ax.get_xlim()
+    if hi / lo > 4:  # labelled 1-2-5 ticks: the default labels every minor tick of a short log axis
+        from matplotlib import ticker
+
+        ticks = [m * 10 ** e for e in range(int(math.floor(math.log10(lo))), int(math.ceil(math.log10(hi))) + 1)
+                 for m in (1, 2, 5) if lo <= m * 10 ** e <= hi]
+        ax.set_xticks(ticks, [f"{t:,.0f}" for t in ticks])
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_xlabel(f"samples to stop (mean $\\pm$ 1 SE), $\\delta$ = {DELTA}")
+    n = sorted({r["n"] for r in out})
+    ax.set_title(f"Tirinzoni & Degenne 2022, Table 1: d = 20, K = 50 (ours: {', '.join(map(str, n))} runs per row)",
+                 fontsize=10)
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    legend_outside(fig, loc="outside lower center", ncols=len(series))
+    return fig

@@ -30,7 +30,10 @@ instances of a grid point depend only on the suite key and the point.
 Baselines are stored on disk (``baselines/`` under the output folder, one folder per baseline and
 its :func:`jaxbandits.byo.code_version`) and read back on every later benchmark of the same suite,
 version and size: a rerun computes only your algorithms (nothing is compiled for a baseline whose
-runs are all on disk).  A change in a baseline's code changes its version and recomputes it.
+runs are all on disk).  A change in a baseline's code changes its version and recomputes it.  The
+seconds in the report are the engine's (run + compile) for each algorithm's runs as measured when
+they were computed (:meth:`jaxbandits.store.Store.measured`), so a rerun that reads everything back
+reports the first run's times and says how many replications it read back.
 
 The table.  Per (algorithm, set, point, instance, delta): runs, runs that stopped, the capped
 fraction, E[tau] (over all runs; with capped runs counted at their pulls it is a lower bound, and
@@ -312,8 +315,8 @@ SUITES: dict[str, Suite] = {
 @dataclasses.dataclass
 class BenchmarkReport:
     """What :func:`benchmark` returns: ``table`` (tidy, per instance), ``summary`` (per grid point),
-    the folder, the Markdown report's path, the figures and the metadata (suite and code versions,
-    timings)."""
+    the folder, the Markdown report's path, the figures, the metadata (suite and code versions,
+    timings) and the verdict: one line per algorithm of yours (:func:`verdict`)."""
 
     table: Any
     summary: Any
@@ -321,6 +324,7 @@ class BenchmarkReport:
     report_path: Path
     figures: list[Path]
     metadata: dict
+    verdict: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def markdown(self) -> str:
@@ -341,20 +345,27 @@ def _run_one(name, make, suite, iset, size, folder, key, progress_bar, simulate_
         algs = {}
         for delta in suite.deltas:
             algs[delta] = _configure_for(make, suite, iset, params, delta)
-        progress_bar.set_postfix_str(f"{name} | {iset.name} {params}")
+        progress_bar.status(f"{name} | {iset.name} " + (", ".join(f"{k}={v}" for k, v in params.items()) or "-"))
         for delta, alg in algs.items():
             df = sweep({name: alg}, iset.generator(params, size), deltas=[None], n_reps=iset.n_reps[size == "full"],
-                       key=key, max_steps=iset.max_steps, out=folder, progress=False,
+                       key=key, max_steps=iset.max_steps, out=folder, progress=progress_bar.enabled,
                        lower_bound=suite.kind != "fixed-budget", paired=True, **simulate_kw)
             df["delta"] = delta if delta is not None else np.nan
             frames.append(df)
         progress_bar.update(1)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    # what the sweeps read back and the seconds their runs took when computed (sweep's attrs)
+    out.attrs.update({k: sum(f.attrs.get(k, 0) for f in frames) for k in _MEASURED})
+    return out
+
+
+#: the counts and seconds of :func:`jaxbandits.sweep`'s attrs that a benchmark adds up
+_MEASURED = ("replications_read_back", "replications_computed", "seconds", "seconds_read_back")
 
 
 def benchmark(algorithms, suite: str | Suite = "fixed-confidence", *, size: str = "quick",
               out: str | Path = "results/benchmark", baselines: bool | Sequence[str] = True,
-              baseline_dir: str | Path | None = None, progress: bool = True, figures: bool = True,
+              baseline_dir: str | Path | None = None, progress: bool | None = None, figures: bool = True,
               **simulate_kw) -> BenchmarkReport:
     """Run ``algorithms`` on a standard suite beside the library's baselines, on paired keys.
 
@@ -367,7 +378,9 @@ def benchmark(algorithms, suite: str | Suite = "fixed-confidence", *, size: str 
       out: output root; the report goes to ``out/<suite>-v<version>-<size>/``.
       baselines: True (the suite's baselines at this size), False, or a list of baseline names.
       baseline_dir: where baselines are stored and read back (default ``out/baselines``).
-      progress: progress bar over (algorithm, instance set, grid point) (tqdm).
+      progress: a progress bar over (algorithm, instance set, grid point), with the sweep's and the
+        run's under it (:mod:`jaxbandits.progress`): None (default) when stderr is a terminal,
+        True always, False never.
       figures: write the figures (matplotlib).
       simulate_kw: passed to :func:`jaxbandits.engine.simulate`.
 
@@ -377,7 +390,8 @@ def benchmark(algorithms, suite: str | Suite = "fixed-confidence", *, size: str 
     """
     import jax
     import pandas as pd
-    from tqdm.auto import tqdm
+
+    from jaxbandits import progress as progress_bar
 
     s = SUITES[suite] if isinstance(suite, str) else suite
     if size not in ("quick", "full"):
@@ -414,22 +428,27 @@ def benchmark(algorithms, suite: str | Suite = "fixed-confidence", *, size: str 
         v = code_version(_probe(make))
         entries.append((name, make, "baseline", v, bdir / f"{_slug(name)}_{v}"))
     n_tasks = len(entries) * sum(len(iset.points(size)) for iset in s.sets)
-    bar = tqdm(total=n_tasks, disable=not progress, desc=f"benchmark {tag}", unit="point")
+    bar = progress_bar.Bar(n_tasks, desc=f"benchmark {tag}", unit="point", enabled=progress_bar.wanted(progress))
     t0 = time.time()
     frames, timings = [], {}
-    for name, make, kind, v, folder in entries:
-        t1 = time.time()
-        for iset in s.sets:
-            df = _run_one(name, make, s, iset, size, folder / iset.name, key, bar, simulate_kw)
-            if len(df):
-                df.insert(1, "set", iset.name)
-                df.insert(2, "kind", kind)
-                df["code_version"] = v
-                df["point"] = [json.dumps({k: _py(r[k]) for k in iset.points(size)[0]}, sort_keys=True)
-                               for _, r in df.iterrows()] if iset.points(size)[0] else "{}"
-                frames.append(df)
-        timings[name] = time.time() - t1
-    bar.close()
+    totals = dict.fromkeys(_MEASURED, 0)
+    try:
+        for name, make, kind, v, folder in entries:
+            timings[name] = 0.0
+            for iset in s.sets:
+                df = _run_one(name, make, s, iset, size, folder / iset.name, key, bar, simulate_kw)
+                timings[name] += df.attrs.get("seconds", 0.0)
+                for k in _MEASURED:
+                    totals[k] += df.attrs.get(k, 0)
+                if len(df):
+                    df.insert(1, "set", iset.name)
+                    df.insert(2, "kind", kind)
+                    df["code_version"] = v
+                    df["point"] = [json.dumps({k: _py(r[k]) for k in iset.points(size)[0]}, sort_keys=True)
+                                   for _, r in df.iterrows()] if iset.points(size)[0] else "{}"
+                    frames.append(df)
+    finally:
+        bar.close()
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     table = tidy_table(rows, s)
     summ = summary_table(rows, s)
@@ -440,14 +459,16 @@ def benchmark(algorithms, suite: str | Suite = "fixed-confidence", *, size: str 
                 devices=[str(d) for d in jax.devices()],
                 algorithms={n: dict(kind=k, code_version=v, folder=str(f)) for n, _, k, v, f in entries},
                 seconds=timings, wall_time=time.time() - t0,
+                **{("compute_seconds" if k == "seconds" else k): v for k, v in totals.items()},
                 sets={i.name: dict(description=i.description, points=i.points(size),
                                    n_instances=i.n_instances[size == "full"], n_reps=i.n_reps[size == "full"],
                                    m=i.m, max_steps=i.max_steps) for i in s.sets})
+    meta["verdict"] = verdict(table, s)
     (root / "metadata.json").write_text(json.dumps(meta, indent=2, default=str))
     figs = write_figures(rows, summ, s, root) if figures and len(rows) else []
     report = root / "report.md"
     report.write_text(report_markdown(summ, s, meta, figs, root))
-    return BenchmarkReport(table, summ, root, report, figs, meta)
+    return BenchmarkReport(table, summ, root, report, figs, meta, meta["verdict"])
 
 
 def _baseline_factory(s: Suite, name: str):
@@ -532,6 +553,96 @@ def summary_table(rows, s: Suite):
     return _aggregate(rows, ["algorithm", "kind", "set", "point", "delta"])
 
 
+# -- verdict ---------------------------------------------------------------------------------------
+#: family-wise level of the verdict's delta-correctness tests (Bonferroni over an algorithm's instances)
+VERDICT_LEVEL = 0.05
+
+
+def _ratio_text(x: float) -> str:
+    return f"{x:.3g}x"
+
+
+def verdict(table, s: Suite, level: float = VERDICT_LEVEL) -> list[str]:
+    """One line per algorithm of yours in ``table`` (:func:`tidy_table`, one row per instance):
+
+    * fixed confidence and Top-m: whether it is delta-correct on every instance (exact one-sided
+      binomial test of "error rate <= delta" per instance, :func:`jaxbandits.stats.binomial_test_upper`,
+      at the family-wise ``level`` by Bonferroni over its instances; capped runs count as errors)
+      with its errors, runs and the worst instance when one fails; and its E[tau] against the best
+      baseline of each instance (the one with the smallest E[tau] there): the median ratio over
+      instances with its range, the instances where it is the fastest, and those where it is
+      faster or slower than that baseline by more than 2 SE (the SEs of the two means combined),
+      with the baseline that is best most often;
+    * fixed budget: its error rate against the best baseline's (the lowest of each instance): the
+      instances where it errs least (ties included), and where its error rate is outside the best
+      baseline's 95 % Clopper-Pearson interval.
+    """
+    from jaxbandits.stats import binomial_test_upper
+
+    if not len(table):
+        return []
+    keys = ["set", "point", "instance", "delta"]
+    base = table[table["kind"] == "baseline"]
+    lines = []
+    for alg in dict.fromkeys(table.loc[table["kind"] == "yours", "algorithm"]):
+        mine = table[table["algorithm"] == alg]
+        n = len(mine)
+        runs, errs = int(mine["runs"].sum()), int(mine["errors"].sum())
+        parts = []
+        # best baseline per instance (smallest E[tau]; fixed budget: smallest error rate)
+        col = "error_rate" if s.kind == "fixed-budget" else "mean"
+        if len(base):
+            best = base.loc[base.groupby(keys, dropna=False)[col].idxmin()]
+            both = mine.merge(best, on=keys, suffixes=("", "_b"))
+        else:
+            both = mine.iloc[:0]
+        m = len(both)
+        if s.kind == "fixed-budget":
+            text = f"error rate {errs / runs:.3g} ({errs}/{runs} runs on {n} instance(s))"
+            if m:
+                lowest = int((both["error_rate"] <= both["error_rate_b"]).sum())
+                above = int((both["error_rate"] > both["error_hi_b"]).sum())
+                below = int((both["error_rate"] < both["error_lo_b"]).sum())
+                pooled_b = int(both["errors_b"].sum()) / int(both["runs_b"].sum())
+                text += (f" against {pooled_b:.3g} for the best baseline of each instance (pooled); lowest or tied "
+                         f"on {lowest}/{m}, above the best baseline's 95 % Clopper-Pearson interval on {above}/{m}, "
+                         f"below it on {below}/{m}")
+            parts.append(text)
+        else:
+            p = np.array([binomial_test_upper(int(k), int(r), float(d)) for k, r, d in
+                          zip(mine["errors"], mine["runs"], mine["delta"])])
+            bad = p < level / n
+            capped = int(np.round(mine["frac_capped"] * mine["runs"]).sum())
+            tested = f"exact binomial test of error <= delta per instance, Bonferroni level {level:g}"
+            extra = f", {capped} capped counted as errors" if capped else ""
+            if not bad.any():
+                parts.append(f"delta-correct on {n}/{n} instances ({errs} errors in {runs} runs{extra}; {tested})")
+            else:
+                w = mine.iloc[int(np.argmin(p))]
+                parts.append(f"NOT delta-correct on {int(bad.sum())}/{n} instances (worst {w['set']} "
+                             f"{_point_label(w['point'])} instance {w['instance']}: {w['errors']}/{w['runs']} errors at "
+                             f"delta = {w['delta']:g}, p = {p.min():.2g}; {errs} errors in {runs} runs{extra}; {tested})")
+            if m:
+                r = both["mean"].to_numpy(float) / both["mean_b"].to_numpy(float)
+                diff = both["mean"].to_numpy(float) - both["mean_b"].to_numpy(float)
+                sd = np.sqrt(np.nan_to_num(both["se"].to_numpy(float)) ** 2
+                             + np.nan_to_num(both["se_b"].to_numpy(float)) ** 2)
+                fastest = int((diff < 0).sum())
+                faster, slower = int((diff < -2 * sd).sum()), int((diff > 2 * sd).sum())
+                top = both["algorithm_b"].value_counts()
+                capped_cells = int((both["mean_is_lower_bound"] | both["mean_is_lower_bound_b"]).sum())
+                parts.append(f"E[tau] {_ratio_text(float(np.median(r)))} the best baseline's (median over {m} "
+                             f"instances, {_ratio_text(float(r.min()))} to {_ratio_text(float(r.max()))}); fastest on "
+                             f"{fastest}/{m}, faster by > 2 SE on {faster}/{m}, slower by > 2 SE on {slower}/{m}; "
+                             f"best baseline most often {top.index[0]} ({int(top.iloc[0])}/{m})"
+                             + (f"; capped runs on {capped_cells} instance(s), whose means are lower bounds"
+                                if capped_cells else ""))
+        if not m:
+            parts.append("no baseline ran on its instances")
+        lines.append(f"{alg}: " + "; ".join(parts) + ".")
+    return lines
+
+
 # -- report ------------------------------------------------------------------------------------------
 def _point_label(p: str) -> str:
     d = json.loads(p)
@@ -548,11 +659,23 @@ def _cell(r, what):
     return f"{r['errors']}/{r['runs']} [{r['error_lo']:.3f}, {r['error_hi']:.3f}]"
 
 
+def _timing_sentence(meta: dict) -> str:
+    """The report's wall time, and what it read back from earlier runs with their seconds then."""
+    back, done = meta.get("replications_read_back", 0), meta.get("replications_computed", 0)
+    if not back:
+        return f"Wall time {meta['wall_time']:.0f} s."
+    return (f"Wall time {meta['wall_time']:.0f} s for this run, which read back {back} of {back + done} "
+            f"replications from earlier runs (stored under the same suite, code versions and keys); "
+            f"every algorithm's seconds below are those measured when its runs were computed "
+            f"({meta.get('compute_seconds', 0):.0f} s in all).")
+
+
 def report_markdown(summ, s: Suite, meta: dict, figs: list[Path], root: Path) -> str:
     lines = [f"# Benchmark: suite {s.name} v{s.version} ({meta['size']})", "",
              f"{s.description}.  jaxbandits {meta['jaxbandits']}, JAX {meta['jax']} on {meta['backend']}; "
              f"seed {meta['seed']}, paired keys (every algorithm sees the same instances and the same "
-             f"replication keys).  Wall time {meta['wall_time']:.0f} s.", "",
+             f"replication keys).  {_timing_sentence(meta)}", "",
+             *(text for line in meta.get("verdict", []) for text in (f"**Verdict.** {line}", "")),
              "| algorithm | kind | code version | seconds |", "|---|---|---|---|"]
     for n, a in meta["algorithms"].items():
         lines.append(f"| {n} | {a['kind']} | {a['code_version']} | {meta['seconds'].get(n, 0):.0f} |")
@@ -588,14 +711,30 @@ def report_markdown(summ, s: Suite, meta: dict, figs: list[Path], root: Path) ->
     return "\n".join(lines)
 
 
+def _grid_ticks(points: list[str]) -> tuple[str, list[str]]:
+    """The x label and tick labels of a set's grid points: the parameter's name and its values
+    (several parameters: their names in brackets, e.g. ``(dim, num_arms)``, and the values so)."""
+    params = [json.loads(p) for p in points]
+    keys = list(dict.fromkeys(k for d in params for k in d))
+    if not keys:
+        return "grid point", ["one fixed instance"] * len(points)
+    if len(keys) == 1:
+        return keys[0], [str(d.get(keys[0], "-")) for d in params]
+    return f"({', '.join(keys)})", [f"({', '.join(str(d.get(k, '-')) for k in keys)})" for d in params]
+
+
 def write_figures(rows, summ, s: Suite, root: Path) -> list[Path]:
     """One figure per instance set: E[tau] / lower bound (fixed confidence, best-arm), E[tau]
-    (Top-m) or the error rate (fixed budget) at each grid point, one line per algorithm (yours solid
-    and thick, the baselines thin); and the distribution of per-instance ratios per algorithm."""
+    (Top-m) or the error rate (fixed budget) at each grid point, one series per algorithm (yours
+    solid and thick, the baselines thin and dashed, each with its own marker, dodged sideways at a
+    grid point so that equal results stay visible), the legend beside the axes; and the
+    distribution of per-instance ratios per algorithm (:mod:`jaxbandits.plotting` style)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+
+    from jaxbandits.plotting import dodge, grid_axis, legend_outside, new_figure, plain_log_ticks, series_styles
 
     figdir = root / "figures"
     figdir.mkdir(exist_ok=True)
@@ -604,35 +743,39 @@ def write_figures(rows, summ, s: Suite, root: Path) -> list[Path]:
         sub = summ[summ["set"] == iset.name]
         if not len(sub):
             continue
-        fig, ax = plt.subplots(figsize=(6.5, 4))
         points = list(dict.fromkeys(sub["point"]))
-        x = np.arange(len(points))
+        xlabel, ticks = _grid_ticks(points)
+        fig, axes = new_figure(panel=(max(4.0, 0.75 * len(points) + 2.5), 3.6), extra=(2.4, 0.0))
+        ax = axes[0, 0]
         if s.kind == "fixed-budget":
-            ycol, ylab, logy = "error_rate", "error rate (95 % Clopper-Pearson)", False
+            ycol, ylab, logy, bars = "error_rate", "error rate", False, "95 % Clopper-Pearson"
         elif s.kind == "fixed-confidence":
-            ycol, ylab, logy = "ratio", "E[tau] / lower bound", True
+            ycol, ylab, logy, bars = "ratio", "E[tau] / lower bound", True, "$\\pm$ 2 SE"
         else:
-            ycol, ylab, logy = "mean", "E[tau]", True
-        for n_alg, ((alg, kind), g) in enumerate(sub.groupby(["algorithm", "kind"], sort=False)):
-            idx = [points.index(p) for p in g["point"]]
+            ycol, ylab, logy, bars = "mean", "E[tau] (pulls)", True, "$\\pm$ 2 SE"
+        groups = list(sub.groupby(["algorithm", "kind"], sort=False))
+        style = series_styles(alg for (alg, _), _ in groups)
+        for n_alg, ((alg, kind), g) in enumerate(groups):
+            idx = np.array([points.index(p) for p in g["point"]], float)
             y = g[ycol].to_numpy(float)
             if ycol == "error_rate":
                 err = [y - g["error_lo"].to_numpy(float), g["error_hi"].to_numpy(float) - y]
             else:
                 err = 2 * g["ratio_se" if ycol == "ratio" else "se"].to_numpy(float)
             mine = kind == "yours"
-            ax.errorbar(np.asarray(idx) + (0.0 if mine else 0.02 * (n_alg % 5 - 2)), y, yerr=err,
-                        marker="o" if mine else ".", lw=2.5 if mine else 1.0, ls="-" if mine else "--",
-                        capsize=3, label=alg + (" (yours)" if mine else ""), zorder=3 if mine else 2)
-        ax.set_xticks(x, [_point_label(p) for p in points], rotation=30 if len(points) > 3 else 0, ha="right"
-                      if len(points) > 3 else "center", fontsize="small")
+            ax.errorbar(dodge(idx, n_alg, len(groups), grid=range(len(points))), y, yerr=err, ms=7 if mine else 5,
+                        lw=2.5 if mine else 1.0, ls="-" if mine else "--", capsize=3,
+                        label=alg + (" (yours)" if mine else ""), zorder=3 if mine else 2, **style[alg])
+        grid_axis(ax, range(len(points)), labels=ticks)
         if logy:
             ax.set_yscale("log")
+            plain_log_ticks(ax.yaxis)
         if s.kind == "fixed-confidence":
             ax.axhline(1.0, c="grey", lw=0.8, ls=":")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(ylab)
         ax.set_title(f"{s.name} v{s.version}: {iset.name}")
-        ax.legend(fontsize="x-small", ncol=2)
+        legend_outside(fig, title=f"error bars: {bars}")
         p = figdir / f"{iset.name}.png"
         fig.savefig(p, dpi=110, bbox_inches="tight")
         plt.close(fig)
@@ -645,11 +788,18 @@ def write_figures(rows, summ, s: Suite, root: Path) -> list[Path]:
         labels = [a + (" (yours)" if a in yours else "") for a in names]
         data = [per_inst.loc[per_inst["algorithm"] == a, "ratio"].dropna().to_numpy() for a in names]
         if any(len(d) for d in data):
-            fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.5))
-            ax.boxplot(data, orientation="horizontal", tick_labels=labels)
+            fig, axes = new_figure(panel=(6.0, 0.32 * len(labels) + 1.2))
+            ax = axes[0, 0]
+            have = [i for i, d in enumerate(data) if len(d)]
+            ax.boxplot([data[i] for i in have], positions=[i + 1 for i in have], orientation="horizontal",
+                       widths=0.6, manage_ticks=False)
+            ax.set_yticks(range(1, len(labels) + 1), labels)
+            ax.set_ylim(len(labels) + 0.5, 0.5)  # yours on top
             ax.set_xscale("log")
+            plain_log_ticks(ax.xaxis)
             ax.axvline(1.0, c="grey", lw=0.8, ls=":")
-            ax.set_xlabel("E[tau] / lower bound, per instance (every set)")
+            ax.set_xlabel("E[tau] / lower bound, per instance\n(every set; dotted line: 1)")
+            ax.set_ylabel("algorithm")
             p = figdir / "ratio_distribution.png"
             fig.savefig(p, dpi=110, bbox_inches="tight")
             plt.close(fig)

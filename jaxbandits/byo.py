@@ -55,30 +55,92 @@ CAL_MAX_STEPS = 2_000_000
 
 
 # -- loading an algorithm from a file ---------------------------------------------------------------
+class LoadError(ValueError):
+    """An algorithm named ``FILE.py:NAME`` or ``module:NAME`` could not be loaded: the file or
+    module is missing, fails to import, or does not define NAME (the message lists what it does
+    define)."""
+
+
+def algorithm_names(module, own: bool = True) -> list[str]:
+    """The names in ``module`` that :func:`as_algorithm` accepts: :class:`Algorithm` classes,
+    configured algorithms and functions (factories); with ``own`` (a user's file) only those it
+    defines, not those it imports; else (a module named ``module:NAME``) every Algorithm class and
+    configured algorithm it holds, and the functions it defines."""
+    out = []
+    for key, obj in vars(module).items():
+        if key.startswith("_") or obj is Algorithm:
+            continue
+        mine = getattr(obj, "__module__", None) == module.__name__
+        if isinstance(obj, Algorithm) or inspect.isfunction(obj) and mine:
+            out.append(key)
+        elif isinstance(obj, type) and issubclass(obj, Algorithm) and (mine or not own):
+            out.append(key)
+    return out
+
+
+def _import_file(path: Path, where: str):
+    """The module of ``path`` (imported once, as a module of its own)."""
+    modname = "jaxbandits_user_" + re.sub(r"\W", "_", path.stem) + "_" + hashlib.sha1(
+        str(path).encode()).hexdigest()[:8]
+    module = sys.modules.get(modname)
+    if module is not None:
+        return module
+    s = importlib.util.spec_from_file_location(modname, path)
+    module = importlib.util.module_from_spec(s)
+    sys.modules[modname] = module  # dataclasses and pickling look the module up
+    try:
+        s.loader.exec_module(module)
+    except Exception as e:
+        del sys.modules[modname]  # a later attempt (the file fixed) imports it again
+        raise LoadError(f"{where} could not be imported: {_first_error(e, path)}") from e
+    return module
+
+
+def _first_error(e: BaseException, path: Path) -> str:
+    """``e`` in one line, with the line of ``path`` where it was raised."""
+    import traceback
+
+    line = getattr(e, "lineno", None) if isinstance(e, SyntaxError) else None
+    if line is None:
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename) == path]
+        line = frames[-1].lineno if frames else None
+    msg = (e.msg if isinstance(e, SyntaxError) else str(e)).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0] if msg else ''}" + (f" (line {line})" if line else "")
+
+
 def load_object(spec: str):
     """``"path/to/file.py:Name"`` -> the object ``Name`` of that file (imported as a module of its
-    own, nothing registered in the library).  ``"package.module:Name"`` imports a module by name."""
-    if ":" not in spec:
-        raise ValueError(f"expected FILE.py:NAME or module:NAME, got {spec!r}")
+    own, nothing registered in the library).  ``"package.module:Name"`` imports a module by name.
+
+    Raises :class:`LoadError` (a ``ValueError``) naming the spec when the file or module is
+    missing, fails to import (the error and its line), or does not define ``Name`` (the algorithm
+    names it does define listed)."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise LoadError(f"expected FILE.py:NAME or module:NAME, got {spec!r}")
     where, name = spec.rsplit(":", 1)
     if where.endswith(".py") or Path(where).exists():
         path = Path(where).resolve()
-        if not path.exists():
-            raise FileNotFoundError(path)
-        modname = "jaxbandits_user_" + re.sub(r"\W", "_", path.stem) + "_" + hashlib.sha1(
-            str(path).encode()).hexdigest()[:8]
-        module = sys.modules.get(modname)
-        if module is None:
-            s = importlib.util.spec_from_file_location(modname, path)
-            module = importlib.util.module_from_spec(s)
-            sys.modules[modname] = module  # dataclasses and pickling look the module up
-            s.loader.exec_module(module)
+        if not path.is_file():
+            raise LoadError(f"{spec!r}: no file {where!r}" + (" (it is a folder)" if path.exists() else ""))
+        module = _import_file(path, where)
     else:
-        module = importlib.import_module(where)
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"{where} has no {name!r}") from None
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as e:
+            if e.name and where.startswith(e.name) and (where == e.name or where[len(e.name)] == "."):
+                raise LoadError(f"{spec!r}: no module {where!r} (and no file of that name)") from None
+            raise LoadError(f"{where} could not be imported: {type(e).__name__}: {e}") from e
+        except Exception as e:
+            raise LoadError(f"{where} could not be imported: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+    if not name or not hasattr(module, name):
+        import difflib
+
+        names = algorithm_names(module, own=where.endswith(".py") or Path(where).exists())
+        near = difflib.get_close_matches(name, names, n=1)
+        raise LoadError(f"{where} defines no {name!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+                        + f"; the algorithms it defines: {', '.join(names) if names else 'none'} "
+                        "(Algorithm classes, configured algorithms and factories)")
+    return getattr(module, name)
 
 
 def as_algorithm(obj, **params) -> Algorithm | Callable:
@@ -188,7 +250,7 @@ def verdict(df) -> str:
 
 def calibrate(algorithm, *, size: str = "quick", n_reps: int | None = None, name: str | None = None,
               scaling: str = "exact", max_steps: int = CAL_MAX_STEPS, key: int = 0,
-              out: str | Path | None = None, progress: bool = True, sigmas=cal.SIGMAS, deltas=cal.DELTAS,
+              out: str | Path | None = None, progress: bool | None = None, sigmas=cal.SIGMAS, deltas=cal.DELTAS,
               **simulate_kw):
     """Calibrate a fixed-confidence (best-arm or Top-2) algorithm: delta-correctness by exact
     binomial tests, the sigma^2 scaling law and the lower bound, on the grid sigma x delta
@@ -207,7 +269,9 @@ def calibrate(algorithm, *, size: str = "quick", n_reps: int | None = None, name
       key: seed of the runs (every grid point has its own key).
       out: folder to keep the runs in; a rerun reads back what is there (runs are stored under the
         algorithm's :func:`code_version`, so a changed algorithm is rerun).
-      progress: progress bar (tqdm).
+      progress: a progress bar over the grid points, with each run's under it
+        (:mod:`jaxbandits.progress`): None (default) when stderr is a terminal, True always, False
+        never.
       sigmas, deltas: the grid (default the calibration suite's; sigma = 1 must be in it for the
         scaling check).
       simulate_kw: passed to :func:`jaxbandits.engine.simulate` (lanes, chunk_size, ...).
@@ -270,7 +334,11 @@ def calibrate(algorithm, *, size: str = "quick", n_reps: int | None = None, name
                 lower_bound=lb))
     table = pd.DataFrame(rows)
     table.attrs.update(verdict=verdict(table), algorithm=name, code_version=version, instance=inst_name,
-                       n_reps=reps, size=size, scaling=scaling, level=cal.ALPHA, library=library_version())
+                       n_reps=reps, size=size, scaling=scaling, level=cal.ALPHA, library=library_version(),
+                       # what a rerun read back from ``folder`` and the seconds the runs took when computed
+                       runs_read_back=df.attrs.get("replications_read_back", 0),
+                       runs_computed=df.attrs.get("replications_computed", 0),
+                       seconds=df.attrs.get("seconds", 0.0), folder=None if folder is None else str(folder))
     if folder is not None:
         table.to_csv(folder / "calibration.csv", index=False)
         (folder / "calibration.md").write_text(calibration_markdown(table))

@@ -27,8 +27,13 @@ quarter of a compile).  Off Linux (no ``/proc``) nothing is counted and nothing 
 """
 from __future__ import annotations
 
+import atexit
 import gc
+import io
 import os
+import signal
+import sys
+import threading
 import time
 from typing import Any, Callable, Hashable
 
@@ -146,3 +151,105 @@ def compiled(signature: Hashable, build: Callable[[], Any]) -> tuple[Any, float]
     _COMPILE_SECONDS[0] += seconds
     RUNNERS[signature] = program
     return program, seconds
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------------------
+# XLA cannot cancel a compilation or a running program, and Python delivers Ctrl-C to the main
+# thread only between bytecodes: a compile (seconds to minutes) held Ctrl-C until it ended, and the
+# process's exit then waited in the runtime's shutdown for the chunk still running (a whole chunk:
+# up to tens of seconds).  So programs are compiled in a helper thread that the main thread waits
+# for in short sleeps (Ctrl-C ends the wait at once), and work an interrupt leaves running is
+# noted, so that the process's exit does not wait for it.
+_IN_FLIGHT: list = []          # what an interrupt left running: threading.Events (unset while a
+#                                compile runs) and the outputs of a program still computing
+_EXIT_HOOKED = [False]
+#: exit status of a process that ends with interrupted work still running (128 + SIGINT, a shell's)
+INTERRUPTED_EXIT_STATUS = 130
+
+
+def compile_interruptibly(lowered) -> Any:
+    """``lowered.compile()`` (a ``jax.stages.Lowered``), in a daemon thread that the calling thread
+    waits for in short sleeps, so that Ctrl-C interrupts the wait at once; the compile, which
+    cannot be stopped, is left to end (:func:`note_interrupted`).  The calling thread's x64 setting
+    is the helper's too (JAX keeps it per thread), and the helper blocks SIGINT so that the signal
+    reaches the waiting thread."""
+    import jax
+
+    x64 = bool(jax.config.jax_enable_x64)
+    box: dict = {}
+    done = threading.Event()  # not Thread.is_alive: a join cut by Ctrl-C can mark a running thread stopped
+
+    def work():
+        try:
+            if hasattr(signal, "pthread_sigmask"):
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            with jax.enable_x64(x64):
+                box["value"] = lowered.compile()
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="jaxbandits-compile", daemon=True).start()
+    try:
+        pause = 1e-4
+        while not done.is_set():
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
+    except KeyboardInterrupt:
+        note_interrupted(done)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def note_interrupted(work) -> None:
+    """Remember work that Ctrl-C left running (the ``threading.Event`` of a compile, or a program's
+    outputs), and make the process's exit not wait for it (:func:`_exit_if_still_running`)."""
+    _IN_FLIGHT.append(work)
+    if not _EXIT_HOOKED[0]:
+        _EXIT_HOOKED[0] = True
+        atexit.register(_exit_if_still_running)  # registered after JAX's exit handlers: runs before them
+
+
+def interrupted_work_running() -> bool:
+    """Whether work that an interrupt left behind (:func:`note_interrupted`) is still running."""
+    import jax
+
+    for w in _IN_FLIGHT:
+        if isinstance(w, threading.Event):
+            if not w.is_set():
+                return True
+        elif not all(x.is_ready() for x in jax.tree.leaves(w) if hasattr(x, "is_ready")):
+            return True
+    return False
+
+
+def _exit_if_still_running() -> None:
+    """At exit: if work an interrupt left behind is still running, end the process now with
+    :data:`INTERRUPTED_EXIT_STATUS` instead of letting the runtime's shutdown wait for it (its
+    results are discarded anyway).  Buffered files and the standard streams are flushed first,
+    since ``os._exit`` skips the interpreter's own clean-up.  When that work has ended, nothing is
+    done: the usual shutdown is then quick."""
+    if not interrupted_work_running():
+        return
+    try:
+        import logging
+
+        logging.shutdown()
+        buffered = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)  # what holds unwritten data
+        for obj in gc.get_objects():
+            if type(obj) in buffered:
+                try:
+                    if not obj.closed:
+                        obj.flush()
+                except Exception:  # a stream that cannot be flushed any more: nothing to save
+                    pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+    finally:
+        os._exit(INTERRUPTED_EXIT_STATUS)

@@ -1,60 +1,172 @@
-"""Progress bars of long runs (tqdm): replications of one :func:`~jaxbandits.engine.simulate`
-call, configurations of a sweep or an experiment.
+"""Progress bars of long jobs (tqdm): the replications of one :func:`~jaxbandits.engine.simulate`
+call, the configurations of a sweep, an experiment or a calibration, the grid points of a benchmark.
 
-A bar appears only when the work is still going after ``DELAY`` seconds (compilation included)
-and stderr is a terminal, unless asked for (``progress=True``) or turned off (``progress=False``):
-short runs, logs and test output stay silent.
+A bar appears only when the work is still going after ``DELAY`` seconds (compilation included) and
+standard error reaches a terminal (:func:`terminal`), unless asked for (``progress=True``) or
+turned off (``progress=False``): short runs, logs, pipes and test output stay silent.
+
+Once shown, a bar is redrawn every ``REFRESH`` seconds whether or not a unit has finished, so its
+clock runs and its status says what is going on ("compiling", "drawing the instances", the
+configuration at work): a long compilation, or a first configuration that takes minutes, never
+looks like a hang.
+
+Nested bars (a run's inside a sweep's, a sweep's inside an experiment's or a benchmark's) take one
+line each, under their parent, and are cleared when they close; the outermost bar stays as the
+record of the job.  :meth:`Bar.write` prints a line above the bars.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import Callable
 
-#: seconds a run must last before its bar appears
+#: seconds a job must last before its bar appears
 DELAY = 3.0
+#: seconds between two redraws of a shown bar when nothing else redraws it
+REFRESH = 1.0
+
+_OPEN: list["Bar"] = []    # the enabled bars open in this process, outermost first
+_OPEN_LOCK = threading.Lock()
+_TERMINAL: list = [None, None]  # (file drawn on, descriptor it duplicates): see _stream
+
+
+def _filtered_terminal_fd() -> int | None:
+    """The descriptor of the original standard error when descriptor 2 is the pipe of
+    :class:`jaxbandits.compilation_cache.SpuriousLogFilter` (the experiments' and the command
+    line's log filter), else None."""
+    module = sys.modules.get("jaxbandits.compilation_cache")
+    log_filter = getattr(module, "_FILTER", [None])[0] if module is not None else None
+    real = getattr(log_filter, "real", None)
+    try:
+        if real is None or sys.stderr.fileno() != 2:
+            return None
+    except (AttributeError, ValueError, OSError):  # replaced (a StringIO) or closed stderr
+        return None
+    return real
+
+
+def terminal() -> bool:
+    """Whether standard error reaches a terminal: directly, or through the log filter of
+    :mod:`jaxbandits.compilation_cache` (a pipe whose reader writes to the terminal)."""
+    try:
+        if sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+    real = _filtered_terminal_fd()
+    try:
+        return real is not None and os.isatty(real)
+    except OSError:
+        return False
 
 
 def wanted(progress) -> bool:
-    """Whether ``progress`` (True, False, or None for "when stderr is a terminal") asks for a bar."""
+    """Whether ``progress`` (True, False, or None for "when standard error reaches a terminal")
+    asks for a bar."""
     if progress is None:
-        try:
-            return sys.stderr.isatty()
-        except (AttributeError, ValueError):  # replaced or closed stderr
-            return False
+        return terminal()
     return bool(progress) and not callable(progress)
 
 
-class Bar:
-    """A tqdm bar over ``total`` units that shows itself after ``delay`` seconds, even when no unit
-    has finished yet (it then says what is going on, e.g. "compiling"); a no-op when disabled."""
+def _stream():
+    """The file bars are drawn on: the terminal itself when standard error passes through the log
+    filter (then bars and the lines printed on standard output reach the terminal in the order they
+    were written), else ``sys.stderr``."""
+    real = _filtered_terminal_fd()
+    if real is None or not os.isatty(real):
+        return sys.stderr
+    if _TERMINAL[1] != real:
+        _TERMINAL[:] = [open(os.dup(real), "w", buffering=1, encoding="utf-8", errors="replace"), real]
+    return _TERMINAL[0]
 
-    def __init__(self, total: int | None, *, desc: str, unit: str, enabled: bool, delay: float = DELAY,
-                 initial: int = 0, status: str = ""):
-        self.enabled = enabled
+
+def screen_shape(fp=None) -> tuple[int, int]:
+    """(columns, rows) of the terminal the bars are drawn on; 100 x 20 (or ``$COLUMNS`` /
+    ``$LINES``) where it cannot tell, as on a pseudo-terminal whose size was never set (tqdm
+    itself draws nothing at 0 columns)."""
+    fds = [_filtered_terminal_fd()]
+    for f in (fp, sys.stderr):
+        try:
+            fds.append(f.fileno())
+        except (AttributeError, ValueError, OSError):
+            pass
+    for fd in fds:
+        if fd is None:
+            continue
+        try:
+            size = os.get_terminal_size(fd)
+        except (OSError, ValueError):
+            continue
+        if size.columns > 0:
+            return size.columns, size.lines if size.lines > 0 else 20
+
+    def env(name, default):
+        try:
+            v = int(os.environ.get(name, ""))
+        except ValueError:
+            return default
+        return v if v > 0 else default
+
+    return env("COLUMNS", 100), env("LINES", 20)
+
+
+class Bar:
+    """A tqdm bar over ``total`` units (None: unknown) that shows itself after ``delay`` seconds
+    (default ``DELAY``), even when no unit has finished yet, and is then redrawn every ``REFRESH``
+    seconds; ``status`` says what is going on.  Opened inside another enabled bar, it takes the
+    line under it and is cleared when it closes (``leave``: default only the outermost stays).
+    A no-op when disabled."""
+
+    def __init__(self, total: int | None, *, desc: str, unit: str, enabled: bool, delay: float | None = None,
+                 initial: int = 0, status: str = "", leave: bool | None = None):
+        self.enabled = bool(enabled)
         self._shown = False
         self._bar = None
-        self._timer = None
-        if not enabled:
+        self._thread = None
+        self._stop = threading.Event()
+        if not self.enabled:
             return
         from tqdm.auto import tqdm
 
-        self._bar = tqdm(total=total, desc=desc, unit=unit, initial=initial, delay=delay, file=sys.stderr,
-                         dynamic_ncols=True, smoothing=0.1)
+        delay = DELAY if delay is None else float(delay)
+        with _OPEN_LOCK:
+            level = len(_OPEN)
+            _OPEN.append(self)
+        # a notebook's bar is a widget: no sizes there
+        in_terminal = not any("notebook" in c.__module__ for c in tqdm.__mro__)
+        shape = dict(zip(("ncols", "nrows"), screen_shape())) if in_terminal else {}
+        self._bar = tqdm(total=total, desc=desc, unit=unit, initial=initial, delay=delay, file=_stream(),
+                         position=level, leave=level == 0 if leave is None else leave, smoothing=0.1, **shape)
+        if in_terminal:
+            self._bar.dynamic_ncols = screen_shape  # follow the window's width (tqdm calls it with the file)
         if status:
             self._bar.set_postfix_str(status, refresh=False)
-        self._timer = threading.Timer(delay + 0.05, self._show)
-        self._timer.daemon = True
-        self._timer.start()
+        self._thread = threading.Thread(target=self._tick, args=(delay,), name=f"jaxbandits-progress-{desc}",
+                                        daemon=True)
+        self._thread.start()
 
-    def _show(self) -> None:
-        bar = self._bar
-        if bar is not None and not bar.disable:
+    def _tick(self, delay: float) -> None:
+        """Show the bar after ``delay`` seconds, then redraw it every ``REFRESH`` seconds (its
+        clock and status move even while no unit finishes) until it closes."""
+        if self._stop.wait(delay):
+            return
+        while True:
+            bar = self._bar
+            if bar is None or bar.disable:
+                return
             try:
                 self._shown = True
                 bar.refresh()
             except Exception:  # the bar closed meanwhile
-                pass
+                return
+            if self._stop.wait(REFRESH):
+                return
+
+    @property
+    def shown(self) -> bool:
+        """Whether the bar has been drawn."""
+        return self._shown
 
     def update(self, n: int = 1, status: str | None = None) -> None:
         if self._bar is not None:
@@ -62,7 +174,7 @@ class Bar:
                 self._bar.set_postfix_str(status, refresh=False)
             self._bar.update(n)
 
-    def set_total(self, total: int, status: str | None = None) -> None:
+    def set_total(self, total: int | None, status: str | None = None) -> None:
         if self._bar is not None:
             self._bar.total = total
             if status is not None:
@@ -71,28 +183,49 @@ class Bar:
                 self._bar.refresh()
 
     def status(self, text: str) -> None:
+        """Say what is going on (drawn at once when the bar is shown)."""
         if self._bar is not None:
             self._bar.set_postfix_str(text, refresh=self._shown)
 
     def write(self, line: str) -> None:
-        """Print ``line`` above the bar (or plainly when there is none)."""
-        if self._bar is not None:
-            self._bar.write(line, file=sys.stdout)
-        else:
-            print(line, flush=True)
+        """Print ``line`` on standard output, above the bars when some are shown."""
+        write(line)
 
     def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2.0)
+            self._thread = None
+        with _OPEN_LOCK:
+            if self in _OPEN:
+                _OPEN.remove(self)
+        bar, self._bar = self._bar, None
+        if bar is not None:
+            if self._shown:  # drawn by _tick: tqdm then clears (or keeps) it like a bar it drew itself
+                bar.last_print_t = max(bar.last_print_t, bar.start_t + bar.delay)
+            bar.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def write(line: str) -> None:
+    """Print ``line`` on standard output, above the bars when some are shown (they are cleared,
+    the line printed, and they are drawn again below it); a plain print otherwise."""
+    with _OPEN_LOCK:
+        shown = [b for b in _OPEN if b._shown and b._bar is not None]
+    if not shown:
+        print(line, flush=True)
+        return
+    with type(shown[0]._bar).get_lock():
+        for b in shown:
+            b._bar.clear(nolock=True)
+        print(line, flush=True)
+        for b in shown:
+            b._bar.refresh(nolock=True)
 
 
 def lines(progress) -> Callable[[str], None] | None:

@@ -6,8 +6,10 @@ statistical checks and the experiments.  The regularised incomplete beta functio
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.stats as _st
@@ -107,3 +109,121 @@ def summarize(samples: np.ndarray, correct: np.ndarray, stopped: np.ndarray, lev
         frac_capped=float(1.0 - n / samples.size) if samples.size else float("nan"),
         mean_counting_capped=float(samples.mean()) if samples.size else float("nan"),
     )
+
+
+def _fmt(x, unit: str = "") -> str:
+    """A number as a person reads it: integers in full with thousands separators, floats to four
+    significant digits (whole numbers from 1,000 on), None as "n/a"."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, (bool, np.bool_)):
+        return str(bool(x))
+    if isinstance(x, numbers.Integral):
+        return f"{int(x):,}{unit}"
+    x = float(x)
+    if not math.isfinite(x):
+        return str(x)
+    if abs(x) >= 1000:
+        return f"{x:,.0f}{unit}"
+    return f"{x:.4g}{unit}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class Summary(Mapping):
+    """Summary statistics of a set of replications (:meth:`jaxbandits.engine.Results.summary`).
+
+    Printed (``str`` or ``repr``) it is a table, one line per field under the field's own name, with
+    four significant digits; the fields hold the full-precision numbers.  It is also a read-only
+    mapping from field name to value (``s["mean"]``, ``"se" in s``, ``dict(s)``), so code written
+    against the former dict of the same keys keeps working.
+
+    Attributes (over the replications that ran):
+      runs, stopped: replications, and those that stopped by their own rule.
+      mean, std, se, q05, q25, median, q75, q95: sample complexity over the runs that stopped.
+      error_rate, error_lo, error_hi: errors among the runs that stopped, with the Clopper-Pearson
+        interval at ``level``; None when the answer is correct by construction.
+      frac_capped: fraction of runs that hit ``max_steps`` (their counts are lower bounds).
+      mean_counting_capped: mean over all runs, capped ones counted at their pulls so far (a lower
+        bound on the mean stopping time).
+      results: replications per :class:`~jaxbandits.engine.RESULTS` code (lower-case names).
+      wall_time, compile_time: seconds running and compiling; efficiency: useful lane-steps / lane-
+        steps executed; steps_per_second: useful steps per second of wall time.
+      level: the confidence level of the error interval.
+    """
+
+    runs: int
+    stopped: int
+    mean: float
+    std: float
+    se: float
+    q05: float
+    q25: float
+    median: float
+    q75: float
+    q95: float
+    error_rate: float | None
+    error_lo: float | None
+    error_hi: float | None
+    frac_capped: float
+    mean_counting_capped: float
+    results: dict = dataclasses.field(default_factory=dict)
+    wall_time: float = math.nan
+    compile_time: float = math.nan
+    efficiency: float = math.nan
+    steps_per_second: float = math.nan
+    level: float = 0.95
+
+    # -- the mapping view (the keys of the former dict) ------------------------------------------
+    def _keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self) if f.name != "level")
+
+    def __getitem__(self, key: str):
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self):
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    # -- the printed table ----------------------------------------------------------------------
+    def lines(self) -> list[tuple[str, str, str]]:
+        """(field, value as printed, what it is) for every line of the table."""
+        pct = f"{100 * self.level:g}%"
+        if self.error_rate is None:
+            err = ("error_rate", "n/a", "the answer is correct by construction")
+        else:
+            n = int(self.stopped)
+            err = ("error_rate", _fmt(self.error_rate),
+                   f"{_fmt(round(self.error_rate * n) if n else 0)} wrong of {_fmt(n)} stopped runs; {pct} "
+                   f"Clopper-Pearson error_lo, error_hi = {_fmt(self.error_lo)}, {_fmt(self.error_hi)}")
+        quant = ", ".join(_fmt(getattr(self, q)) for q in ("q05", "q25", "median", "q75", "q95"))
+        codes = ", ".join(f"{k} {_fmt(v)}" for k, v in self.results.items())
+        return [
+            ("runs", _fmt(self.runs), "replications"),
+            ("stopped", _fmt(self.stopped), "stopped by their own rule (fixed budget: spent it)"),
+            ("mean", _fmt(self.mean), "samples (pulls), mean over the stopped runs"),
+            ("se", _fmt(self.se), "standard error of the mean"),
+            ("std", _fmt(self.std), "standard deviation"),
+            ("q05 q25 median q75 q95", quant, "quantiles of the samples"),
+            err,
+            ("frac_capped", _fmt(self.frac_capped), "fraction of runs that hit max_steps (never counted as stops)"),
+            ("mean_counting_capped", _fmt(self.mean_counting_capped),
+             "mean over all runs, capped ones at their pulls so far (a lower bound)"),
+            ("results", codes, "replications per result code (RESULTS)"),
+            ("wall_time", _fmt(self.wall_time, " s"), "running (compilation excluded)"),
+            ("compile_time", _fmt(self.compile_time, " s"), "compiling"),
+            ("efficiency", _fmt(self.efficiency), "useful lane-steps / lane-steps executed"),
+            ("steps_per_second", _fmt(self.steps_per_second), "useful steps per second"),
+        ]
+
+    def __str__(self) -> str:
+        rows = self.lines()
+        w0 = max(len(r[0]) for r in rows)
+        w1 = min(12, max(len(r[1]) for r in rows))  # a long value (quantiles, codes) pushes its note only
+        body = [f"  {a:<{w0}}  {b:<{w1}}  {c}" for a, b, c in rows]
+        return "\n".join([f"Summary of {_fmt(self.runs)} replications"] + body)
+
+    __repr__ = __str__

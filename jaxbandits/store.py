@@ -8,6 +8,11 @@ configuration, the same seed and the same code produced it; anything else is com
 Replication (j, i) of a configuration depends only on the configuration's key (:func:`key_for`) and
 (j, i), so a resumed run gives exactly the table an uninterrupted one would.
 
+Beside the rows, ``<name>.runs.jsonl`` (``results.runs.jsonl``, ``rows.runs.jsonl``) keeps what
+the runs that computed them measured, one JSON line per finished chunk and per finished run: seconds,
+the engine's wall and compile times, its :class:`~jaxbandits.engine.layout.Layout`.  A rerun that
+reads the replications back reports these (:meth:`Store.measured`), not the zero seconds it took.
+
 Used by ``experiments/_runner.py`` (``results.csv``) and :func:`jaxbandits.sweeps.sweep`
 (``rows.csv``).
 """
@@ -18,6 +23,8 @@ import dataclasses
 import functools
 import inspect
 import json
+import os
+import time
 import warnings
 import zlib
 from pathlib import Path
@@ -150,7 +157,9 @@ class Store:
 
     ``rows(label)`` gives the replications already there, ``todo(label, J, n)`` the task indices
     ``j * n + i`` still missing, and ``recorder(label, n)`` the ``on_chunk`` callback of
-    :func:`jaxbandits.engine.simulate` that appends each finished chunk.  A file written in another
+    :func:`jaxbandits.engine.simulate` that appends each finished chunk.  :meth:`record_run` keeps
+    what a finished run measured and :meth:`measured` gives it back, summed over every run that
+    computed the label's replications (``runs_path``, module docstring).  A file written in another
     layout (an older version of the library) is moved aside to ``<name>.stale.csv``, with a
     warning, and a new one is started.
     """
@@ -158,7 +167,14 @@ class Store:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else None
         self._rows: dict[str, dict[tuple[int, int], dict]] = {}
-        if self.path is None or not self.path.exists():
+        self.runs_path = None if self.path is None else self.path.with_name(self.path.stem + ".runs.jsonl")
+        self._events: dict[str, list[dict]] = {}  # label -> the chunk and run events of runs_path
+        self._open: dict[str, dict] = {}  # label -> the run in progress: its id and the time of its last event
+        if self.path is None:
+            return
+        if not self.path.exists():
+            if self.runs_path.exists():  # measurements of rows that are gone
+                self.runs_path.replace(self.runs_path.with_suffix(".stale.jsonl"))
             return
         import pandas as pd
 
@@ -168,11 +184,21 @@ class Store:
             warnings.warn(f"{self.path} has columns {list(df.columns)}, not {list(FIELDS)}: moved to {stale}; "
                           "its replications will be computed again", stacklevel=2)
             self.path.replace(stale)
+            if self.runs_path.exists():
+                self.runs_path.replace(self.runs_path.with_suffix(".stale.jsonl"))
             return
         for r in df.to_dict("records"):
             self._rows.setdefault(r["label"], {})[(int(r["instance"]), int(r["rep"]))] = dict(
                 samples=int(r["samples"]), steps=int(r["steps"]), correct=_as_bool(r["correct"]),
                 stopped=_as_bool(r["stopped"]), answer=str(r["answer"]))
+        if self.runs_path.exists():
+            for line in self.runs_path.read_text().splitlines():
+                try:
+                    e = json.loads(line)
+                except ValueError:  # a line cut short by a killed process: that chunk's seconds only
+                    continue
+                if isinstance(e, dict) and "label" in e:
+                    self._events.setdefault(e["label"], []).append(e)
 
     def rows(self, label: str) -> dict[tuple[int, int], dict]:
         """(instance, rep) -> dict(samples, steps, correct, stopped, answer) stored under ``label``."""
@@ -194,6 +220,9 @@ class Store:
     def recorder(self, label: str, n_reps: int, also: Callable[[list[dict]], None] | None = None):
         """An ``on_chunk(task_ids, arrays)`` callback for the engine: stores the chunk's
         replications under ``label`` (appending them to the file) and passes them to ``also``."""
+        run = dict(id=f"{os.getpid()}-{time.time_ns()}", last=time.perf_counter())
+        self._open[label] = run
+
         def on_chunk(tids, arrs):
             chunk = []
             for k, t in enumerate(tids):
@@ -210,6 +239,68 @@ class Store:
                 new = not self.path.exists()
                 pd.DataFrame([dict(label=label, **r) for r in chunk], columns=list(FIELDS)).to_csv(
                     self.path, mode="a", header=new, index=False)
+            if chunk:
+                self._event(label, run, kind="chunk", replications=len(chunk))
             if also is not None:
                 also(chunk)
         return on_chunk
+
+    def _event(self, label: str, run: dict, **fields) -> None:
+        """Keep (and append to ``runs_path``) one event of ``run``: the seconds since its last one."""
+        now = time.perf_counter()
+        e = dict(label=label, run=run["id"], seconds=now - run["last"], **fields)
+        run["last"] = now
+        self._events.setdefault(label, []).append(e)
+        if self.runs_path is not None:
+            with open(self.runs_path, "a") as f:
+                f.write(json.dumps(e, default=str) + "\n")
+
+    def record_run(self, label: str, results) -> None:
+        """Keep what the run just finished under ``label`` (:meth:`recorder`) measured: the
+        :class:`~jaxbandits.engine.Results`' wall and compile times, steps and layout."""
+        run = self._open.pop(label, None)
+        if run is None:
+            return
+        layout = getattr(results, "layout", None)
+        self._event(label, run, kind="done", wall_time=float(results.wall_time),
+                    compile_time=float(results.compile_time), lane_steps=int(results.lane_steps),
+                    useful_steps=int(results.useful_steps), devices=int(results.devices), lanes=int(results.lanes),
+                    chunk_size=int(results.chunk_size),
+                    layout=None if layout is None else dataclasses.asdict(layout))
+
+    def measured(self, label: str) -> dict | None:
+        """What the runs that computed ``label``'s replications measured, summed over them (None
+        when nothing was recorded, e.g. rows written by an older version of the library):
+
+        ``replications`` computed, ``runs`` (processes) that computed them, ``interrupted`` (runs
+        that stopped before their end), ``seconds`` (elapsed, compilation included), ``wall_time``
+        and ``compile_time`` (the engine's, of the finished runs; an interrupted run adds its
+        seconds up to its last saved chunk to ``wall_time``, compilation included),
+        ``lane_steps``, ``useful_steps``, ``efficiency`` and the ``layout``, ``devices``,
+        ``lanes`` and ``chunk_size`` of the last finished run.
+        """
+        events = self._events.get(label)
+        if not events:
+            return None
+        runs: dict[str, list[dict]] = {}
+        for e in events:
+            runs.setdefault(e.get("run"), []).append(e)
+        out = dict(replications=0, runs=len(runs), interrupted=0, seconds=0.0, wall_time=0.0, compile_time=0.0,
+                   lane_steps=0, useful_steps=0, layout=None, devices=0, lanes=0, chunk_size=0)
+        for evs in runs.values():
+            secs = sum(float(e.get("seconds", 0.0)) for e in evs)
+            out["seconds"] += secs
+            out["replications"] += sum(int(e.get("replications", 0)) for e in evs)
+            done = [e for e in evs if e.get("kind") == "done"]
+            if not done:
+                out["interrupted"] += 1
+                out["wall_time"] += secs
+                continue
+            d = done[-1]
+            out["wall_time"] += float(d["wall_time"])
+            out["compile_time"] += float(d["compile_time"])
+            out["lane_steps"] += int(d["lane_steps"])
+            out["useful_steps"] += int(d["useful_steps"])
+            out.update({k: d[k] for k in ("layout", "devices", "lanes", "chunk_size")})
+        out["efficiency"] = out["useful_steps"] / out["lane_steps"] if out["lane_steps"] else float("nan")
+        return out

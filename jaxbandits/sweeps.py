@@ -15,12 +15,13 @@ Reproducibility: the instances of a grid point depend only on (key, generator na
 so every algorithm and every delta sees the same instances (paired comparisons); the replications
 of a configuration depend only on (key, configuration label, instance, replication).  With ``out``
 every finished chunk is appended to ``out/rows.csv`` (:mod:`jaxbandits.store`, the experiments'
-store), and a rerun reads back what is there for the same key and the same code version of the
-algorithm and runs only what is missing (an interrupted sweep loses at most the chunk in flight;
-a change of the code an algorithm depends on reruns its configurations); T*(theta) of
-each instance is kept in ``out/instances.csv``, its noise scale and shapes in
-``out/instance_meta.csv``, so that a grid point whose configurations are all finished is not
-drawn again.
+store; the seconds and layout of the runs that computed them in ``out/rows.runs.jsonl``), and a
+rerun reads back what is there for the same key and the same code version of the algorithm, with
+the seconds measured when it was computed, and runs only what is missing (an interrupted sweep
+loses at most the chunk in flight; a change of the code an algorithm depends on reruns its
+configurations); T*(theta) of each instance is kept in ``out/instances.csv``, its noise scale and
+shapes in ``out/instance_meta.csv``, so that a grid point whose configurations are all finished is
+not drawn again.
 
 Shape buckets: by default (``buckets=Buckets()``) every algorithm that declares
 ``supports_padding`` runs on its instances padded to the bucket of their (K, M) (powers of two from
@@ -144,8 +145,9 @@ def sweep(
       max_steps: step cap per replication, or ``f(algorithm, instances) -> cap``.  Capped runs stay
         in the table with ``stopped = False`` (use :func:`summary`, which counts them).
       out: folder for ``rows.csv`` / ``instances.csv`` (append as it goes, resume on rerun).
-      progress: a progress bar over configurations (tqdm): None (default) when stderr is a
-        terminal, True always, False never.
+      progress: a progress bar over configurations (:mod:`jaxbandits.progress`; what is being
+        drawn, solved or run, with each run's bar of replications under it): None (default) when
+        stderr is a terminal, True always, False never.
       lower_bound: compute T*(theta) per instance (best-arm identification; top-m rows get NaN).
       buckets: shape-bucket policy (default powers of two from 8); None runs every configuration
         at its own (K, M), one program per shape.
@@ -162,7 +164,12 @@ def sweep(
       simulate_kw: passed to :func:`jaxbandits.engine.simulate` (lanes, chunk_size, devices, ...).
 
     Returns:
-      A :class:`pandas.DataFrame` with one row per replication (see the module docstring).
+      A :class:`pandas.DataFrame` with one row per replication (see the module docstring); its
+      ``attrs`` say what was read back from ``out`` and what was computed
+      (``replications_read_back``, ``replications_computed``, ``configurations_read_back``) and
+      how long the configurations took when they were computed (``seconds``, the engine's wall +
+      compile seconds; ``seconds_read_back``, of those read back in full; ``measured``, label ->
+      :meth:`jaxbandits.store.Store.measured`).
     """
     import pandas as pd
 
@@ -234,11 +241,16 @@ def sweep(
         pending[point] = pending.get(point, False) or m
     bar = progress_bar.Bar(len(configs), desc="sweep", unit="config", enabled=progress_bar.wanted(progress))
     frames = []
+    # what was read back and what was computed (returned in the table's attrs)
+    back = dict(replications_read_back=0, replications_computed=0, configurations_read_back=0,
+                seconds_read_back=0.0, seconds=0.0)
+    measured: dict[str, dict] = {}
     drawn: dict[str, tuple[Instance | None, _PointInfo, np.ndarray]] = {}
     try:
         for g, params, name, delta in configs:
             point = point_of(g, params)
             J = g.n_instances
+            point_text = f"{g.name} " + (", ".join(f"{k}={v}" for k, v in params.items()) or "-")
             if point not in drawn:
                 metas = [meta_cache.get((point, j)) for j in range(J)]
                 have_t = [tstar_cache.get((point, j)) for j in range(J)]
@@ -247,6 +259,7 @@ def sweep(
                     insts, info = None, _PointInfo(np.asarray([m["noise"] for m in metas], float), int(metas[0]["K"]),
                                                    int(metas[0]["d"]), int(metas[0]["M"]))
                 else:
+                    bar.status(f"drawing {J} instance(s): {point_text}")
                     insts = g.draw(key_for(base, point), params)
                     info = _PointInfo(np.asarray(jax.device_get(insts.noise), float).reshape(-1), insts.num_arms,
                                       insts.dim, insts.num_items)
@@ -259,6 +272,7 @@ def sweep(
                     if have_all_t:
                         tstar = np.asarray(have_t, float)
                     else:
+                        bar.status(f"T* of {J} instance(s): {point_text}")
                         tstar = _characteristic_times(insts if buckets is None else pad_to(insts, *buckets.shape_for(insts)))
                         if inst_path is not None:
                             new = not inst_path.exists()
@@ -270,16 +284,27 @@ def sweep(
             label = label_of(name, point, delta)
             todo = store.todo(label, J, n_reps)
             recs = store.records(label, J, n_reps)
-            bar.status(f"{name} {g.name} {params} delta={delta}")
+            if recs:
+                back["replications_read_back"] += len(recs)
+                back["configurations_read_back"] += 1
+            bar.status(f"{name}" + (f", delta={delta}" if delta is not None else "") + f" | {point_text}")
             if todo.size:
                 cap = max_steps(alg, insts) if callable(max_steps) else int(max_steps)
                 # the keys hash the configuration's label as a JSON string (as sweeps always have, so
                 # that a sweep's numbers reproduce across versions); paired: without the algorithm
                 key_config = json.dumps(dict(point=point, delta=delta) if paired else config_of(name, point, delta),
                                         sort_keys=True, default=str)
-                simulate(alg, insts, key_for(base, key_config), n_reps, cap, tasks=todo,
-                         on_chunk=store.recorder(label, n_reps, also=recs.extend), record_pulls=False, buckets=buckets,
-                         progress=False, **simulate_kw)
+                res = simulate(alg, insts, key_for(base, key_config), n_reps, cap, tasks=todo,
+                               on_chunk=store.recorder(label, n_reps, also=recs.extend), record_pulls=False,
+                               buckets=buckets, progress=bar.enabled, **simulate_kw)
+                store.record_run(label, res)
+                back["replications_computed"] += int(todo.size)
+            m = store.measured(label)
+            if m is not None:
+                measured[label] = m
+                back["seconds"] += m["wall_time"] + m["compile_time"]
+                if not todo.size:
+                    back["seconds_read_back"] += m["wall_time"] + m["compile_time"]
             df = pd.DataFrame(recs, columns=["instance", "rep", "samples", "steps", "correct", "stopped", "answer"])
             df.insert(0, "algorithm", name)
             df.insert(1, "generator", g.name)
@@ -311,7 +336,9 @@ def sweep(
         raise
     finally:
         bar.close()
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    table.attrs.update(back, measured=measured)
+    return table
 
 
 # ------------------------------------------------------------------------------------------------
@@ -352,59 +379,106 @@ def per_instance_ratio(df, by: Sequence[str]):
     return res
 
 
-def plot_sample_complexity(df, x: str, *, hue: str = "algorithm", ratio: bool = False, ax=None,
-                           logy: bool = True):
-    """Mean sample complexity (or its ratio to the lower bound with ``ratio=True``) against the
-    parameter ``x``, one line per ``hue``, with +- 2 SE bars."""
-    import matplotlib.pyplot as plt
+def _axes(ax, panel, legend: bool = True):
+    """``ax``, or the axes of a new figure (constrained layout, :mod:`jaxbandits.plotting`; room
+    for a legend beside the axes when ``legend``)."""
+    if ax is not None:
+        return ax
+    from jaxbandits.plotting import new_figure
 
-    ax = ax or plt.subplots(figsize=(6, 4))[1]
-    s = summary(df, [hue, x])
-    for h, g in s.groupby(hue, sort=False):
-        g = g.sort_values(x)
-        y = g["ratio"] if ratio else g["mean"]
-        e = 2 * g["se"] / (g["lower_bound"] if ratio else 1.0)
-        ax.errorbar(g[x], y, yerr=e, marker="o", capsize=3, label=str(h))
+    return new_figure(panel=panel, extra=(2.2 if legend else 0.0, 0.0))[1][0, 0]
+
+
+def _series_by_hue(ax, s, x: str, hue: str, y, err, logx: bool | None) -> None:
+    """One error-bar series per ``hue`` value of the summary ``s`` against the grid ``x``: a colour
+    and a marker each, dodged sideways at each grid value, ``x`` ticked at its values (a log axis
+    when ``logx``; None: when the values are positive and span a factor 20 or more; values that
+    are not numbers are placed at 0, 1, ... and named)."""
+    from jaxbandits.plotting import dodge, grid_axis, series_styles
+
+    grid = list(dict.fromkeys(s[x]))
+    numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v) for v in grid)
+    if numeric:
+        grid = sorted(float(v) for v in grid)
+        pos = {v: float(v) for v in grid}
+        if logx is None:
+            logx = min(grid) > 0 and max(grid) >= 20 * min(grid)
+    else:
+        pos = {v: float(k) for k, v in enumerate(grid)}
+        logx = False
+    hues = list(dict.fromkeys(s[hue]))
+    style = series_styles(str(h) for h in hues)
+    for i, h in enumerate(hues):
+        g = s[s[hue] == h].copy()
+        g["_x"] = [pos[v if not numeric else float(v)] for v in g[x]]
+        g = g.sort_values("_x")
+        ax.errorbar(dodge(g["_x"], i, len(hues), grid=list(pos.values()), log=logx), y(g), yerr=err(g), ms=5,
+                    capsize=3, label=str(h), **style[str(h)])
+    grid_axis(ax, list(pos.values()), log=logx, labels=None if numeric else [str(v) for v in grid])
     ax.set_xlabel(x)
-    ax.set_ylabel("E[tau] / lower bound" if ratio else "mean sample complexity")
+
+
+def plot_sample_complexity(df, x: str, *, hue: str = "algorithm", ratio: bool = False, ax=None,
+                           logy: bool = True, logx: bool | None = None):
+    """Mean sample complexity (or its ratio to the lower bound with ``ratio=True``) against the
+    parameter ``x``, one series per ``hue`` (a colour and a marker each, dodged sideways at each
+    value of ``x`` so that equal values stay visible), with +- 2 SE bars and the legend to the
+    right of the axes; ``x`` is ticked at its values (``logx``: a log axis; None: when its values
+    span a factor 20 or more).  Draws into ``ax`` or a new figure; returns the axes."""
+    from jaxbandits.plotting import legend_outside, plain_log_ticks
+
+    ax = _axes(ax, (5.0, 3.6))
+    s = summary(df, [hue, x])
+    _series_by_hue(ax, s, x, hue, lambda g: g["ratio"] if ratio else g["mean"],
+                   lambda g: 2 * g["se"] / (g["lower_bound"] if ratio else 1.0), logx)
+    ax.set_ylabel("E[tau] / lower bound" if ratio else "mean sample complexity (pulls)")
     if logy:
         ax.set_yscale("log")
-    ax.legend(fontsize="small")
+        plain_log_ticks(ax.yaxis)
+    legend_outside(ax, title="error bars: $\\pm$ 2 SE")
     return ax
 
 
-def plot_error_rate(df, x: str, *, hue: str = "algorithm", ax=None, delta: float | None = None):
-    """Error rate against ``x`` with 95 % Clopper-Pearson intervals, one line per ``hue``; a
-    dashed line at ``delta`` when given."""
-    import matplotlib.pyplot as plt
+def plot_error_rate(df, x: str, *, hue: str = "algorithm", ax=None, delta: float | None = None,
+                    logx: bool | None = None):
+    """Error rate against ``x`` with 95 % Clopper-Pearson intervals, one series per ``hue`` (dodged
+    sideways: error rates often tie, at 0); a dashed line at ``delta`` when given; ``x`` and
+    ``logx`` as in :func:`plot_sample_complexity`.  Returns the axes."""
+    from jaxbandits.plotting import legend_outside
 
-    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    ax = _axes(ax, (5.0, 3.6))
     s = summary(df, [hue, x])
-    for h, g in s.groupby(hue, sort=False):
-        g = g.sort_values(x)
-        ax.errorbar(g[x], g["error_rate"], yerr=[g["error_rate"] - g["error_lo"], g["error_hi"] - g["error_rate"]],
-                    marker="o", capsize=3, label=str(h))
+    _series_by_hue(ax, s, x, hue, lambda g: g["error_rate"],
+                   lambda g: [g["error_rate"] - g["error_lo"], g["error_hi"] - g["error_rate"]], logx)
     if delta is not None:
         ax.axhline(delta, ls="--", c="grey", label=f"delta = {delta}")
-    ax.set_xlabel(x)
     ax.set_ylabel("error rate (95 % Clopper-Pearson)")
-    ax.legend(fontsize="small")
+    legend_outside(ax)
     return ax
 
 
-def plot_ratio_distribution(df, *, by: str = "algorithm", panel: Sequence[str] = (), ax=None):
+def plot_ratio_distribution(df, *, by: str = "algorithm", panel: Sequence[str] = (), ax=None,
+                            order: Sequence | None = None):
     """Box plots of the per-instance E[tau] / lower bound (:func:`per_instance_ratio`), one box per
-    ``by`` value (log scale): how far from optimal each algorithm is across a distribution of
-    instances."""
-    import matplotlib.pyplot as plt
+    ``by`` value (log scale), the first on top: how far from optimal each algorithm is across a
+    distribution of instances.  ``order``: the ``by`` values to give a row, in order (a value with
+    no runs keeps its empty row, so that panels drawn with one order line up).  Returns the axes."""
+    from jaxbandits.plotting import plain_log_ticks
 
-    ax = ax or plt.subplots(figsize=(7, 4))[1]
     r = per_instance_ratio(df, [by, *panel])
-    labels = list(dict.fromkeys(r[by]))
+    labels = list(order) if order is not None else list(dict.fromkeys(r[by]))
+    ax = _axes(ax, (5.6, 0.32 * len(labels) + 1.2), legend=False)
     data = [r.loc[r[by] == lab, "ratio"].dropna().to_numpy() for lab in labels]
-    ax.boxplot(data, orientation="horizontal", tick_labels=[str(lab) for lab in labels], showfliers=True)
+    have = [i for i, d in enumerate(data) if len(d)]
+    if have:
+        ax.boxplot([data[i] for i in have], positions=[i + 1 for i in have], orientation="horizontal",
+                   showfliers=True, widths=0.6, manage_ticks=False)
+    ax.set_yticks(range(1, len(labels) + 1), [str(lab) for lab in labels])
+    ax.set_ylim(len(labels) + 0.5, 0.5)
     ax.set_xscale("log")
+    plain_log_ticks(ax.xaxis)
     ax.set_xlabel("E[tau] / lower bound, per instance")
+    ax.set_ylabel(by)
     return ax
 
 # float64 inside the public functions, whatever the caller's x64 setting (jaxbandits.precision)

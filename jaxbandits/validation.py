@@ -23,6 +23,10 @@ from jaxbandits.instances.base import check_bernoulli_means, check_instance_shap
 #: relative gap under which two item values count as tied (float64 rounding of z^T theta)
 TIE_RTOL = 1e-12
 
+#: the largest count the compiled programs hold: steps, task ids, budgets, pull and sample counts
+#: of the algorithms' states are 32-bit integers (2**31 - 1 = 2147483647)
+INT32_MAX = 2**31 - 1
+
 
 # ------------------------------------------------------------------------------------------------
 # scalars
@@ -38,12 +42,23 @@ def _is_tracer(value) -> bool:
     return isinstance(value, jax.core.Tracer)
 
 
-def as_int(name: str, value: Any, *, minimum: int | None = None, allow_none: bool = False) -> int | None:
+def _limit(maximum: int) -> str:
+    return "2**31 - 1 = 2147483647" if maximum == INT32_MAX else str(maximum)
+
+
+def as_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None,
+           allow_none: bool = False, why: str = "") -> int | None:
     """``value`` as a Python int (an int, a NumPy integer or a 0-d integer array; never a bool, a
-    float or a string), at least ``minimum``."""
+    float or a string), at least ``minimum`` and at most ``maximum`` (``why``: the reason for the
+    maximum, shown with it)."""
     if value is None and allow_none:
         return None
-    allowed = "an integer" + (f" >= {minimum}" if minimum is not None else "") + (" or None" if allow_none else "")
+    if maximum is not None:
+        allowed = f"an integer in [{minimum}, {_limit(maximum)}]" if minimum is not None else \
+            f"an integer <= {_limit(maximum)}"
+    else:
+        allowed = "an integer" + (f" >= {minimum}" if minimum is not None else "")
+    allowed += " or None" if allow_none else ""
     v = value
     if isinstance(v, np.ndarray) and v.ndim == 0:
         v = v.item()
@@ -52,7 +67,20 @@ def as_int(name: str, value: Any, *, minimum: int | None = None, allow_none: boo
     v = int(v)
     if minimum is not None and v < minimum:
         raise ValueError(f"{name} must be {allowed}, got {v}")
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name} must be {allowed}{' (' + why + ')' if why else ''}, got {v}")
     return v
+
+
+#: why counts stop at :data:`INT32_MAX`
+INT32_WHY = "the compiled programs count in 32-bit integers"
+
+
+def as_count(name: str, value: Any, *, minimum: int | None = 1, allow_none: bool = False,
+             why: str = INT32_WHY) -> int | None:
+    """:func:`as_int` with the maximum :data:`INT32_MAX`: a count, size or index that the compiled
+    programs hold in a 32-bit integer."""
+    return as_int(name, value, minimum=minimum, maximum=INT32_MAX, allow_none=allow_none, why=why)
 
 
 def as_real(name: str, value: Any, *, low: float | None = None, high: float | None = None,
@@ -77,7 +105,10 @@ def as_real(name: str, value: Any, *, low: float | None = None, high: float | No
         v = np.asarray(v).item()
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
         raise TypeError(f"{name} must be {allowed}, got {_show(value)} ({type(value).__name__})")
-    v = float(v)
+    try:
+        v = float(v)
+    except OverflowError:  # an int beyond float64's range
+        raise ValueError(f"{name} must be {allowed}, got {_show(value)}") from None
     bad = not math.isfinite(v)
     if low is not None:
         bad |= v <= low if low_open else v < low
@@ -154,8 +185,11 @@ COUNT_FIELDS: dict[str, int] = {
     "design_iters": 1, "max_iters": 1, "polish_iters": 0, "polish_max_directions": 1, "irls_iters": 1,
     "md_iters": 1, "md_samples": 1, "game_iters": 1, "max_active": 1, "learner_slots": 1,
     "pulls_per_step": 1, "fa_candidates": 1, "index_stride": 1, "max_support": 1, "solve_capacity": 1,
-    "period": 1, "first_update": 1,
+    "period": 1, "first_update": 1, "block": 1, "pause_trips": 1, "tau": 0,
 }
+
+#: why a budget stops at :data:`INT32_MAX`
+BUDGET_WHY = "a budget is a number of pulls, and pull and sample counts are 32-bit integers"
 
 
 def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
@@ -163,7 +197,9 @@ def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
     hyperparameters (its ``dynamic_fields``; delta, sigma, epsilon, budget, m, the tolerances,
     bounds and scales of :data:`FIELD_RANGES` and the iteration counts of :data:`COUNT_FIELDS`
     wherever an algorithm has them) are numbers in their ranges; wrapped algorithms are checked
-    too."""
+    too.  Every integer hyperparameter (a budget, m, an iteration count, a size, a period) is at
+    most :data:`INT32_MAX`: the compiled programs hold them, and the counts they bound, in 32-bit
+    integers."""
     from jaxbandits.algorithms.base import Algorithm
 
     if isinstance(algorithm, type) and issubclass(algorithm, Algorithm):
@@ -186,6 +222,8 @@ def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
             as_real(label, v, **rng)
             if f.name == "budget" and float(v) != int(float(v)):
                 raise ValueError(f"{label} must be a whole number of pulls, got {v!r}")
+            if f.name == "budget" and float(v) > INT32_MAX:
+                raise ValueError(f"{label} must be at most {_limit(INT32_MAX)} ({BUDGET_WHY}), got {_show(v)}")
         elif f.name in algorithm.dynamic_fields:
             a = np.asarray(v) if not isinstance(v, (str, bytes)) else None
             if a is None or isinstance(v, (bool, np.bool_)) or not np.issubdtype(a.dtype, np.number):
@@ -193,9 +231,12 @@ def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
             if np.any(np.isnan(a)):
                 raise ValueError(f"{label} must be a number, got {v!r}")
         elif f.name == "m":
-            as_int(label, v, minimum=1)
+            as_count(label, v, minimum=1)
         elif f.name in COUNT_FIELDS:
-            as_int(label, v, minimum=COUNT_FIELDS[f.name])
+            as_count(label, v, minimum=COUNT_FIELDS[f.name])
+        elif isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) and abs(int(v)) > INT32_MAX:
+            raise ValueError(f"{label} must be an integer of magnitude at most {_limit(INT32_MAX)} ({INT32_WHY}), "
+                             f"got {int(v)}")
 
 
 def check_instances(instances: Any, name: str = "instances") -> None:
@@ -251,22 +292,22 @@ def check_simulate(algorithm, instances, n_reps, max_steps, *, lanes=None, chunk
 
     check_algorithm(algorithm)
     check_instances(instances)
-    as_int("n_reps", n_reps, minimum=1)
-    as_int("max_steps", max_steps, minimum=1)
-    as_int("lanes", lanes, minimum=1, allow_none=True)
-    as_int("chunk_size", chunk_size, minimum=1, allow_none=True)
-    as_int("refill_min", refill_min, minimum=1, allow_none=True)
+    as_count("n_reps", n_reps, why="replications are numbered by 32-bit task ids")
+    as_count("max_steps", max_steps, why="steps are counted in 32-bit integers")
+    J = instances.batch_shape[0] if instances.is_batched else 1
+    if J * int(n_reps) > INT32_MAX:
+        raise ValueError(f"n_reps must be at most {INT32_MAX // J} with {J} instances (n_instances * n_reps = "
+                         f"{J * int(n_reps)} replications, past the {_limit(INT32_MAX)} that 32-bit task ids "
+                         f"number), got {int(n_reps)}; split the run (tasks=...)")
+    as_count("lanes", lanes, allow_none=True)
+    as_count("chunk_size", chunk_size, allow_none=True)
+    as_count("refill_min", refill_min, allow_none=True)
     if devices is not None:
-        if isinstance(devices, (str, bytes)) or not hasattr(devices, "__len__") or len(devices) == 0:
-            raise ValueError(f"devices must be a non-empty list of JAX devices (e.g. jax.devices()) or None, "
-                             f"got {_show(devices)}")
-        if not all(hasattr(d, "platform") for d in devices):
-            raise TypeError(f"devices must hold JAX devices (jax.devices()), got {_show(devices)}")
+        check_devices(devices)
     if tasks is not None:
         t = np.asarray(tasks)
         if t.ndim != 1 or not (t.size == 0 or np.issubdtype(t.dtype, np.integer)):
             raise TypeError(f"tasks must be a 1-d array of integer task ids, got {_show(tasks)}")
-        J = instances.batch_shape[0] if instances.is_batched else 1
         check_task_range(np.sort(t), J * int(n_reps))
     if not (progress is None or isinstance(progress, (bool, np.bool_)) or callable(progress)):
         raise TypeError(f"progress must be True, False, None (a bar when stderr is a terminal) or a "
@@ -282,6 +323,58 @@ def check_simulate(algorithm, instances, n_reps, max_steps, *, lanes=None, chunk
     algorithm.validate(instances)
     check_bernoulli_means(instances)
     check_ties(algorithm, instances, bool(allow_ties))
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (``os.sched_getaffinity``, where the platform has it:
+    a container or ``taskset`` limit counts; else ``os.cpu_count()``)."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def check_devices(devices, name: str = "devices") -> list:
+    """``devices`` is a non-empty list of distinct JAX devices (:func:`jaxbandits.engine.simulate`
+    lays one loop on each: a device listed twice would be given two shares of one run)."""
+    if isinstance(devices, (str, bytes)) or not hasattr(devices, "__len__") or len(devices) == 0:
+        raise ValueError(f"{name} must be a non-empty list of JAX devices (e.g. jax.devices()) or None, "
+                         f"got {_show(devices)}")
+    devices = list(devices)
+    if not all(hasattr(d, "platform") for d in devices):
+        raise TypeError(f"{name} must hold JAX devices (jax.devices()), got {_show(devices)}")
+    seen, repeated = set(), []
+    for d in devices:
+        if d in seen and d not in repeated:
+            repeated.append(d)
+        seen.add(d)
+    if repeated:
+        raise ValueError(f"{name} must list each device once, got {len(devices)} entries for {len(seen)} "
+                         f"distinct device(s) ({', '.join(map(repr, repeated[:4]))} repeated); to run more loops "
+                         f"on a CPU, expose more CPU devices instead (python -m experiments NAME --devices N, or "
+                         f"jax.config.update('jax_num_cpu_devices', N) before JAX starts)")
+    return devices
+
+
+#: what running more XLA CPU devices than cores costs, measured: an experiment configuration that
+#: takes 7 s on one device ran 270 s (nothing printed meanwhile) with 64 devices on 2 cores
+OVERSUBSCRIBE_COST = ("each XLA CPU device runs its own loop on its own thread and the program is compiled for "
+                      "every device, so devices beyond the cores only share them and multiply the compile time "
+                      "(measured: 270 s with 64 devices on 2 cores for a run that takes 7 s on one device)")
+
+
+def check_cpu_device_count(n: Any, name: str = "--devices", override: str | None = None) -> int:
+    """``n`` XLA CPU devices to expose: an integer in [1, :func:`available_cores`].  The message
+    names the cores available and :data:`OVERSUBSCRIBE_COST`; ``override`` (e.g. "pass
+    --oversubscribe to run it anyway"), when given, is appended to it."""
+    v = as_int(name, n, minimum=1)
+    cores = available_cores()
+    if v > cores:
+        raise ValueError(f"{name} must be at most the {cores} CPU core(s) this process may use, got {v}: "
+                         f"{OVERSUBSCRIBE_COST}" + (f"; {override}" if override else ""))
+    return v
 
 
 def check_task_range(tasks: np.ndarray, total: int) -> None:
@@ -339,9 +432,9 @@ def check_sweep(algorithms, generators, *, deltas, n_reps, max_steps, out, progr
         raise ValueError("deltas must hold at least one confidence level (or None), got []")
     for d in deltas:
         as_real("deltas", d, low=0.0, high=1.0, allow_none=True)
-    as_int("n_reps", n_reps, minimum=1)
+    as_count("n_reps", n_reps, why="replications are numbered by 32-bit task ids")
     if not callable(max_steps):
-        as_int("max_steps", max_steps, minimum=1)
+        as_count("max_steps", max_steps, why="steps are counted in 32-bit integers")
     if out is not None:
         check_out_dir(out, "out")
     if not isinstance(progress, (bool, np.bool_)) and progress is not None:
@@ -374,7 +467,7 @@ def _cli_int(text: str, minimum: int, below: int | None = None) -> int:
     """argparse type body: an integer >= ``minimum`` (and < ``below`` when given)."""
     import argparse
 
-    top = "2**63" if below == 2**63 else below
+    top = {2**63: "2**63", 2**31: "2**31"}.get(below, below)
     allowed = f"an integer >= {minimum}" if below is None else f"an integer in [{minimum}, {top})"
     try:
         v = int(text)
@@ -386,8 +479,9 @@ def _cli_int(text: str, minimum: int, below: int | None = None) -> int:
 
 
 def cli_positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (--reps, --devices)."""
-    return _cli_int(text, 1)
+    """argparse type: an integer in [1, 2**31) (--reps, --devices, --max-steps: the compiled
+    programs count replications and steps in 32-bit integers)."""
+    return _cli_int(text, 1, 2**31)
 
 
 def cli_seed(text: str) -> int:
@@ -396,11 +490,23 @@ def cli_seed(text: str) -> int:
 
 
 def cli_out_dir(text: str) -> str:
-    """argparse type: a folder that exists or can be made."""
+    """argparse type: a folder that exists or can be made, and that this process can write in
+    (tried with a temporary file in the folder, or in its nearest existing parent, removed at once:
+    a permission, a read-only file system or a full disk is reported here, not as a traceback
+    half-way through a run)."""
     import argparse
+    import tempfile
 
     try:
-        check_out_dir(text, "--out")
+        p = check_out_dir(text, "--out")
     except (TypeError, ValueError) as e:
         raise argparse.ArgumentTypeError(str(e).replace("--out must be", "must be")) from None
+    q = next(q for q in (p, *p.parents, Path(".")) if q.exists())
+    try:
+        with tempfile.TemporaryFile(dir=q):
+            pass
+    except OSError as e:
+        what = "" if q == p else f" (it does not exist and cannot be made in {str(q)!r})"
+        raise argparse.ArgumentTypeError(f"must be a folder this process can write in, got {text!r}{what}: "
+                                         f"writing a file there fails with {e.strerror or e!s}") from None
     return text

@@ -128,6 +128,14 @@ def test_benchmark_reads_baselines_back(tmp_path, monkeypatch):
     again = jb.benchmark({"mine": GOptTracking()}, suite, out=tmp_path, progress=False)
     assert programs_compiled() == n
     np.testing.assert_array_equal(again.table["mean"].to_numpy(), t["mean"].to_numpy())
+    # ... and keeps the seconds its runs took when they were computed, and says what it read back
+    assert rep.metadata["replications_computed"] == 8 and rep.metadata["replications_read_back"] == 0
+    assert again.metadata["replications_read_back"] == 8 and again.metadata["replications_computed"] == 0
+    for name in ("mine", "UniformGLR"):
+        assert rep.metadata["seconds"][name] > 0
+        assert again.metadata["seconds"][name] == pytest.approx(rep.metadata["seconds"][name])
+    assert "read back 8 of 8 replications" in again.markdown
+    assert f"| mine | yours | {again.metadata['algorithms']['mine']['code_version']} | 0 |" not in again.markdown
 
     # another algorithm of yours: only yours is simulated, the stored baseline is read back
     import jaxbandits.engine as engine
@@ -164,7 +172,7 @@ def test_load_algorithm_from_file():
     alg = byo.load_algorithm(TUTORIAL, delta=0.1)
     assert type(alg).__name__ == "GOptTracking" and alg.delta == 0.1
     assert byo.load_object(TUTORIAL) is GOptTracking  # one module per file, not reloaded
-    with pytest.raises(AttributeError):
+    with pytest.raises(byo.LoadError, match="defines no 'Nope'; the algorithms it defines: GOptTracking"):
         byo.load_object(f"{ROOT / 'docs' / 'examples' / 'gopt_tracking.py'}:Nope")
 
 
@@ -196,6 +204,11 @@ def test_cli_dispatch(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0 and "Overall: pass" in out
     assert any(p.name.startswith("mine_") for p in tmp_path.iterdir())
+    # a rerun reads every run back and says so, with the seconds they took when computed
+    assert cli.main(["calibrate", f"mine={TUTORIAL}", "--reps", "10", "--out", str(tmp_path), "--no-progress",
+                     "--no-compile-cache"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "60 of 60 runs read back from" in last and "rows.csv" in last and "s when computed" in last
 
 
 def test_tutorial_excerpts_are_the_file():

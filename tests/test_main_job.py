@@ -29,3 +29,22 @@ def test_seed000_table1_quick(tmp_path):
     paper_mean, paper_se = PAPER["Oracle"][1000]
     p = welch_test(oracle.mean(), oracle.std(ddof=1), oracle.size, paper_mean, paper_se * math.sqrt(20), 20)
     assert p > 1e-3, (oracle.mean(), p)
+
+
+def test_summary_flags_a_disagreement_with_its_cause(tmp_path):
+    """The main job's summary (printed and summary.md) flags LT&S (no averaging) [paper] at 1,500
+    (SE 69) against the paper's 1,206.55 (SE 42.2), z = 3.6, with its measured cause (the text's
+    threshold), and leaves an Oracle row within its SE unflagged.  Synthetic rows: nothing is run."""
+    from experiments import seed000_table1 as t1
+    from experiments._runner import Context
+
+    ctx = Context(t1.NAME, None, 0, tmp_path, quick=True, quiet=True)
+    rows = [dict(generator="code", K=1000, algorithm=name, mean=m, se=se)
+            for name, m, se in (("LT&S (no averaging) [paper]", 1500.0, 69.0), ("Oracle [code]", 480.0, 30.0))]
+    t1.summary(ctx, rows)
+    text = (tmp_path / "summary.md").read_text()
+    flags = [line for line in text.splitlines() if line.startswith("* DISAGREES")]
+    assert len(flags) == 1, text
+    assert "LT&S (no averaging) [paper], K = 1,000" in flags[0] and "z = +3.6" in flags[0]
+    assert "Known cause: the text's threshold" in flags[0] and "beta" in flags[0]
+    assert "1 of 2 rows compared with the paper's Table 1 disagree" in text

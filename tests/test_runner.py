@@ -187,3 +187,86 @@ def test_runner_records_programs_compile_seconds_and_peak_mappings(tmp_path):
     assert meta["engine_programs_compiled"] == engine.programs_compiled() == compiled + 1
     assert meta["engine_compile_seconds"] == pytest.approx(engine.compile_seconds()) and engine.compile_seconds() > seconds
     assert set(meta["compile_cache"]) == {"requests", "hits"}
+
+
+def test_a_rerun_keeps_the_first_runs_times_and_layout_and_says_what_it_read_back(tmp_path):
+    label = dict(alg="uniform", K=4)
+    ctx = _runner.Context("t", None, 5, tmp_path, quick=True, quiet=True)
+    first = ctx.simulate(label, UniformGLR(delta=0.1), _inst(K=4), 6, 10**5)
+    ctx.write_metadata({}, "done")
+    assert first.wall_time > 0 and first.layout is not None
+    compiled = json.loads((tmp_path / "metadata.json").read_text())["engine_compile_seconds"]
+
+    ctx2 = _runner.Context("t", None, 5, tmp_path, quick=True, quiet=True)
+    again = ctx2.simulate(label, UniformGLR(delta=0.1), _inst(K=4), 6, 10**5)
+    assert ctx2.resumed == 6 and ctx2.computed == 0
+    # the times, steps and layout are those of the run that computed the replications
+    assert again.wall_time == pytest.approx(first.wall_time) and again.compile_time == pytest.approx(first.compile_time)
+    assert again.layout == first.layout and again.lane_steps == first.lane_steps
+    np.testing.assert_array_equal(again.samples, first.samples)
+    ctx2.table([dict(alg="uniform", wall_s=again.wall_time + again.compile_time)], name="summary")
+    md = (tmp_path / "summary.md").read_text()
+    assert "Read back from" in md and "6 of 6 replications" in md and "results.csv" in md
+    ctx2.write_metadata({}, "done")
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    assert meta["replications_read_back"] == 6 and meta["replications_computed"] == 0
+    lab = json.dumps(label, sort_keys=True)
+    assert meta["layouts"][lab]["lanes"] == first.layout.lanes
+    assert meta["seconds_read_back"] == pytest.approx(first.wall_time + first.compile_time)
+    # the statistics of the run that compiled are kept beside this run's
+    assert meta["earlier_runs"][-1]["engine_compile_seconds"] == pytest.approx(compiled)
+    assert meta["earlier_runs"][-1]["replications_computed"] == 6
+
+
+def test_an_interrupted_run_keeps_the_seconds_of_its_saved_chunks(tmp_path):
+    from jaxbandits.store import Store
+
+    arrs = dict(samples=np.array([5, 6]), steps=np.array([5, 6]), correct=np.array([True, True]),
+                stopped=np.array([True, True]), answer=np.array([[True, False], [True, False]]))
+    st = Store(tmp_path / "rows.csv")
+    st.recorder("a", 4)(np.array([0, 1]), arrs)  # then the process dies: no record_run
+    m = Store(tmp_path / "rows.csv").measured("a")
+    assert m["replications"] == 2 and m["interrupted"] == 1 and m["runs"] == 1
+    assert m["wall_time"] == pytest.approx(m["seconds"]) and m["compile_time"] == 0
+    # the rest computed by a second run, which finishes: both runs count
+    st2 = Store(tmp_path / "rows.csv")
+    rec = st2.recorder("a", 4)
+    rec(np.array([2, 3]), arrs)
+
+    class R:
+        wall_time, compile_time, lane_steps, useful_steps, devices, lanes, chunk_size, layout = 2.0, 3.0, 8, 6, 1, 4, 4, None
+    st2.record_run("a", R())
+    m = Store(tmp_path / "rows.csv").measured("a")
+    assert m["replications"] == 4 and m["runs"] == 2 and m["interrupted"] == 1
+    assert m["compile_time"] == 3.0 and m["wall_time"] > 2.0 and m["efficiency"] == 0.75
+    # rows that are gone take their measurements with them
+    (tmp_path / "rows.csv").unlink()
+    assert Store(tmp_path / "rows.csv").measured("a") is None
+
+
+def test_a_resumed_sweep_says_what_it_read_back_and_ctrl_c_names_its_rows(tmp_path, monkeypatch, capsys):
+    import experiments.seed002_static as mod
+
+    gen = jb.Generator("fixed", lambda key, K: _inst(K), {"K": [3]})
+    ctx = _runner.Context("t", None, 0, tmp_path, quick=True, quiet=True)
+    first = ctx.sweep({"U": UniformGLR()}, gen, n_reps=3, progress=False, lower_bound=False, buckets=None)
+    assert ctx.computed == 3 and ctx.resumed == 0 and first.attrs["seconds"] > 0
+    ctx2 = _runner.Context("t", None, 0, tmp_path, quick=True, quiet=True)
+    again = ctx2.sweep({"U": UniformGLR()}, gen, n_reps=3, progress=False, lower_bound=False, buckets=None)
+    assert ctx2.resumed == 3 and ctx2.computed == 0
+    assert again.attrs["seconds_read_back"] == pytest.approx(first.attrs["seconds"])
+    ctx2.write_metadata({}, "done")
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    assert meta["replications_read_back"] == 3 and meta["rows_files"] == [str(tmp_path / "sweep" / "rows.csv")]
+    assert len(meta["layouts"]) == 1
+
+    def run(ctx):
+        ctx.sweep({"U": UniformGLR()}, gen, n_reps=3, progress=False, lower_bound=False, buckets=None)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mod, "run", run)
+    capsys.readouterr()
+    assert _runner.main(["seed002_static", "--out", str(tmp_path), "--quiet"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("rerun the same command to resume from there")
+    assert f"3 replication(s) saved in {tmp_path / 'sweep' / 'rows.csv'}" in err[-1] and "results.csv" not in err[-1]

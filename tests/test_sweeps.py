@@ -134,7 +134,7 @@ def test_plots_draw_the_summary():
     df = _table()
     s = summary(df, ["algorithm", "num_arms"])
     ax = plot_sample_complexity(df, "num_arms")
-    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_yscale()) == ("num_arms", "mean sample complexity", "log")
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_yscale()) == ("num_arms", "mean sample complexity (pulls)", "log")
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["A", "B"]
     for line, name in zip(_data_lines(ax), ["A", "B"]):
         np.testing.assert_allclose(np.asarray(line.get_ydata(), float), s.loc[s["algorithm"] == name, "mean"])

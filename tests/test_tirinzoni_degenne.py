@@ -260,3 +260,120 @@ def test_cumulative_rage_and_global_xy():
         s, c, st = run(alg, easy(), 8, cap=20_000)
         assert st.all() and c.all()
         assert np.all(s >= 4)  # every arm once first
+
+
+# -- the Table 1 instance (package data) and the experiment's quick mode ------------------------------
+def test_table1_instance_is_shipped_package_data():
+    """``seeds.tirinzoni_degenne_table1`` loads the npz inside the installed package (no path outside
+    it), the file is listed as package data in pyproject.toml, and it is the paper's instance:
+    e_1..e_10 first, theta = (1, 0.9 x 4, 0.8 x 5, ...), best arm e_1 (gap 0.1), top-5 e_1..e_5."""
+    import fnmatch
+    import pathlib
+    import tomllib
+
+    import jaxbandits
+    from jaxbandits.instances import seeds
+
+    pkg = pathlib.Path(jaxbandits.__file__).parent
+    path = pathlib.Path(str(seeds._data_file("td_linear_d20_k50.npz")))
+    assert path.is_file() and pkg in path.parents
+    rel = path.relative_to(pkg / "instances").as_posix()
+    conf = tomllib.loads((pkg.parent / "pyproject.toml").read_text())
+    globs = conf["tool"]["setuptools"]["package-data"]["jaxbandits.instances"]
+    assert any(fnmatch.fnmatch(rel, g) for g in globs), (rel, globs)
+
+    inst = seeds.tirinzoni_degenne_table1()
+    X, theta = np.asarray(inst.arms), np.asarray(inst.theta)
+    assert X.shape == (50, 20) and theta.shape == (20,) and X.dtype == np.float64 and float(inst.noise) == 1.0
+    np.testing.assert_array_equal(X[:10], np.eye(20)[:10])
+    np.testing.assert_array_equal(theta[:10], [1.0] + [0.9] * 4 + [0.8] * 5)
+    mu = X @ theta
+    order = np.argsort(-mu, kind="stable")
+    assert order[0] == 0 and mu[0] - mu[order[1]] == pytest.approx(0.1)
+    assert set(order[:5]) == set(range(5)) and mu[4] - mu[order[5]] == pytest.approx(0.1)
+    assert np.all(mu[10:] <= 0.5 + 1e-12)   # the random arms were kept while v^T theta <= 0.5
+    np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0, rtol=1e-12)
+    assert float(seeds.tirinzoni_degenne_table1(noise=2.0).noise) == 2.0
+
+
+def test_no_code_reads_a_file_outside_the_package():
+    """Nothing in jaxbandits/ or experiments/ reads the instance from a shared folder outside the
+    package (a user's clone has none)."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    hits = [f"{p.relative_to(root)}: {line.strip()}"
+            for d in ("jaxbandits", "experiments") for p in (root / d).rglob("*.py")
+            for line in p.read_text().splitlines()
+            if "shared/data" in line or "JAXBANDITS_SHARED" in line or "/work/shared" in line]
+    assert not hits, hits
+
+
+class _FakeResults:
+    """What ``summarise`` reads of a run: n stopped, correct runs with the given samples."""
+
+    def __init__(self, samples):
+        s = np.asarray(samples, np.int64)[None]
+        self.samples, self.ran = s, np.ones(s.shape, bool)
+        self.stopped, self.correct = np.ones(s.shape, bool), np.ones(s.shape, bool)
+
+
+def test_quick_covers_every_row_prints_once_and_draws_a_figure(tmp_path, monkeypatch):
+    """--quick: every row of Table 1 (preset, ``QUICK_REPS`` runs), the table printed once (with the
+    paper checks under it), and table1.png written.  The engine is replaced by fixed results (the
+    paper's mean, or 3x it for LinGapE, which must then be flagged with its cause statement)."""
+    from experiments import tirinzoni_degenne_table1 as td
+    from experiments._runner import Context
+
+    for k in ("TD_TABLE1_ROWS", "TD_TABLE1_WAYS"):
+        monkeypatch.delenv(k, raising=False)
+    ctx = Context(td.NAME, None, 0, tmp_path, quick=True)
+    asked = []
+
+    def simulate(label, alg, inst, n_reps, max_steps, **kw):
+        asked.append((label["row"], label["way"], n_reps))
+        m = (td.PAPER.get(label["row"]) or (50_000, 0))[0] * (3 if label["row"] == "LinGapE" else 1)
+        return _FakeResults(np.round(m + np.linspace(-500, 500, n_reps)))
+
+    monkeypatch.setattr(ctx, "simulate", simulate)
+    printed = []
+    monkeypatch.setattr(ctx, "log", printed.append)
+    td.run(ctx)
+    assert [a[0] for a in asked] == td.ORDER and {a[1:] for a in asked} == {("preset", td.QUICK_REPS)}
+    out = "\n".join(printed)
+    assert out.count("### Tirinzoni & Degenne 2022, Table 1") == 1
+    summary = (tmp_path / "summary.md").read_text()
+    assert all(f"| {k} |" in summary for k in td.ORDER)
+    flags = [line for line in summary.splitlines() if line.startswith("* DISAGREES") and "[preset]" in line]
+    assert len(flags) == 1 and flags[0].startswith("* DISAGREES with the published number: LinGapE [preset]")
+    # the defaults measured earlier (not rerun at --quick) are printed, and checked, too
+    assert "* DISAGREES with the published number: LT&S [defaults]: ours 521,413" in summary
+    assert "No cause is known." in flags[0] and f"our SE from {td.QUICK_REPS} runs only" in flags[0]
+    assert (tmp_path / "table1.png").stat().st_size > 10_000
+
+
+def test_figure_layout_and_defaults_cause():
+    """The figure of a full table (both ways, every row; one row flagged) passes the layout check of
+    tests/test_figures.py; a defaults row far from the paper is flagged with the settings that
+    differ and the preset's agreement as its measured cause."""
+    from experiments import tirinzoni_degenne_table1 as td
+    from test_figures import layout_problems
+
+    rng = np.random.default_rng(0)
+    out = []
+    for way in ("preset", "defaults"):
+        for k in td.ORDER:
+            m = (td.PAPER.get(k) or (54_000, 0))[0] * (0.4 if (way, k) == ("defaults", "LinGapE") else 1)
+            out.append(dict(row=k, way=way, n=100, mean=m * rng.uniform(0.95, 1.05), se=0.03 * m))
+    fig = td.figure(out)
+    try:
+        assert layout_problems(fig) == []
+        labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert labels[0] == "LinGapE  [|z| > 3: defaults]" and "Oracle" in labels
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    c = td.check("LinGapE", "defaults", 14069.0, 1111.0, 30)
+    assert c.disagrees and "Known cause: the library's defaults are not the authors' settings" in c.flag
+    assert "the preset, which takes the authors' settings, measured 34,024 +- 961" in c.flag and "z = +0.6" in c.flag

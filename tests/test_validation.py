@@ -103,6 +103,8 @@ CASES = [
     ("refill_min zero", lambda f: sim(refill_min=0), ValueError, "refill_min"),
     ("devices empty", lambda f: sim(devices=[]), ValueError, "devices"),
     ("devices not devices", lambda f: sim(devices=["cpu"]), TypeError, "devices"),
+    ("devices repeated", lambda f: sim(devices=jax.devices() * 4), ValueError, "devices",
+     f"{4 * len(jax.devices())} entries for {len(jax.devices())} distinct"),
     ("tasks out of range", lambda f: sim(tasks=np.array([0, 99])), ValueError, "tasks"),
     ("tasks floats", lambda f: sim(tasks=np.array([0.5])), TypeError, "tasks"),
     ("progress string", lambda f: sim(progress="yes"), TypeError, "progress"),
@@ -224,3 +226,18 @@ def test_ties_run_when_allowed():
         simulate(UniformGLR(), tied, 0, 2, 50, progress=False)
     res = simulate(UniformGLR(), tied, 0, 2, 50, allow_ties=True, progress=False)
     assert res.samples.shape == (1, 2)
+
+
+def test_cpu_device_count_is_bounded_by_the_cores():
+    """More XLA CPU devices than cores is refused, naming the cores available and what it costs."""
+    from jaxbandits import validation
+
+    cores = validation.available_cores()
+    assert validation.check_cpu_device_count(cores) == cores
+    with pytest.raises(ValueError) as info:
+        validation.check_cpu_device_count(cores + 1, override="pass --oversubscribe to run it anyway")
+    msg = str(info.value)
+    assert msg.startswith(f"--devices must be at most the {cores} CPU core(s)") and f"got {cores + 1}" in msg
+    assert "270 s" in msg and msg.endswith("pass --oversubscribe to run it anyway")
+    with pytest.raises(ValueError, match="--devices"):
+        validation.check_cpu_device_count(0)

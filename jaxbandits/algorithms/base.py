@@ -364,7 +364,7 @@ def map_instances(obj, method: str, instances: Instance):
     if fn is None:
         programs.release_if_high()  # as the engine does before its compilations
         t0 = time.perf_counter()
-        fn = _mapped.lower(static, method, dynamic, instances).compile()
+        fn = programs.compile_interruptibly(_mapped.lower(static, method, dynamic, instances))
         programs.PREPARE_COMPILE_SECONDS[0] += time.perf_counter() - t0
         programs.PREPARED[sig] = fn
     return fn(dynamic, instances)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from jaxbandits.stats import summarize
+from jaxbandits.stats import Summary, summarize
 
 if TYPE_CHECKING:
     from jaxbandits.engine.layout import Layout
@@ -21,7 +21,8 @@ class RESULTS(enum.IntEnum):
     STOPPED = 0
     #: reached ``max_steps`` without stopping: its sample count is a lower bound, it has no answer
     CAPPED = 1
-    #: its sample count was not finite or beyond :data:`COUNT_LIMIT` (saturated): the count was lost
+    #: its sample count was not finite, beyond :data:`COUNT_LIMIT`, or negative (a 32-bit counter
+    #: that wrapped past 2**31 - 1): the count was lost and reads as :data:`COUNT_LIMIT`
     NON_FINITE = 2
     #: stopped, but a solver or sampler with a fixed trip count it relied on ended before its
     #: certificate (:attr:`Outcome.converged` False): the run is not the algorithm's as specified
@@ -97,19 +98,20 @@ class Results:
             code = np.where(self.stopped & ~self.converged, RESULTS.NOT_CONVERGED, code)
         return np.where(self.samples >= COUNT_LIMIT, RESULTS.NON_FINITE, code).astype(np.int8)
 
-    def summary(self, level: float = 0.95) -> dict:
+    def summary(self, level: float = 0.95) -> Summary:
         """Sample-complexity statistics, error rate with Clopper-Pearson interval, capped
         fraction, wall time and lane efficiency over the replications that ran, and ``results``:
-        how many of them ended with each :class:`RESULTS` code (by lower-case name)."""
+        how many of them ended with each :class:`RESULTS` code (by lower-case name).  A
+        :class:`~jaxbandits.stats.Summary`: a table when printed, the numbers as its fields, and a
+        mapping (``summary()["mean"]``)."""
         r = self.ran
         out = summarize(self.samples[r], self.correct[r], self.stopped[r], level,
                         error_defined=self.error_defined)
         codes = self.result[r]
-        out["results"] = {c.name.lower(): int(np.sum(codes == c)) for c in RESULTS}
-        out.update(wall_time=self.wall_time, compile_time=self.compile_time,
-                   efficiency=self.efficiency,
-                   steps_per_second=self.useful_steps / self.wall_time if self.wall_time > 0 else float("nan"))
-        return out
+        return Summary(**out, results={c.name.lower(): int(np.sum(codes == c)) for c in RESULTS},
+                       wall_time=self.wall_time, compile_time=self.compile_time, efficiency=self.efficiency,
+                       steps_per_second=self.useful_steps / self.wall_time if self.wall_time > 0 else float("nan"),
+                       level=level)
 
     def rows(self) -> list[dict]:
         """One dict per replication that ran (instance, rep, samples, steps, correct, stopped,
@@ -133,7 +135,10 @@ COUNT_LIMIT = 2**62
 
 
 def _counts(x) -> np.ndarray:
-    """Sample / pull counts (floats in the algorithms' states) as int64, saturated at
-    :data:`COUNT_LIMIT` (NaN too: only a run that lost its count can have one)."""
+    """Sample / pull counts (floats or 32-bit integers in the algorithms' states) as int64,
+    saturated at :data:`COUNT_LIMIT` where the count was lost: NaN or inf (only a run that lost
+    its count can have one), beyond the limit, or negative (a 32-bit counter incremented past
+    2**31 - 1 wraps to a negative number; the validation keeps step caps and budgets within
+    2**31 - 1, so such a counter cannot wrap back to a non-negative value)."""
     x = np.asarray(x, np.float64)
-    return np.where(np.isfinite(x) & (x < COUNT_LIMIT), np.maximum(x, 0.0), COUNT_LIMIT).astype(np.int64)
+    return np.where(np.isfinite(x) & (x < COUNT_LIMIT) & (x >= 0), x, COUNT_LIMIT).astype(np.int64)

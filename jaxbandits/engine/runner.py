@@ -47,7 +47,8 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
                                 out_specs=(P("d"), P("d")), check_vma=False)
         tasks_proto = jnp.zeros((D * chunk_per_dev,), jnp.int32)
         with batching.policy(solve):  # solve_where reads it while the kernels are traced
-            return jax.jit(run).lower(tasks_proto, instances, key, dynamic, max_steps, n_reps).compile()
+            lowered = jax.jit(run).lower(tasks_proto, instances, key, dynamic, max_steps, n_reps)
+        return programs.compile_interruptibly(lowered)
 
     return programs.compiled(sig, build)
 
@@ -243,8 +244,7 @@ def simulate(
                               refill_min=refill_min, devices=devices, tasks=tasks, progress=progress,
                               stall_timeout=stall_timeout, buckets=buckets, record_pulls=record_pulls,
                               allow_ties=allow_ties)
-    if block_steps is not None and (isinstance(block_steps, bool) or int(block_steps) < 1):
-        raise ValueError(f"block_steps must be an int >= 1, got {block_steps!r}")
+    validation.as_count("block_steps", block_steps, allow_none=True)
     key = validation.as_key(key)
     # -- progress bar (jaxbandits.progress): shown once the run lasts a few seconds -------------
     bar = progress_bar.Bar(None, desc=type(algorithm).__name__, unit="rep",
@@ -278,8 +278,8 @@ def _simulate(algorithm, instances, key, n_reps, max_steps, *, lanes, chunk_size
     key = jnp.asarray(key)
     _, dynamic = algorithm.split_dynamic()
     n_reps_arr = jnp.asarray(int(n_reps), jnp.int32)
-    # steps are int32; a larger cap is never reached
-    max_steps_arr = jnp.asarray(min(int(max_steps), 2**31 - 1), jnp.int32)
+    # steps are int32: validation.check_simulate refuses a cap beyond 2**31 - 1
+    max_steps_arr = jnp.asarray(int(max_steps), jnp.int32)
     bar.status("compiling")
     compiled, layout, compile_time = _plan_and_compile(
         algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, devices, lanes, chunk_size, refill_min,
@@ -298,9 +298,21 @@ def _simulate(algorithm, instances, key, n_reps, max_steps, *, lanes, chunk_size
         padded = np.full((D, chunk_per_dev), -1, np.int32)
         for dev, part in enumerate(np.array_split(ids, D)):
             padded[dev, :part.size] = part
-        out, iters = run_guarded(compiled, jnp.asarray(padded.reshape(-1)), inst, key, dynamic, max_steps_arr,
-                                 n_reps_arr, stall_timeout=stall_timeout, what=f"chunk at task {c0}",
-                                 fetch=lambda o: jax.tree.map(np.array, o))
+        dispatched: list = []
+
+        def call(*args):
+            out = compiled(*args)
+            dispatched.append(out)
+            return out
+
+        try:
+            out, iters = run_guarded(call, jnp.asarray(padded.reshape(-1)), inst, key, dynamic, max_steps_arr,
+                                     n_reps_arr, stall_timeout=stall_timeout, what=f"chunk at task {c0}",
+                                     fetch=lambda o: jax.tree.map(np.array, o))
+        except KeyboardInterrupt:
+            for o in dispatched:
+                programs.note_interrupted(o)
+            raise
         flat = padded.reshape(-1)
         sel = flat >= 0
         tid = flat[sel]

@@ -23,6 +23,7 @@ from jaxbandits.instances.seeds import (  # noqa: F401
     sphere_odlinbai,
     sphere_rage,
     static_basis,
+    tirinzoni_degenne_table1,
     topm_classic,
     topm_hard_top1,
     topm_random_gaussian,

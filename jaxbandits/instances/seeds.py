@@ -1,6 +1,6 @@
 """Named generators of every problem instance used in the seed papers.
 
-Seeds (``/work/shared/seeds``):
+The seed papers:
 
 * 000: Jedra & Proutiere, "Optimal Best-arm Identification in Linear Bandits", NeurIPS 2020.
 * 001: Fiez, Jain, Jamieson, Ratliff, "Sequential Experimental Design for Transductive Linear
@@ -9,6 +9,10 @@ Seeds (``/work/shared/seeds``):
   IJCAI 2022.
 * 003: Reda, Kaufmann, Delahaye-Duriez, "Top-m identification for linear bandits", AISTATS 2021
   (code: github.com/clreda/linear-top-m).
+
+Also Tirinzoni & Degenne, "On elimination strategies for bandit fixed-confidence identification",
+NeurIPS 2022: its Table 1 instance, shipped with the package as data
+(:func:`tirinzoni_degenne_table1`; ``files/README.md`` lists the data files and their provenance).
 
 Conventions.  Every generator returns an :class:`~jaxbandits.instances.base.Instance`.  Random
 generators take the PRNG ``key`` first and static shape arguments (Python ints), use only
@@ -55,6 +59,7 @@ __all__ = [
     "topm_random_gaussian",
     "topm_table4_m",
     "TOPM_TABLE4",
+    "tirinzoni_degenne_table1",
 ]
 
 
@@ -497,6 +502,42 @@ def sphere_calibrated(key: jax.Array, num_arms: int, dim: int, *, hardness: floa
     theta = t / jnp.linalg.norm(t)
     tstar = characteristic_time(make_instance(X, theta, 1.0))
     return make_instance(X, theta, jnp.sqrt(hardness / tstar))
+
+# ------------------------------------------------------------------------------------------------
+# 9. Instances shipped as data
+# ------------------------------------------------------------------------------------------------
+#: the package's folder of instance data (``files/README.md`` there lists every file with its provenance)
+DATA_FILES = "files"
+
+
+def _data_file(name: str):
+    """The shipped data file ``name`` (inside the installed package: ``jaxbandits/instances/files``)."""
+    from importlib.resources import files
+
+    return files("jaxbandits.instances").joinpath(DATA_FILES, name)
+
+
+def tirinzoni_degenne_table1(*, noise: float = 1.0) -> Instance:
+    """The linear best-arm and top-5 instance of Tirinzoni & Degenne, "On elimination strategies for
+    bandit fixed-confidence identification", NeurIPS 2022, Table 1: d = 20, K = 50.
+
+    Loaded from ``jaxbandits/instances/files/td_linear_d20_k50.npz`` (shipped with the package, 8 KB),
+    whose fields are ``arms`` [50, 20] (one arm vector per row) and ``theta`` [20], both float64.
+    The file was rebuilt from the generator of the authors' experiment scripts
+    (github.com/AndreaTirinzoni/bandit-elimination, ``experiments/linear_bai.jl`` and
+    ``linear_topm.jl``): the first ten arms are e_1..e_10; theta = (1, 0.9 x 4, 0.8 x 5, u - 1) with
+    u the draws of Julia's ``MersenneTwister(123)``; then random unit vectors v (2 rand(20) - 1,
+    normalised) kept while v^T theta <= 0.5, until K = 50 (53 draws).  Julia's generator
+    (dSFMT-19937) was re-implemented to draw the same stream, checked against the values documented
+    for ``MersenneTwister(1234)``.  Best arm e_1 (gap 0.1 to e_2..e_5), top-5 e_1..e_5 (gap 0.1 to
+    e_6..e_10).  The paper: Gaussian noise with standard deviation ``noise`` = 1, delta = 0.01, 100 runs
+    per algorithm, runs forced to stop at 10^6 samples.
+    """
+    with _data_file("td_linear_d20_k50.npz").open("rb") as f:
+        z = np.load(f)
+        arms, theta = np.asarray(z["arms"], np.float64), np.asarray(z["theta"], np.float64)
+    return make_instance(arms, theta, noise)
+
 
 # float64 inside every public function, whatever the caller's x64 setting (jaxbandits.precision)
 from jaxbandits.precision import wrap_module as _wrap  # noqa: E402

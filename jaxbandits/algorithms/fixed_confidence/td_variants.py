@@ -100,7 +100,7 @@ class CumulativeRAGE(RAGE):
 
 class GlobalXYState(NamedTuple):
     stats: common.LinearStats
-    t: jax.Array          # samples so far
+    t: jax.Array          # samples so far (a float: an int32 adding ``block`` a step could wrap past 2**31)
     active: jax.Array     # [M] bool
     rho: jax.Array
     rho_old: jax.Array
@@ -153,7 +153,7 @@ class GlobalXYAdaptive(Algorithm):
         stats = common.add_counts(common.init_stats(instance), instance, counts, pull_counts(key, instance, counts))
         theta, _ = self._estimate(stats)
         one = jnp.ones((), dt)
-        return GlobalXYState(stats, jnp.asarray(K, jnp.int32), jnp.ones((instance.num_items,), bool), one, one,
+        return GlobalXYState(stats, jnp.asarray(K, dt), jnp.ones((instance.num_items,), bool), one, one,
                              jnp.asarray(K, dt), theta, jnp.zeros((), bool))
 
     def greedy_values(self, Vinv, X, Z, active):
@@ -178,7 +178,7 @@ class GlobalXYAdaptive(Algorithm):
         Vinv = common.inverse_from_cholesky(L)
         vals = self.greedy_values(Vinv, X, Z, state.active)
         arm = common.argmax_fast(-vals)
-        tn = state.t.astype(dt) + 1.0  # the released code's round index: samples + 1
+        tn = state.t + 1.0  # the released code's round index: samples + 1
         new_phase = state.rho / tn < self.alpha * state.rho_old / state.t_old
         beta = jnp.log((tn + 1.0) / self.delta)
         sigma = common.noise_scale(self.sigma, instance)
@@ -189,7 +189,7 @@ class GlobalXYAdaptive(Algorithm):
         stop = jnp.sum(active) <= 1
         counts = jnp.where(stop, 0.0, float(self.block)) * (jnp.arange(K) == arm).astype(dt)
         stats = common.add_counts(state.stats, instance, counts, pull_counts(key, instance, counts))
-        return GlobalXYState(stats, state.t + jnp.sum(counts).astype(jnp.int32), active, vals[arm], rho_old, t_old,
+        return GlobalXYState(stats, state.t + jnp.sum(counts), active, vals[arm], rho_old, t_old,
                              theta, stop)
 
     def done(self, state: GlobalXYState) -> jax.Array:
@@ -197,4 +197,4 @@ class GlobalXYAdaptive(Algorithm):
 
     def outcome(self, state: GlobalXYState, instance: Instance) -> Outcome:
         idx = single_answer(state.active, instance.items @ state.theta)
-        return Outcome(answer_mask(idx, instance.num_items), state.t, state.stats.counts.astype(jnp.int32))
+        return Outcome(answer_mask(idx, instance.num_items), state.t, state.stats.counts)

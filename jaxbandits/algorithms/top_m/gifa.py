@@ -616,7 +616,9 @@ class GIFA(Algorithm):
         return state.done
 
     def outcome(self, state: GIFAState, inst: Instance) -> Outcome:
-        return Outcome(answer=state.J, samples=state.t.astype(jnp.int32), pulls=state.counts.astype(jnp.int32))
+        # counts stay floats (exact integers): the engine saturates a lost count as NON_FINITE, where a
+        # cast to int32 would clamp a count past 2**31 - 1 (two pulls a step, "both") silently
+        return Outcome(answer=state.J, samples=state.t, pulls=state.counts)
 
 
 # ------------------------------------------------------------------------------------------------
