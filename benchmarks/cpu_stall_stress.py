@@ -13,8 +13,8 @@ computing is **timeout**; otherwise **finished**, with its wall time and replica
 Instances (the linear best-arm instances of the seed papers and of Tirinzoni & Degenne 2022):
 
 * d = 5: Soare et al.'s benchmark (seed 001 Fig. 1a, K = 6, omega = 0.1);
-* d = 20: Tirinzoni & Degenne (NeurIPS 2022) Table 1, K = 50 (``../shared/data/td_linear_d20_k50.npz``
-  when present, else 50 unit-sphere arms);
+* d = 20: Tirinzoni & Degenne (NeurIPS 2022) Table 1, K = 50 (``seeds.tirinzoni_degenne_table1``,
+  shipped with the package);
 * d = 50: 100 arms uniform on the unit sphere, theta the closest arm's direction (seed 001 Fig. 1c
   family).
 
@@ -41,7 +41,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "td_linear_d20_k50.npz"
 DIMS = (5, 20, 50)
 
 
@@ -81,9 +80,9 @@ def _instance(d: int, family: str):
 
     from jaxbandits.instances import make_instance, seeds
 
-    if d == 20 and DATA.exists():
-        z = np.load(DATA)
-        X, theta = z["arms"], z["theta"]
+    if d == 20:
+        inst = seeds.tirinzoni_degenne_table1()
+        X, theta = np.asarray(inst.arms), np.asarray(inst.theta)
     elif d == 5:
         inst = seeds.soare_benchmark(d=5, omega=0.1, theta_scale=1.0)
         X, theta = np.asarray(inst.arms), np.asarray(inst.theta)

@@ -45,11 +45,12 @@ FEW_RUNS = 10
 RULE = (f"Rule: a row disagrees with its published number when |z| > {Z_FLAG:g} (two-sided p < 0.0027 under "
         "the normal approximation), z = (ours - published) / sqrt(SE_ours^2 + SE_published^2) where the "
         "publication gives its standard error, and z = (ours - published) / SE_ours (our Monte-Carlo noise "
-        "only: the publication's own run-to-run noise unaccounted, so |z| is too large) where it does not; "
+        "only: the publication's own run-to-run noise unaccounted, so |z| is overstated) where it does not; "
         "a frequency (an error rate, a percentage of instances) is compared with the pooled two-proportion "
         "z where the publication's count of runs is known, else with the binomial SE at the published "
-        "rate over our runs.  With fewer than 10 runs of ours, our SE is at least the publication's standard "
-        "deviation / sqrt(our runs) (our mean's SE if our runs came from the publication's distribution).")
+        f"rate over our runs.  With fewer than {FEW_RUNS} runs of ours, our SE is at least the publication's "
+        "standard deviation / sqrt(our runs) (our mean's SE if our runs came from the publication's "
+        "distribution).")
 
 
 @dataclasses.dataclass(frozen=True)
