@@ -208,6 +208,7 @@ class Context:
 
     def close_bar(self) -> None:
         if self._bar is not None:
+            self._bar.status("")  # the bar that stays says only what was done
             self._bar.close()
             self._bar = None
 

@@ -447,6 +447,7 @@ def benchmark(algorithms, suite: str | Suite = "fixed-confidence", *, size: str 
                     df["point"] = [json.dumps({k: _py(r[k]) for k in iset.points(size)[0]}, sort_keys=True)
                                    for _, r in df.iterrows()] if iset.points(size)[0] else "{}"
                     frames.append(df)
+        bar.status("")  # the bar that stays says only what was done
     finally:
         bar.close()
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

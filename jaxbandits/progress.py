@@ -2,7 +2,7 @@
 call, the configurations of a sweep, an experiment or a calibration, the grid points of a benchmark.
 
 A bar appears only when the work is still going after ``DELAY`` seconds (compilation included) and
-standard error reaches a terminal (:func:`terminal`), unless asked for (``progress=True``) or
+standard error is a terminal (:func:`terminal`), unless asked for (``progress=True``) or
 turned off (``progress=False``): short runs, logs, pipes and test output stay silent.
 
 Once shown, a bar is redrawn every ``REFRESH`` seconds whether or not a unit has finished, so its
@@ -28,72 +28,35 @@ REFRESH = 1.0
 
 _OPEN: list["Bar"] = []    # the enabled bars open in this process, outermost first
 _OPEN_LOCK = threading.Lock()
-_TERMINAL: list = [None, None]  # (file drawn on, descriptor it duplicates): see _stream
-
-
-def _filtered_terminal_fd() -> int | None:
-    """The descriptor of the original standard error when descriptor 2 is the pipe of
-    :class:`jaxbandits.compilation_cache.SpuriousLogFilter` (the experiments' and the command
-    line's log filter), else None."""
-    module = sys.modules.get("jaxbandits.compilation_cache")
-    log_filter = getattr(module, "_FILTER", [None])[0] if module is not None else None
-    real = getattr(log_filter, "real", None)
-    try:
-        if real is None or sys.stderr.fileno() != 2:
-            return None
-    except (AttributeError, ValueError, OSError):  # replaced (a StringIO) or closed stderr
-        return None
-    return real
 
 
 def terminal() -> bool:
-    """Whether standard error reaches a terminal: directly, or through the log filter of
-    :mod:`jaxbandits.compilation_cache` (a pipe whose reader writes to the terminal)."""
+    """Whether standard error (``sys.stderr``) is a terminal."""
     try:
-        if sys.stderr.isatty():
-            return True
+        return sys.stderr.isatty()
     except (AttributeError, ValueError):  # replaced or closed stderr
-        return False
-    real = _filtered_terminal_fd()
-    try:
-        return real is not None and os.isatty(real)
-    except OSError:
         return False
 
 
 def wanted(progress) -> bool:
-    """Whether ``progress`` (True, False, or None for "when standard error reaches a terminal")
-    asks for a bar."""
+    """Whether ``progress`` (True, False, or None for "when standard error is a terminal") asks
+    for a bar."""
     if progress is None:
         return terminal()
     return bool(progress) and not callable(progress)
-
-
-def _stream():
-    """The file bars are drawn on: the terminal itself when standard error passes through the log
-    filter (then bars and the lines printed on standard output reach the terminal in the order they
-    were written), else ``sys.stderr``."""
-    real = _filtered_terminal_fd()
-    if real is None or not os.isatty(real):
-        return sys.stderr
-    if _TERMINAL[1] != real:
-        _TERMINAL[:] = [open(os.dup(real), "w", buffering=1, encoding="utf-8", errors="replace"), real]
-    return _TERMINAL[0]
 
 
 def screen_shape(fp=None) -> tuple[int, int]:
     """(columns, rows) of the terminal the bars are drawn on; 100 x 20 (or ``$COLUMNS`` /
     ``$LINES``) where it cannot tell, as on a pseudo-terminal whose size was never set (tqdm
     itself draws nothing at 0 columns)."""
-    fds = [_filtered_terminal_fd()]
+    fds = []
     for f in (fp, sys.stderr):
         try:
             fds.append(f.fileno())
         except (AttributeError, ValueError, OSError):
             pass
     for fd in fds:
-        if fd is None:
-            continue
         try:
             size = os.get_terminal_size(fd)
         except (OSError, ValueError):
@@ -136,7 +99,7 @@ class Bar:
         # a notebook's bar is a widget: no sizes there
         in_terminal = not any("notebook" in c.__module__ for c in tqdm.__mro__)
         shape = dict(zip(("ncols", "nrows"), screen_shape())) if in_terminal else {}
-        self._bar = tqdm(total=total, desc=desc, unit=unit, initial=initial, delay=delay, file=_stream(),
+        self._bar = tqdm(total=total, desc=desc, unit=unit, initial=initial, delay=delay, file=sys.stderr,
                          position=level, leave=level == 0 if leave is None else leave, smoothing=0.1, **shape)
         if in_terminal:
             self._bar.dynamic_ncols = screen_shape  # follow the window's width (tqdm calls it with the file)

@@ -326,6 +326,7 @@ def sweep(
             df = df[lead + [c for c in df.columns if c not in lead]]
             frames.append(df.sort_values(["instance", "rep"]))
             bar.update(1)
+        bar.status("")  # the bar that stays says only what was done
     except KeyboardInterrupt:
         bar.close()
         import sys

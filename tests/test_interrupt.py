@@ -74,6 +74,9 @@ def test_ctrl_c_stops_simulate_promptly(phase, tmp_path):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if phase == "compile":  # XLA's default options: a compile of seconds (conftest's fast ones take ~1 s)
+        fast = ("--xla_cpu_use_fusion_emitters", "--xla_backend_optimization_level", "--xla_cpu_max_isa")
+        env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if f.split("=")[0] not in fast)
     proc = subprocess.Popen([sys.executable, str(script), phase], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
     try:

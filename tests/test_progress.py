@@ -10,7 +10,6 @@ grid point) is slowed on purpose so that the bar must show while no unit has fin
 from __future__ import annotations
 
 import io
-import json
 import os
 import pty
 import select
@@ -18,7 +17,6 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -200,37 +198,6 @@ def test_nested_bars_take_a_line_each_and_the_inner_one_is_cleared(terminal, cap
     after = text[text.rindex("inner:"):]
     assert "\n\r" + " " * 10 in after or "\n\r\x1b[K" in after
     assert text.rstrip().endswith("]") and "outer:  50%" in text
-
-
-def test_a_bar_reaches_the_terminal_through_the_compilation_cache_log_filter(monkeypatch):
-    """The experiments and the command line pass standard error through a pipe that filters XLA's
-    log lines (jaxbandits.compilation_cache); the terminal is at the pipe's other end."""
-    from jaxbandits import compilation_cache
-
-    term = Terminal()
-
-    class Piped(io.StringIO):  # descriptor 2 replaced by the filter's pipe: not a terminal itself
-        def fileno(self):
-            return 2
-
-    class Filter:
-        real = term.slave
-
-    monkeypatch.setattr(sys, "stderr", Piped())
-    monkeypatch.setattr(compilation_cache, "_FILTER", [Filter()])
-    monkeypatch.setattr(progress, "_TERMINAL", [None, None])
-    try:
-        assert progress.terminal() and progress.wanted(None)
-        bar = progress.Bar(3, desc="filtered", unit="config", enabled=progress.wanted(None), delay=0.05)
-        time.sleep(0.3)
-        bar.close()
-        assert "filtered:" in term.text()
-        assert sys.stderr.getvalue() == ""   # drawn on the terminal, not into the pipe
-    finally:
-        if progress._TERMINAL[0] is not None:
-            progress._TERMINAL[0].close()
-        monkeypatch.undo()
-        term.close()
 
 
 # -- every long job on a terminal ------------------------------------------------------------------
