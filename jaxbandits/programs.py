@@ -251,5 +251,8 @@ def _exit_if_still_running() -> None:
                 stream.flush()
             except Exception:
                 pass
+        from jaxbandits import compilation_cache
+
+        compilation_cache.restore_stderr()   # pass on what its log filter still holds
     finally:
         os._exit(INTERRUPTED_EXIT_STATUS)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Mapping
 
 import numpy as np
 import scipy.stats as _st
@@ -129,13 +128,13 @@ def _fmt(x, unit: str = "") -> str:
 
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
-class Summary(Mapping):
+class Summary(dict):
     """Summary statistics of a set of replications (:meth:`jaxbandits.engine.Results.summary`).
 
     Printed (``str`` or ``repr``) it is a table, one line per field under the field's own name, with
     four significant digits; the fields hold the full-precision numbers.  It is also a read-only
-    mapping from field name to value (``s["mean"]``, ``"se" in s``, ``dict(s)``), so code written
-    against the former dict of the same keys keeps working.
+    ``dict`` of the same fields (``s["mean"]``, ``"se" in s``, ``json.dumps(s)``, a row of a
+    DataFrame), so code written against the former plain dict keeps working.
 
     Attributes (over the replications that ran):
       runs, stopped: replications, and those that stopped by their own rule.
@@ -148,7 +147,7 @@ class Summary(Mapping):
       results: replications per :class:`~jaxbandits.engine.RESULTS` code (lower-case names).
       wall_time, compile_time: seconds running and compiling; efficiency: useful lane-steps / lane-
         steps executed; steps_per_second: useful steps per second of wall time.
-      level: the confidence level of the error interval.
+      level: the confidence level of the error interval (an attribute, not a key).
     """
 
     runs: int
@@ -173,20 +172,17 @@ class Summary(Mapping):
     steps_per_second: float = math.nan
     level: float = 0.95
 
-    # -- the mapping view (the keys of the former dict) ------------------------------------------
-    def _keys(self) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(self) if f.name != "level")
+    # -- the dict view (the keys of the former dict), read-only ----------------------------------
+    def __post_init__(self):
+        dict.update(self, {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "level"})
 
-    def __getitem__(self, key: str):
-        if key not in self._keys():
-            raise KeyError(key)
-        return getattr(self, key)
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("a Summary is read-only (its printed table shows its fields); copy it with dict(s)")
 
-    def __iter__(self):
-        return iter(self._keys())
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _read_only
 
-    def __len__(self) -> int:
-        return len(self._keys())
+    def __reduce__(self):  # pickle and copy rebuild it from its fields
+        return type(self), tuple(getattr(self, f.name) for f in dataclasses.fields(self))
 
     # -- the printed table ----------------------------------------------------------------------
     def lines(self) -> list[tuple[str, str, str]]:
@@ -227,3 +223,6 @@ class Summary(Mapping):
         return "\n".join([f"Summary of {_fmt(self.runs)} replications"] + body)
 
     __repr__ = __str__
+
+    def _repr_pretty_(self, p, cycle):  # IPython / Jupyter: the table too, not its dict printer
+        p.text(str(self))

@@ -35,13 +35,13 @@ def sim(alg=None, n_reps=2, max_steps=100, instances=None, **kw):
                             progress=False, **kw)
 
 
-def refused(thunk, name: str, value) -> str:
+def refused(thunk, name: str, value, limit: str = "2147483647") -> str:
     """The thunk raises ValueError naming ``name``, ``value`` and the limit, before compiling."""
     before = (engine.programs_compiled(), len(programs.PREPARED))
     with pytest.raises(ValueError) as info:
         thunk()
     msg = str(info.value)
-    assert name in msg and str(value) in msg and "2147483647" in msg, msg
+    assert name in msg and str(value) in msg and limit in msg, msg
     assert (engine.programs_compiled(), len(programs.PREPARED)) == before
     return msg
 
@@ -126,6 +126,15 @@ def test_integer_hyperparameters_past_int32_are_refused(alg, field, value):
     validation.check_algorithm(alg(LIMIT))  # the largest value the field accepts (a multiple of 32 for pause_trips)
 
 
+def test_xy_adaptive_tie_counters_fit_32_bits():
+    """XY-adaptive numbers a step's tie-breaking draws k * pulls_per_step + i in uint32: K times
+    pulls_per_step past 2**32 would give two arms the same draws, so it is refused."""
+    i = inst(4)
+    refused(sim(XYAdaptive(pulls_per_step=2**30 + 1), instances=i), "pulls_per_step", 2**30 + 1,
+            limit="at most 2**32 / K = 1073741824 with K = 4")
+    XYAdaptive(pulls_per_step=2**30).validate(i)
+
+
 def test_sweep_counts_past_int32_are_refused():
     from jaxbandits.instances import seeds
 
@@ -208,3 +217,16 @@ def test_global_xy_count_does_not_wrap():
     st = st._replace(t=jnp.asarray(LIMIT - 5, st.t.dtype))
     st = alg.step(jax.random.key(1), st, i)
     assert _counts(alg.outcome(st, i).samples) == LIMIT - 5 + alg.block
+
+
+def test_rounded_phase_past_int32_keeps_its_size():
+    """RAGE's and XY's phases round n pulls to the arms (``round_design``): in int32 a phase of 3e9
+    pulls came out as 2,147,483,647 without a word; the counts are now the default integer (int64
+    under x64), exact, and capped at COUNT_LIMIT, where the engine reports the count as lost."""
+    from jaxbandits.design import round_design
+
+    lam = jnp.array([0.5, 0.3, 0.2])
+    assert round_design(lam, 3e9).tolist() == [1_500_000_000, 900_000_000, 600_000_000]
+    assert int(round_design(lam, LIMIT).sum()) == LIMIT
+    assert int(round_design(lam, 1e49).sum()) == engine.COUNT_LIMIT
+    assert _counts(np.float64(engine.COUNT_LIMIT)) == engine.COUNT_LIMIT

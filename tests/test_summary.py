@@ -2,10 +2,14 @@
 fields, and still a mapping (``summary()["mean"]``) for the code that reads it as one."""
 from __future__ import annotations
 
+import copy
+import json
 import math
+import pickle
 import re
 
 import numpy as np
+import pytest
 
 from jaxbandits.engine import RESULTS, Results
 from jaxbandits.stats import Summary, summarize
@@ -63,6 +67,10 @@ def test_summary_fields_hold_the_numbers():
         assert s[k] == getattr(s, k) == v or (isinstance(v, float) and math.isnan(v) and math.isnan(s[k]))
     assert set(s) == KEYS and len(s) == len(KEYS) and "mean" in s and "level" not in s
     assert dict(s) == {k: getattr(s, k) for k in KEYS} and s == dict(s)
+    assert json.loads(json.dumps(s))["runs"] == 100  # still a dict where code stored the former one
+    assert pickle.loads(pickle.dumps(s)) == s and str(copy.deepcopy(s)) == str(s)
+    with pytest.raises(TypeError, match="read-only"):
+        s["mean"] = 0.0
     assert s.results == {c.name.lower(): n for c, n in zip(RESULTS, (97, 3, 0, 0))}
     assert s.wall_time == res.wall_time and s.steps_per_second == res.useful_steps / res.wall_time
     assert s.level == 0.95 and res.summary(0.9).level == 0.9

@@ -19,7 +19,8 @@ def round_design(allocation, n, *, arm_mask=None, fixed_trips: bool = False) -> 
     1. On the support (lambda > 0, on ``arm_mask``) of size p: N_i = ceil((n - p/2) lambda_i).
     2. While sum N != n: if short, increment an N_j with N_j / lambda_j minimal; if over,
        decrement an N_j with (N_j - 1) / lambda_j maximal.
-    Jit-safe with fixed shapes (n may be traced); returns int32 counts [K] summing exactly to n
+    Jit-safe with fixed shapes (n may be traced); returns integer counts [K] (int64 under x64)
+    summing exactly to n (at most 2**62)
     (for n >= p; smaller n can leave support arms at 0).  Guarantee (Pukelsheim Lemma 12.8, seed
     001 Prop 2): the efficiency min_i (N_i / n) / lambda_i >= 1 - p / n, hence for every direction
     set Y, max_y ||y||^2_{(sum N_i x_i x_i^T)^-1} <= rho(Y) / (n (1 - p/n)) <= (1 + 2p/n) rho(Y) / n
@@ -34,8 +35,16 @@ def round_design(allocation, n, *, arm_mask=None, fixed_trips: bool = False) -> 
     lam = jnp.where(supp, lam, 0.0)
     lam = lam / jnp.sum(lam)
     p = jnp.sum(supp)
-    n = jnp.asarray(n, jnp.int32)
-    counts = jnp.where(supp, jnp.ceil((n - 0.5 * p) * lam), 0.0).astype(jnp.int32)
+    # counts in the default integer type, int64 under x64: in int32 a phase of 2**31 pulls or more
+    # was cut to 2**31 - 1 without a word.  n is capped at 2**62 (engine.COUNT_LIMIT, where the
+    # engine reports a count as lost) so that the counts and their sum cannot overflow.
+    itype = jnp.result_type(int)
+    n = jnp.asarray(n)
+    if jnp.issubdtype(n.dtype, jnp.integer):
+        n = n.astype(itype)
+    else:
+        n = jnp.minimum(n, 2.0**62 if jnp.iinfo(itype).bits == 64 else 2.0**31 - 1).astype(itype)
+    counts = jnp.where(supp, jnp.ceil((n - 0.5 * p) * lam), 0.0).astype(itype)
     counts = jnp.maximum(counts, 0)
     safe = jnp.where(supp, lam, 1.0)
     idx = jnp.arange(K)

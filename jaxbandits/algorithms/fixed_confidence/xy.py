@@ -628,6 +628,11 @@ class XYAdaptive(Algorithm):
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
         if self.pulls_per_step < 1:
             raise ValueError("pulls_per_step must be >= 1")
+        K = instance.num_arms
+        if K * int(self.pulls_per_step) > 2**32:  # the tie-breaking draws of a step: uint32 counters k S + i
+            raise ValueError(f"pulls_per_step must be at most 2**32 / K = {2**32 // K} with K = {K} arms (a step's "
+                             f"tie-breaking draws are numbered k * pulls_per_step + i in 32 bits), got "
+                             f"{self.pulls_per_step}")
 
 
 __all__ = ["XYStatic", "XYOracle", "XYAdaptive", "XYPhasedState", "XYAdaptiveState",
