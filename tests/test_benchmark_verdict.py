@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from jaxbandits import benchmarking as bm
+from test_progress import _fake_sweep  # the benchmark's sweeps replaced by synthetic rows
 
 FC = bm.SUITES["fixed-confidence"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,18 +85,6 @@ def test_verdict_of_a_fixed_budget_suite_compares_error_rates():
     (line,) = bm.verdict(t, fb)
     assert line.startswith("mine: error rate 0.1 (6/60 runs on 3 instance(s)) against 0.5 for the best baseline")
     assert "lowest or tied on 3/3" in line and "below it on 3/3" in line and "delta-correct" not in line
-
-
-def _fake_sweep(means):
-    """A stand-in for jaxbandits.sweep inside benchmark: ``means[name]`` runs per algorithm."""
-    def sweep(algs, gen, *, n_reps, **_):
-        (name,) = algs
-        (params,) = gen.points()
-        return pd.DataFrame([dict(algorithm=name, generator=gen.name, **params, delta=0.05, instance=j, rep=i,
-                                  samples=means[name] + (i % 3 - 1), steps=1, correct=True, stopped=True,
-                                  answer="0", lower_bound=10.0)
-                             for j in range(gen.n_instances) for i in range(n_reps)])
-    return sweep
 
 
 @pytest.fixture
