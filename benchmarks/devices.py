@@ -160,7 +160,7 @@ def measure_row(w: Workload, platform: str, lanes: int | None, budget: float, mi
     """
     import jax
 
-    from jaxbandits import engine
+    from jaxbandits.engine import layout as policy
     from jaxbandits.engine import simulate
     from jaxbandits.instances.base import as_batch
 
@@ -169,9 +169,9 @@ def measure_row(w: Workload, platform: str, lanes: int | None, budget: float, mi
     if lanes is None:  # the default for the whole row, as simulate would choose it for n_reps tasks
         with jaxbandits_precision():
             inst = w.algorithm.prepare(as_batch(w.instance))
-            lanes = engine.choose_lanes(platform if platform == "cpu" else devices[0].platform,
-                                        engine.lane_bytes(w.algorithm, inst, devices[0].platform),
-                                        engine.free_memory(devices[0]),
+            lanes = policy.choose_lanes(platform if platform == "cpu" else devices[0].platform,
+                                        policy.lane_bytes(w.algorithm, inst, devices[0].platform),
+                                        policy.free_memory(devices[0]),
                                         inst, tasks=n_reps)
     t_start = time.perf_counter()
     done = wall = useful = lane_steps = compile_s = 0

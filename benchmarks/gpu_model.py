@@ -14,8 +14,8 @@ then read, per algorithm on its seed instance (``benchmarks/devices.py``'s workl
   a step are counted at ``--unknown-trips`` iterations (1 by default: a lower bound on the cost);
 * **loops left**: the data-dependent ``while`` loops inside a step, named by the JAX operation they
   come from;
-* **bytes per lane** (:func:`jaxbandits.engine.lane_bytes`), **lanes on 80 GB**
-  (:func:`jaxbandits.engine.choose_lanes` with the H100's memory) and the compiled program's bytes
+* **bytes per lane** (:func:`jaxbandits.engine.layout.lane_bytes`), **lanes on 80 GB**
+  (:func:`jaxbandits.engine.layout.choose_lanes` with the H100's memory) and the compiled program's bytes
   at those lanes (XLA's memory analysis: arguments, outputs and temporaries);
 * **predicted replications/s**: ``lanes * efficiency / (steps per replication * step time)`` with
   step time ``kernels * T_KERNEL + syncs * T_SYNC + HBM bytes / BANDWIDTH`` (HBM bytes: operands and
@@ -269,20 +269,21 @@ def compile_for_h100(w, lanes: int | None, n_tasks: int):
     import jax.numpy as jnp
 
     from jaxbandits import batching, engine
+    from jaxbandits.engine import layout as policy
     from jaxbandits.instances.base import as_batch
 
     dev = h100_device()
     sh = jax.sharding.SingleDeviceSharding(dev)
     alg = w.algorithm
     inst = alg.prepare(as_batch(w.instance))
-    bpl = engine.lane_bytes(alg, inst, "gpu")
+    bpl = policy.lane_bytes(alg, inst, "gpu")
     try:
-        L80 = engine.choose_lanes("gpu", bpl, H100_FREE_BYTES, inst, tasks=n_tasks)
+        L80 = policy.choose_lanes("gpu", bpl, H100_FREE_BYTES, inst, tasks=n_tasks)
     except TypeError:  # a layout policy without task buckets
-        L80 = engine.choose_lanes("gpu", bpl, H100_FREE_BYTES, inst)
+        L80 = policy.choose_lanes("gpu", bpl, H100_FREE_BYTES, inst)
     L = int(lanes) if lanes else L80
-    chunk = engine.CHUNK_LANES * L
-    S = engine.choose_block_steps("gpu") if hasattr(engine, "choose_block_steps") else 1
+    chunk = policy.CHUNK_LANES * L
+    S = policy.choose_block_steps("gpu") if hasattr(policy, "choose_block_steps") else 1
     static, dynamic = alg.split_dynamic()
     rmin = max(1, L // 16)
     try:

@@ -5,23 +5,46 @@ instance constructors and generators, the design solvers, stats, sweeps, calibra
 float64 inside themselves (:mod:`jaxbandits.precision`): gaps in the seed instances go down to 1e-4
 and runs reach millions of pulls, where float32 decides stopping times wrongly (docs/design.md,
 Numerics).  ``simulate(..., precision="float32")`` is offered where float32 was validated.
+
+One import reaches the library::
+
+    import jaxbandits as jb
+
+    inst = jb.seeds.soare_benchmark(d=3, omega=0.3, theta_scale=1.0)
+    res = jb.simulate(jb.algorithms.RAGE(delta=0.05), inst, 0, n_reps=100, max_steps=10**5)
+    print(res.summary(), jb.lower_bound(inst, 0.05))
+
+``jb.algorithms`` (every algorithm), ``jb.instances`` and ``jb.seeds`` (instances and the named
+generators of the papers), ``jb.design`` (optimal-design solvers, ``jb.lower_bound``,
+``jb.characteristic_time``), ``jb.simulate`` / ``jb.Results``, ``jb.sweep`` / ``jb.Generator``,
+``jb.calibrate`` / ``jb.benchmark``.
 """
-from jaxbandits import environment, precision  # noqa: E402
+from jaxbandits import algorithms, design, environment, instances, precision  # noqa: E402
+from jaxbandits.design import characteristic_time, lower_bound  # noqa: E402
+from jaxbandits.instances import seeds  # noqa: E402
 from jaxbandits.instances.base import Buckets, Instance, make_instance, pad_to, stack  # noqa: E402
 from jaxbandits.sweeps import Generator, sweep  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Instance", "make_instance", "stack", "pad_to", "Buckets", "environment", "precision", "sweep",
-           "Generator", "calibrate", "benchmark", "__version__"]
+__all__ = ["simulate", "Results", "RESULTS", "algorithms", "instances", "seeds", "design", "lower_bound",
+           "characteristic_time", "Instance", "make_instance", "stack", "pad_to", "Buckets", "environment",
+           "precision", "sweep", "Generator", "calibrate", "benchmark", "__version__"]
+
+#: names imported on first use: the engine (``simulate`` and its results), and ``calibrate`` /
+#: ``benchmark`` (which load the calibration and benchmark suites)
+_LAZY = {"simulate": ("jaxbandits.engine", "simulate"), "Results": ("jaxbandits.engine", "Results"),
+         "RESULTS": ("jaxbandits.engine", "RESULTS"), "calibrate": ("jaxbandits.byo", "calibrate"),
+         "benchmark": ("jaxbandits.benchmarking", "benchmark")}
 
 
-def __getattr__(name):  # calibrate / benchmark are imported on first use (they load every algorithm)
-    if name == "calibrate":
-        from jaxbandits.byo import calibrate
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
 
-        return calibrate
-    if name == "benchmark":
-        from jaxbandits.benchmarking import benchmark
-
-        return benchmark
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'jaxbandits' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -8,6 +8,7 @@ import numpy as np
 
 import jaxbandits as jb
 from jaxbandits import batching, engine
+from jaxbandits.engine import layout
 from jaxbandits.algorithms import LazyTrackAndStop, MLinGapE, UniformGLR
 from jaxbandits.batching import SolvePolicy, solve_where
 from jaxbandits.instances import seeds
@@ -39,29 +40,29 @@ def test_solve_where_follows_the_traced_policy():
 
 def test_lanes_from_memory_on_an_accelerator():
     inst = as_batch(seeds.topm_classic())
-    bpl = engine.lane_bytes(MLinGapE(m=2), inst)
+    bpl = layout.lane_bytes(MLinGapE(m=2), inst)
     assert bpl > 0
-    per_lane = bpl * engine.WORKING_SET_FACTOR
+    per_lane = bpl * layout.WORKING_SET_FACTOR
     # a big GPU and many tasks: as many lanes as half the memory holds (no fixed cap), a power of two
-    big = engine.choose_lanes("gpu", bpl, 60 * 2**30, inst, tasks=10**8)
+    big = layout.choose_lanes("gpu", bpl, 60 * 2**30, inst, tasks=10**8)
     assert big == 1 << (int(0.5 * 60 * 2**30) // per_lane).bit_length() - 1
     assert big > 2**16
     # little memory: lanes shrink with it (to a power of two), never below 1
-    assert engine.choose_lanes("gpu", bpl, 64 * per_lane, inst) == 32
-    assert engine.choose_lanes("gpu", bpl, 70 * per_lane, inst) == 32
-    assert engine.choose_lanes("gpu", bpl, 10, inst) == 1
+    assert layout.choose_lanes("gpu", bpl, 64 * per_lane, inst) == 32
+    assert layout.choose_lanes("gpu", bpl, 70 * per_lane, inst) == 32
+    assert layout.choose_lanes("gpu", bpl, 10, inst) == 1
     # memory not reported: a fixed default
-    assert engine.choose_lanes("gpu", bpl, None, inst) == engine.UNKNOWN_MEMORY_LANES
+    assert layout.choose_lanes("gpu", bpl, None, inst) == layout.UNKNOWN_MEMORY_LANES
     # CPU: cache-sized, at most CPU_LANES, and the number of tasks changes nothing
-    cpu = engine.choose_lanes("cpu", bpl, 2**34, inst)
-    assert 16 <= cpu <= engine.CPU_LANES
-    assert all(engine.choose_lanes("cpu", bpl, 2**34, inst, tasks=t) == cpu for t in (1, 12, 1000, 10**7))
+    cpu = layout.choose_lanes("cpu", bpl, 2**34, inst)
+    assert 16 <= cpu <= layout.CPU_LANES
+    assert all(layout.choose_lanes("cpu", bpl, 2**34, inst, tasks=t) == cpu for t in (1, 12, 1000, 10**7))
 
 
 def test_accelerator_lanes_follow_the_tasks_in_power_of_two_buckets():
     inst = as_batch(seeds.topm_classic())
-    bpl = engine.lane_bytes(MLinGapE(m=2), inst)
-    lanes = {t: engine.choose_lanes("gpu", bpl, 80 * 2**30, inst, tasks=t) for t in range(1, 5001)}
+    bpl = layout.lane_bytes(MLinGapE(m=2), inst)
+    lanes = {t: layout.choose_lanes("gpu", bpl, 80 * 2**30, inst, tasks=t) for t in range(1, 5001)}
     # about TASKS_PER_LANE replications per lane, rounded up to a power of two: a 1,000-replication
     # run is not one mostly masked chunk of a huge lane count
     assert lanes[1000] == 256 and lanes[1] == 1 and lanes[4] == 1 and lanes[5] == 2
@@ -69,9 +70,9 @@ def test_accelerator_lanes_follow_the_tasks_in_power_of_two_buckets():
     # few programs: one per power of two, never one per task count
     assert len(set(lanes.values())) == 12
     assert all(lanes[t] <= lanes[t + 1] for t in range(1, 5000))
-    assert all(lanes[t] * engine.TASKS_PER_LANE >= t for t in lanes)
+    assert all(lanes[t] * layout.TASKS_PER_LANE >= t for t in lanes)
     # memory still bounds it
-    tight = engine.choose_lanes("gpu", bpl, 64 * bpl * engine.WORKING_SET_FACTOR, inst, tasks=10**6)
+    tight = layout.choose_lanes("gpu", bpl, 64 * bpl * layout.WORKING_SET_FACTOR, inst, tasks=10**6)
     assert tight == 32
 
 
@@ -80,7 +81,7 @@ def test_lane_bytes_count_state_not_instances():
     instance a lane gathers, not the batch."""
     inst = seeds.soare_benchmark(d=2, omega=0.3, theta_scale=1.0)  # the instance of the test below
     one, many = as_batch(inst), jb.stack([inst] * 40)
-    b1, b40 = engine.lane_bytes(UniformGLR(), one), engine.lane_bytes(UniformGLR(), many)
+    b1, b40 = layout.lane_bytes(UniformGLR(), one), layout.lane_bytes(UniformGLR(), many)
     per_instance = sum(a[0].nbytes for a in jax.tree.leaves(many))
     assert b40 - b1 == per_instance
 

@@ -51,16 +51,15 @@ from __future__ import annotations
 
 from jaxbandits.algorithms.base import Algorithm
 from jaxbandits.engine.lanes import final_states, instance_at, replication_key
-from jaxbandits.engine.layout import (CHUNK_LANES, CPU_LANES, MEMORY_FRACTION, TASKS_PER_LANE,
-                                      UNKNOWN_MEMORY_LANES, WORKING_SET_FACTOR, Layout, choose_block_steps,
-                                      choose_lanes, free_memory, lane_bytes)
+from jaxbandits.engine.layout import Layout
 from jaxbandits.engine.results import COUNT_LIMIT, RESULTS, Results
 from jaxbandits.engine.runner import simulate
 from jaxbandits.programs import RUNNERS as _RUNNERS
 from jaxbandits.programs import compile_seconds, program_bytes, programs_compiled
 
+# the layout policy's tuning constants and functions (lanes, chunks, memory) stay in
+# jaxbandits.engine.layout: they are how the engine chooses, not what a user calls
 __all__ = [
     "simulate", "Results", "RESULTS", "Layout", "replication_key", "final_states", "instance_at", "programs_compiled",
-    "compile_seconds", "program_bytes", "choose_lanes", "lane_bytes", "free_memory", "CPU_LANES",
-    "CHUNK_LANES", "UNKNOWN_MEMORY_LANES", "TASKS_PER_LANE", "choose_block_steps", "MEMORY_FRACTION", "WORKING_SET_FACTOR", "COUNT_LIMIT",
+    "compile_seconds", "program_bytes", "COUNT_LIMIT",
 ]
