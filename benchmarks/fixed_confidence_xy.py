@@ -38,7 +38,7 @@ greedy step alternated in one process, 0.82 -> 0.67 s per replication (45x -> 56
 code at that load), the same replications.  2026-11-26, idle machine, this command with
 ``--only XY-adaptive --workloads soare_d5``, back to back: 62.6 -> 22.9 s (59x -> 162x) with the
 one-pair pulls on a narrowed matrix and idle lanes kept on their finished state; 15.2 s (243x)
-with ``--devices 2``.  The same replications; docs/design.md section 13.
+with ``--devices 2``.  The same replications; docs/measurements/2026-11-26-cpu-xy-adaptive.md.
 """
 from __future__ import annotations
 

@@ -31,9 +31,10 @@ step, as this script counts them on that version; 3,261 steps per replication) i
 1,220 (0.84x).  The RAGE figure (87 per second) was taken at lanes that were not recorded and does
 not constrain them.  Two points and three constants: starting points.
 
-Checked against an H100 on 2026-11-26 (``benchmarks/devices.py``, 16,384 lanes, docs/design.md
-15.2): where a step has no ``switch`` the step time is within 15-30 % (m-LinGapE 0.068 ms predicted,
-0.054 measured; XY-adaptive 1.72 against 2.01); where it has (LT&S, RAGE) the costliest branch
+Checked against an H100 on 2026-11-26 (``benchmarks/devices.py``, 16,384 lanes,
+docs/measurements/2026-11-26-h100-device-run.md): where a step has no ``switch`` the step time is
+within 15-30 % (m-LinGapE 0.068 ms predicted, 0.054 measured; XY-adaptive 1.72 against 2.01);
+where it has (LT&S, RAGE) the costliest branch
 and the whole-operand byte count make it 4-20 times too long, so their rates are lower bounds.
 Those two switch-free rows alone would give T_KERNEL 0.75 us and 1.9 TB/s; the constants are
 kept until a lane sweep gives more points than unknowns.
@@ -96,17 +97,19 @@ T_KERNEL = 1.3e-6
 T_SYNC = 10.0e-6
 BANDWIDTH = 0.8 * 3.35e12
 #: lane efficiency assumed for the predictions (refilled lanes, block tail); measured on an H100
-#: with 4 tasks per lane: 0.34 (RAGE), 0.57 (m-LinGapE), 0.61 (LT&S), docs/design.md 15.2
+#: with 4 tasks per lane: 0.34 (RAGE), 0.57 (m-LinGapE), 0.61 (LT&S),
+#: docs/measurements/2026-11-26-h100-device-run.md
 EFFICIENCY = 0.9
 #: mean steps per replication where no CPU run is asked for (``--reps 0``): LT&S many-arms K = 1000
 #: without averaging (1,605 steps: the 1,463 rounds measured on an H100 over 65,536 replications,
-#: docs/design.md 15.2, with the steps a lane paused for its solve adds, 1,535.6 per 1,399.5
-#: rounds under the accelerator policy at the default ``pause_trips`` = 8; the released code's
-#: configuration plays about 473 rounds), XY-adaptive and uniform + GLR (their step
-#: counts on these instances), m-LinGapE (measured here on the CPU, 2,000 replications).
-#: The others (2026-11-25, docs/design.md 7.8): the fixed-budget rows from ``--reps 8``, the rest
-#: from ``steps_per_rep(w, 1000)``; the first key a row's name starts with is taken, so
-#: "GSE logistic" precedes "GSE".
+#: docs/measurements/2026-11-26-h100-device-run.md, with the steps a lane paused for its solve
+#: adds, 1,535.6 per 1,399.5 rounds under the accelerator policy at the default
+#: ``pause_trips`` = 8; the released code's configuration plays about 473 rounds), XY-adaptive
+#: and uniform + GLR (their step counts on these instances), m-LinGapE (measured here on the CPU,
+#: 2,000 replications).
+#: The others (2026-11-25, docs/measurements/2026-11-26-h100-compile-model.md): the fixed-budget
+#: rows from ``--reps 8``, the rest from ``steps_per_rep(w, 1000)``; the first key a row's name
+#: starts with is taken, so "GSE logistic" precedes "GSE".
 STEPS_PER_REP = {"LT&S": 1_605.0, "XY-adaptive": 22_600.0, "uniform + GLR, sphere": 96_000.0, "m-LinGapE": 3_261.0,
                  "RAGE": 13.72, "XY-static": 43.21, "XY-oracle": 112.27, "ALBA": 30.48, "Oracle": 112.27,
                  "LinGapE (top-1)": 4_479.6, "LinGIFA": 4_469.7, "LUCB": 14_032.5, "UGapE": 14_053.3,

@@ -170,8 +170,9 @@ def timeout_for(devices=None, stall_timeout: float | None = None) -> float:
     environment.  Otherwise the guard is on only where the deadlock can happen: XLA:CPU devices
     with a jaxlib whose LAPACK kernels split batches over the thread pool
     (:func:`lapack_can_deadlock`; a supported install has none, so the default path is a plain
-    blocking call).  It is never on for accelerators, whose host idles by design while a chunk
-    runs: CPU time says nothing about their progress.
+    blocking call).  Without either, it is never on for accelerators, whose host idles by design
+    while a chunk runs: CPU time says nothing about their progress (an explicit value guards them
+    too).
     """
     if stall_timeout is not None:
         return float(stall_timeout)

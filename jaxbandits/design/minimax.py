@@ -10,7 +10,7 @@ non-smooth.  We run Frank-Wolfe with away steps on the log-sum-exp smoothing
 f_beta = beta^-1 log sum_y exp(beta g_y) (convex, since log-sum-exp is convex and increasing and
 each g_y is convex), beta = s / f, with an exact line search (bisection on the derivative of the
 closed form of g_y along the segment, restricted to the 512 largest g_y), and continuation
-(s x4 once the smoothed FW gap is below f/s).  Every 16 iterations an active-set Newton polish
+(s x4 once the smoothed FW gap is below f/s).  Every ``_CHUNK`` (48) iterations an active-set Newton polish
 solves the optimality (KKT) system on the current support and near-active directions
 (:func:`_polish`); its candidate is accepted only if it lowers f, and its dual weights only if they
 raise the certified lower bound.  Small problems then converge to machine precision in a few
@@ -461,8 +461,8 @@ def xy_paper_start(X, Z, *, item_mask=None, arm_mask=None, init=None) -> PaperFW
     pieces: the start (warm start ``init``, as :func:`xy_allocation`), :func:`xy_paper_iterate`
     (any number of times: the iterates are those of one uninterrupted run) and
     :func:`xy_paper_value`.  A caller can so run a few iterations batched over many problems
-    and continue only the ones still running (:func:`jaxbandits.algorithms.fixed_confidence.
-    elimination.compacted_xy_design`)."""
+    and continue only the ones still running
+    (:func:`jaxbandits.algorithms.elimination.compacted_xy_design`)."""
     X, mask, _, _ = _xy_setup(X, Z, item_mask, arm_mask)
     return PaperFW(initial_design(mask, init, X.dtype), jnp.array(0, jnp.int32), jnp.asarray(jnp.inf, X.dtype))
 
