@@ -17,7 +17,10 @@ Layers, lowest first (a module may import from its own layer and below):
    wrapper, per-instance cache), ``algorithms.common`` (least squares, GLR statistic, linear
    algebra, top-m selection), ``algorithms.glr`` (GLR thresholds and transportation costs),
    ``algorithms.glm`` (logistic MLE), ``algorithms.elimination`` (elimination rule, compacted XY
-   design), ``algorithms.stages`` (stage schedules and rounding), ``algorithms.top_m.complexity``
+   design), ``algorithms.stages`` (stage schedules and rounding), ``algorithms.top_m.complexity``,
+   and the rules layer, ``rules`` (``rules.thresholds``: every stopping threshold, written once;
+   it imports nothing from ``algorithms``, and ``algorithms.common`` and ``algorithms.glr`` build
+   on it)
 5. algorithms (one module per algorithm or family, and the algorithms package)
 6. engine, and validation (the argument checks of simulate and sweep)
 7. jobs built on the engine: sweeps, calibration, and the top-level package
@@ -43,7 +46,7 @@ LAYERS = [
     ("environment", "batching", "distributed"),
     ("design", "instances"),
     ("algorithms.base", "algorithms.common", "algorithms.glr", "algorithms.glm", "algorithms.elimination",
-     "algorithms.stages", "algorithms.top_m.complexity"),
+     "algorithms.stages", "algorithms.top_m.complexity", "rules"),
     ("algorithms",),
     ("engine", "validation"),
     ("sweeps", "calibration", ""),

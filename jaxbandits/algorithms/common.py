@@ -1,4 +1,4 @@
-"""Pieces shared by the linear algorithms: least-squares statistics, GLR statistic, thresholds, the
+"""Pieces shared by the linear algorithms: least-squares statistics, GLR statistic, the
 closed-form small-d linear algebra of the per-pull algorithms, the random spanning set of forced
 exploration, and top-m selection.
 
@@ -11,7 +11,6 @@ match a direct float64 solve to ~1e-12 after millions of pulls (tested in
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import jax
@@ -19,6 +18,9 @@ import jax.numpy as jnp
 
 from jaxbandits.batching import current_policy
 from jaxbandits.instances.base import Instance
+from jaxbandits.rules.thresholds import anytime_delta, log_det_ratio  # noqa: F401 (also used from here)
+from jaxbandits.rules.thresholds import prop2 as glr_threshold  # noqa: F401 (its old name and home)
+from jaxbandits.rules.thresholds import prop2_small as glr_threshold_small  # noqa: F401 (its old name and home)
 
 
 class LinearStats(NamedTuple):
@@ -216,28 +218,6 @@ def glr_statistic(theta_hat: jax.Array, L: jax.Array, items: jax.Array, item_mas
     return jnp.min(row), best
 
 
-def log_det_ratio(gram: jax.Array, scale: float | jax.Array) -> jax.Array:
-    """log det(gram / scale + I)."""
-    d = gram.shape[0]
-    return jnp.linalg.slogdet(gram / scale + jnp.eye(d, dtype=gram.dtype))[1]
-
-
-def glr_threshold(gram: jax.Array, delta: float | jax.Array, sigma: float | jax.Array,
-                  c: float | jax.Array, u: float = 1.0) -> jax.Array:
-    """Exploration threshold beta(delta, t) of seed 000 Prop 2, eq. (9).
-
-    beta(delta, t) = (1 + u) sigma^2 log( det((u c)^{-1} A_t + I)^{1/2} / delta ).
-    With c = max_a ||a||^2 and u = 1 (Remark 1) it is at most 2 sigma^2 log((t + 1)^{d/2} / delta).
-    """
-    return (1.0 + u) * sigma**2 * (0.5 * log_det_ratio(gram, u * c) - jnp.log(delta))
-
-
-def anytime_delta(delta: float | jax.Array, t: jax.Array) -> jax.Array:
-    """delta_t = 6 delta / (pi^2 t^2): the union bound over rounds used in seed 000 Sec 5."""
-    t = jnp.maximum(t, 1.0)
-    return 6.0 * delta / (math.pi**2 * t**2)
-
-
 def lambda_min(A: jax.Array) -> jax.Array:
     """Smallest eigenvalue of a symmetric matrix."""
     return jnp.linalg.eigvalsh(A)[0]
@@ -247,7 +227,7 @@ def argmax_fast(v: jax.Array) -> jax.Array:
     """First index of the maximum of a vector; ``max`` + ``where`` is 2-6x faster than ``argmax``
     under vmap for K >= 100 on CPU (measured).  Under the CPU policy
     (:func:`jaxbandits.batching.current_policy`) both reductions go through :func:`_fold`: the same
-    index, about 2x faster again at K = 1000 (docs/design.md, section 13)."""
+    index, about 2x faster again at K = 1000 (docs/measurements/2026-11-26-cpu-lts-many-arms.md)."""
     return max_argmax(v)[1]
 
 
@@ -321,16 +301,6 @@ def lambda_min_small(A: jax.Array) -> jax.Array:
         b = 0.5 * (A[0, 1] + A[1, 0])
         return h - jnp.sqrt(q * q + b * b)
     return lambda_min(A)
-
-
-def glr_threshold_small(gram, delta, sigma, c, u):
-    """beta(delta, t) of seed 000 Prop 2 / eq. (9), as :func:`glr_threshold`, with the
-    determinant in closed form for d = 2."""
-    if gram.shape[0] == 2:
-        s = u * c
-        a, b, e = gram[0, 0] / s + 1.0, 0.5 * (gram[0, 1] + gram[1, 0]) / s, gram[1, 1] / s + 1.0
-        return (1.0 + u) * sigma**2 * (0.5 * jnp.log(a * e - b * b) - jnp.log(delta))
-    return glr_threshold(gram, delta, sigma, c, u)
 
 
 def columns_dot(M: jax.Array, u: jax.Array) -> jax.Array:

@@ -7,45 +7,45 @@ model, unit variance): W_{i,j} = (theta^T (z_i - z_j) + eps)_+^2 / (2 ||z_i - z_
 eps = 0 is seed 000 Lemma 7).  The noise scale enters on the threshold's side: stop when
 min_j W_{i,j} > sigma^2 beta(t, delta) (the sigma^2-variance GLR is W / sigma^2).
 
-Thresholds (``threshold=``):
+Thresholds (``threshold=``, :data:`jaxbandits.rules.thresholds.ALIASES` ``["glr"]``):
 
-* ``"heuristic"``: beta(t, delta) = log((1 + log t) / delta), the threshold of the experiments of
-  Wang et al. 2021 (released code, ``GK16``: "recommended in Sec 6 of Garivier & Kaufmann 2016")
-  and of Jourdan et al. 2022 (Top Two revisited, Sec 6; epsilon-BAI for linear bandits, Sec 6).
-  Not proven delta-correct (it has no dimension term); the calibration suite measures its error.
-* ``"lts"``: seed 000 Prop 2 / eq. (9) with u = 1, c = max_a ||a||^2 and the union over rounds
-  delta_t = 6 delta / (pi^2 t^2) (Sec 5), proven delta-correct for the least-squares GLR.
+* ``"heuristic"``: beta(t, delta) = log((1 + log t) / delta) (rule ``log_log_t``), the threshold of
+  the experiments of Wang et al. 2021 (released code, ``GK16``: "recommended in Sec 6 of Garivier &
+  Kaufmann 2016") and of Jourdan et al. 2022 (Top Two revisited, Sec 6; epsilon-BAI for linear
+  bandits, Sec 6).  Not proven delta-correct (it has no dimension term); the calibration suite
+  measures its error.
+* ``"lts"``: seed 000 Prop 2 / eq. (9) (rule ``prop2``) with u = 1, c = max_a ||a||^2 and the union
+  over rounds delta_t = 6 delta / (pi^2 t^2) (Sec 5), proven delta-correct for the least-squares GLR.
+* ``"log_t"``: log((t + 1) / delta) (rule ``log_t``), Tirinzoni & Degenne 2022's.
 """
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.algorithms import common
+from jaxbandits.rules import thresholds
 
-THRESHOLDS = ("heuristic", "lts", "log_t")
+THRESHOLDS = thresholds.names("glr")
 
 
 def check_threshold(kind: str) -> None:
-    if kind not in THRESHOLDS:
-        raise ValueError(f"threshold must be one of {THRESHOLDS}, got {kind!r}")
+    thresholds.resolve("glr", kind)
 
 
 def stopping_threshold(kind: str, gram: jax.Array, t: jax.Array, delta, sigma, c) -> jax.Array:
     """sigma^2 beta(t, delta) for the unit-variance statistic (module docstring).  ``gram``: A_t
     (only "lts" reads it); ``c``: max_a ||a||^2 (only "lts")."""
     t = jnp.maximum(jnp.asarray(t, gram.dtype), 1.0)
-    if kind == "heuristic":
-        return sigma**2 * jnp.log((1.0 + jnp.log(t)) / delta)
-    if kind == "log_t":
-        return sigma**2 * log_t_threshold(t, delta)
-    return common.glr_threshold(gram, common.anytime_delta(delta, t), sigma, c, 1.0)
+    rule = thresholds.resolve("glr", kind)
+    if rule == "log_log_t":
+        return sigma**2 * thresholds.log_log_t(t, delta)
+    if rule == "log_t":
+        return sigma**2 * thresholds.log_t(t, delta)
+    return thresholds.prop2(gram, thresholds.anytime_delta(delta, t), sigma, c, 1.0)
 
 
-def log_t_threshold(t, delta):
-    """log((t + 1) / delta): Tirinzoni & Degenne 2022's stopping and elimination threshold (module
-    docstring, ``"log_t"``), t the number of samples so far (unit variance: multiply by sigma^2)."""
-    return jnp.log((jnp.asarray(t) + 1.0) / delta)
+#: log((t + 1) / delta) (:func:`jaxbandits.rules.thresholds.log_t`), its name here
+log_t_threshold = thresholds.log_t
 
 
 def ridge_glr_row(theta: jax.Array, Vinv: jax.Array, Z: jax.Array, best: jax.Array):

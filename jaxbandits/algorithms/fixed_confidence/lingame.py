@@ -103,8 +103,9 @@ from jaxbandits.algorithms.base import Algorithm, Outcome, display_name
 from jaxbandits.algorithms.common import glr_statistic_inv, inverse_gram, topm_mask
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
+from jaxbandits.rules import thresholds
 
-THRESHOLDS = ("heuristic", "theoretical", "log_t")
+THRESHOLDS = thresholds.names("lingame")  # jaxbandits.rules.thresholds.ALIASES
 LEARNERS = ("per_answer", "single")
 
 #: LinGame / MisLid in Tirinzoni & Degenne 2022's Table 1 (module docstring)
@@ -276,8 +277,7 @@ class LinGame(Algorithm):
     released_settings: ClassVar[dict] = SEED003_CODE
 
     def __post_init__(self):
-        if self.threshold not in THRESHOLDS:
-            raise ValueError(f"threshold must be one of {THRESHOLDS}, got {self.threshold!r}")
+        thresholds.resolve("lingame", self.threshold)
         if self.tracking not in TRACKINGS:
             raise ValueError(f"tracking must be one of {TRACKINGS}, got {self.tracking!r}")
         if self.best_response not in BEST_RESPONSES:
@@ -312,14 +312,14 @@ class LinGame(Algorithm):
     def _beta(self, stats: common.LinearStats, tf, inst: Instance):
         """beta(t, delta) of the stopping rule, in units of sigma^2 (module docstring, 6)."""
         dt = inst.arms.dtype
-        if self.threshold == "heuristic":
-            return jnp.log((jnp.log(tf) + 1.0) / self.delta)  # Sec 6 (Garivier & Kaufmann 2016 Sec 6)
-        if self.threshold == "log_t":
-            return jnp.log((tf + 1.0) / self.delta)  # Tirinzoni & Degenne 2022 (thresholds.jl)
+        rule = thresholds.resolve("lingame", self.threshold)
+        if rule == "log_log_t":  # Sec 6 (Garivier & Kaufmann 2016 Sec 6)
+            return thresholds.log_log_t(tf, self.delta)
+        if rule == "log_t":  # Tirinzoni & Degenne 2022 (thresholds.jl)
+            return thresholds.log_t(tf, self.delta)
         sigma = common.noise_scale(self.sigma, inst)
         S = jnp.linalg.norm(inst.theta) if self.S is None else jnp.asarray(self.S, dt)
-        root = jnp.sqrt(-jnp.log(self.delta) + 0.5 * common.log_det_ratio(stats.gram, self.reg))
-        return (root + jnp.sqrt(self.reg / 2.0) * S / sigma) ** 2  # Abbasi-Yadkori et al. Thm 2
+        return thresholds.abbasi_yadkori(stats.gram, self.delta, self.reg, S, sigma)  # Thm 2
 
     def validate(self, instance: Instance) -> None:
         """Host-side checks: linear rewards (Sec 2), a positive sigma and regulariser, and a

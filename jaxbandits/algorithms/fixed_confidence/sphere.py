@@ -43,6 +43,7 @@ from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance, make_instance, validate_instance
+from jaxbandits.rules import thresholds
 
 
 def sphere_instance(key: jax.Array, theta, *, num_items: int = 1000, noise: float = 1.0,
@@ -128,7 +129,7 @@ class SphereBAI(Algorithm):
         lmin = common.lambda_min(stats.gram)
         c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
         eps_t = self.epsilon_t(tf, sigma)
-        zeta = 0.5 * common.log_det_ratio(stats.gram, c) - jnp.log(common.anytime_delta(self.delta, tf))
+        zeta = thresholds.prop2_log(stats.gram, thresholds.anytime_delta(self.delta, tf), c)  # Prop 2 / eq. (9)
         beta = 2.0 * sigma**2 * zeta
         rho = 4.0 * sigma**2 * eps_t**2 * zeta / (self.epsilon - eps_t) ** 2
         z = jnp.where(eps_t <= 2.0 * m, lmin * m * eps_t, jnp.inf)

@@ -36,6 +36,7 @@ from jaxbandits.algorithms.elimination import eliminate, gram_from_counts, singl
 from jaxbandits.algorithms.fixed_confidence.rage import RAGE
 from jaxbandits.environment import pull_counts
 from jaxbandits.instances.base import Instance
+from jaxbandits.rules import thresholds
 
 
 class CumulativeRAGEState(NamedTuple):
@@ -180,7 +181,7 @@ class GlobalXYAdaptive(Algorithm):
         arm = common.argmax_fast(-vals)
         tn = state.t + 1.0  # the released code's round index: samples + 1
         new_phase = state.rho / tn < self.alpha * state.rho_old / state.t_old
-        beta = jnp.log((tn + 1.0) / self.delta)
+        beta = thresholds.log_t(tn, self.delta)
         sigma = common.noise_scale(self.sigma, instance)
         recomputed = eliminate(jnp.ones_like(state.active), Z, theta, L, beta, sigma)
         active = jnp.where(new_phase, recomputed, state.active)

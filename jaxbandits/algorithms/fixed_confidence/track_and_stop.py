@@ -116,6 +116,7 @@ from jaxbandits.design.core import design_matrix, initial_design
 from jaxbandits.design.minimax import oracle_directions
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
+from jaxbandits.rules import thresholds
 
 SCHEDULES = ("exponential", "periodic", "every")
 METHODS = ("smooth", "paper")
@@ -128,7 +129,7 @@ METHODS = ("smooth", "paper")
 #: (``thresholds.jl``) instead of Prop 2 / eq. (9).  Not proven delta-correct (no dimension term).
 TIRINZONI_DEGENNE = dict(threshold="log_t", averaging=True, warm_start=True, method="paper", max_iters=1000,
                          a0_prior=False)
-THRESHOLDS = ("prop2", "log_t")
+THRESHOLDS = thresholds.names("track_and_stop")  # jaxbandits.rules.thresholds.ALIASES
 PAPER_TEXT = dict(a0_prior=False, u=1.0, anytime=True, method="paper", warm_start=True, max_iters=1000)
 RELEASED_CODE = dict(a0_prior=True, u=0.1, anytime=False, method="paper", warm_start=False, max_iters=1000)
 
@@ -430,7 +431,7 @@ class FWCarry(NamedTuple):
     policy).  Outside such a run ``on`` is False and the rest is unused.  ``v`` has K entries
     under the accelerator policy and none under the CPU's, where no lane pauses: ``init`` and
     ``step`` are traced under the same policy (the engine does; so does
-    :func:`jaxbandits.engine.lane_bytes` for the platform)."""
+    :func:`jaxbandits.engine.layout.lane_bytes` for the platform)."""
     v: jax.Array            # raw weights [K] (lambda = c v)
     c: jax.Array
     n2: jax.Array           # ||lambda||^2
@@ -473,7 +474,7 @@ class LazyTrackAndStop(Algorithm):
         under the accelerator policy (``method="paper"``; a divisor or a multiple of 32, the
         refactorisation period of A^-1).  No result depends on it: fewer make a step cheaper and
         a run longer in steps (8: about half the predicted time per replication of 32 on an H100
-        at K = 1000, docs/design.md section 7.8).
+        at K = 1000, docs/measurements/2026-11-26-h100-compile-model.md).
       sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`: the instance's
         Gaussian noise, 1/2 for Bernoulli rewards); enters the threshold of Prop 2 / eq. (9) only.
       threshold: "prop2" (Prop 2 / eq. (9), with ``u``, ``anytime`` and ``a0_prior``) or "log_t"
@@ -521,8 +522,7 @@ class LazyTrackAndStop(Algorithm):
         return cls(**{"delta": 0.01, **TIRINZONI_DEGENNE, **kw})
 
     def __post_init__(self):
-        if self.threshold not in THRESHOLDS:
-            raise ValueError(f"threshold must be one of {THRESHOLDS}, got {self.threshold!r}")
+        thresholds.resolve("track_and_stop", self.threshold)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.method not in METHODS:
@@ -620,14 +620,14 @@ class LazyTrackAndStop(Algorithm):
 
     def _threshold(self, gram, t, c0, instance):
         d = instance.arms.shape[1]
-        if self.threshold == "log_t":  # Tirinzoni & Degenne 2022 (thresholds.jl)
+        if thresholds.resolve("track_and_stop", self.threshold) == "log_t":  # Tirinzoni & Degenne 2022
             sigma = common.noise_scale(self.sigma, instance)
-            return sigma**2 * jnp.log((t.astype(gram.dtype) + 1.0) / self.delta)
-        dl = (common.anytime_delta(self.delta, t.astype(gram.dtype)) if self.anytime
+            return sigma**2 * thresholds.log_t(t.astype(gram.dtype), self.delta)
+        dl = (thresholds.anytime_delta(self.delta, t.astype(gram.dtype)) if self.anytime
               else jnp.asarray(self.delta, gram.dtype))
         # sigma enters here only: beta(delta, t) = (1 + u) sigma^2 log(...) of Prop 2 / eq. (9)
         sigma = common.noise_scale(self.sigma, instance)
-        return glr_threshold_small(gram, dl, sigma, c0 * math.sqrt(d), self.u)
+        return thresholds.prop2_small(gram, dl, sigma, c0 * math.sqrt(d), self.u)
 
     def _ready(self, lmin, t, c0, d):
         ready = lmin >= c0 * math.sqrt(d) * (1.0 - 1e-9)

@@ -24,6 +24,7 @@ from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
+from jaxbandits.rules import thresholds
 
 
 class UniformState(NamedTuple):
@@ -82,7 +83,7 @@ class UniformGLR(Algorithm):
     def _threshold(self, stats: common.LinearStats, instance: Instance):
         c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
         # sigma enters the threshold only: beta = (1 + u) sigma^2 log(...) (Prop 2 / eq. (9))
-        beta = common.glr_threshold(stats.gram, self.delta, common.noise_scale(self.sigma, instance), c, self.u)
+        beta = thresholds.prop2(stats.gram, self.delta, common.noise_scale(self.sigma, instance), c, self.u)
         return beta, common.lambda_min(stats.gram) >= c
 
     def done(self, state: UniformState) -> jax.Array:

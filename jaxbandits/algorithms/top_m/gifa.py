@@ -84,7 +84,7 @@ B_{i,j} for tau_UGapE or compute_b = "gap"), except compute_J = "gap" with paire
   LinGapE (m = 1) that is Xu et al.'s i_t = argmax mu and j_t = argmax_j B_{j, i_t}: one column.
 * full mode (paired indices with compute_J = "gap"): the K x K matrix G = X V_t^-1 X^T is
   carried and updated by Sherman-Morrison (G -= g g^T / (1 + G_aa), g = G[:, a]), O(K^2) per step
-  and per lane; the engine's memory estimate (``engine.lane_bytes``) sees it in the state.
+  and per lane; the engine's memory estimate (``engine.layout.lane_bytes``) sees it in the state.
 
 The drift after 10^5 updates is ~1e-12 relative in both modes (``tests/test_gifa.py`` compares
 with a direct solve).  max^m / argmax^[m] use m passes of max-and-remove (no sort, no scatter
@@ -112,9 +112,10 @@ from jaxbandits.algorithms.common import (TOPK_ITERATIVE_MAX, argmax_fast, mth_l
 from jaxbandits.algorithms.top_m.complexity import min_l1_representation
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
+from jaxbandits.rules import thresholds
 
 INDICES = ("paired", "individual", "classical")
-THRESHOLDS = ("theoretical", "heuristic", "lucb1", "determinant", "td_lingape", "log_t")
+THRESHOLDS = thresholds.names("gifa")  # jaxbandits.rules.thresholds.ALIASES
 COMPUTE_J = ("empirical", "gap")
 COMPUTE_B = ("lucb", "gap")
 SELECTIONS = ("largest_variance", "greedy", "optimized", "both")
@@ -313,15 +314,16 @@ class GIFA(Algorithm):
         K = inst.true_num_arms()
         t = jnp.maximum(state.t, 1.0)
         delta = self.delta
-        if self.threshold == "heuristic":
-            return jnp.sqrt(2.0 * jnp.log((jnp.log(t) + 1.0) / delta))  # Sec 5
-        if self.threshold == "td_lingape":  # Tirinzoni & Degenne's code, round index t + 1
-            return jnp.sqrt(2.0 * (jnp.log(1.0 / delta) + 2.0 * jnp.log(state.t + 2.0)))
-        if self.threshold == "log_t":  # sqrt(2 log((t' + 1) / delta)), round index t' = t + 1
-            return jnp.sqrt(2.0 * jnp.log((state.t + 2.0) / delta))
-        if self.threshold == "lucb1":
+        rule = thresholds.resolve("gifa", self.threshold)
+        if rule == "log_log_t":  # Sec 5
+            return thresholds.width(thresholds.log_log_t(t, delta))
+        if rule == "log_t2":  # Tirinzoni & Degenne's code: log(1 / delta) + 2 log(t + 2)
+            return thresholds.width(thresholds.log_t2(state.t + 2.0, delta))
+        if rule == "log_t":  # sqrt(2 log((t' + 1) / delta)), round index t' = t + 1
+            return thresholds.width(thresholds.log_t(state.t + 1.0, delta))
+        if rule == "lucb1":
             # LUCB1: width sqrt(2 sigma^2 beta(t) / N_a), beta = ln(5 K t^4 / (4 delta)) (released LUCB1Beta)
-            return jnp.sqrt(2.0 * jnp.log(5.0 * K * t**4 / (4.0 * delta)))
+            return thresholds.width(thresholds.lucb1(t, delta, K))
         lam = self._reg(inst)
         S = jnp.linalg.norm(inst.theta) if self.S is None else self.S
         sigma = self._sigma(inst)
@@ -329,11 +331,11 @@ class GIFA(Algorithm):
             tail = jnp.sqrt(lam) * S / sigma  # eq. (2): + sqrt(lambda) S / sigma
         else:
             tail = lam * S / sigma  # released code (betas.FrequentistBeta): + lambda S / sigma
-        if self.threshold == "theoretical":
+        if rule == "reda_eq2":
             L2 = jnp.max(jnp.sum(inst.arms**2, axis=-1))
-            return jnp.sqrt(2.0 * jnp.log(1.0 / delta) + N * jnp.log(1.0 + (state.t + 1.0) * L2 / (lam**2 * N))) + tail
+            return thresholds.reda_eq2_width(state.t, delta, N, L2, lam, tail)
         # determinant (Abbasi-Yadkori et al. 2011, Thm 2, divided by sigma; Xu et al. 2018)
-        return jnp.sqrt(2.0 * jnp.log(1.0 / delta) + state.logdet) + tail
+        return thresholds.abbasi_yadkori_width(state.logdet, delta, tail)
 
     def _full_matrix(self) -> bool:
         """Full mode (module docstring): J(t) needs max^m_{i != j} B_{i,j} for every j, paired."""
@@ -489,7 +491,7 @@ class GIFA(Algorithm):
 
     def glr_threshold(self, state: GIFAState) -> jax.Array:
         """log((t + 1) / delta) of the GLR stopping rule (``stopping="glr"``), t samples so far."""
-        return jnp.log((state.t + 1.0) / self.delta)
+        return thresholds.log_t(state.t, self.delta)
 
     @classmethod
     def tirinzoni_degenne(cls, algorithm: str = "LinGapE", m: int = 1, **kw) -> "GIFA":

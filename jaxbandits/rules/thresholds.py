@@ -1,0 +1,196 @@
+"""Stopping thresholds: every threshold the library's algorithms use, each written once, with its
+paper and equation, and one registry of their names (:data:`RULES`).
+
+Units.  The GLR rules compare a unit-variance statistic Z(t) with beta(t, delta): a function here
+returns beta in units of sigma^2 (the caller multiplies by sigma^2) unless it takes ``sigma``
+itself (:func:`prop2`, :func:`abbasi_yadkori`).  The index algorithms (LinGapE / GIFA family) use a
+dimensionless confidence width C_{t,delta} = sqrt(2 beta) (+ a tail for the bounds with a
+regulariser); the ``*_width`` functions return it.
+
+Each function keeps the floating-point operations of the code it replaced, in the same order, so
+that every replication of every algorithm is bit for bit what it was.
+
+The names (:data:`RULES`), one per rule:
+
+==================  ===============================================================================
+``log_t``           log((t + 1) / delta): Tirinzoni & Degenne, NeurIPS 2022, released code
+                    (``thresholds.jl``, ``HeuristicThreshold``), the threshold of all their
+                    stopping and elimination tests; not proven delta-correct.
+``log_log_t``       log((1 + log t) / delta): Garivier & Kaufmann, COLT 2016, Sec 6 (recommended
+                    for the experiments), as used by Degenne et al. 2020 (LinGame, Sec 6), Reda et
+                    al. 2021 (GIFA, Sec 5), Wang et al. 2021 (FWS, ``GK16``) and Jourdan et al.
+                    2022 (Top Two); not proven delta-correct.
+``prop2``           (1 + u) sigma^2 log(det((u c)^{-1} A_t + I)^{1/2} / delta_t): Jedra &
+                    Proutiere, NeurIPS 2020 (seed 000), Prop 2 / eq. (9), with delta_t = delta or
+                    the union over rounds 6 delta / (pi^2 t^2) (Sec 5, :func:`anytime_delta`);
+                    with u = 1 the sphere's beta = 2 sigma^2 zeta_t (Sec 4.2, Prop 3).
+``abbasi_yadkori``  (sqrt(log(1/delta) + 1/2 log det(A_t / lambda + I)) + sqrt(lambda / 2) S /
+                    sigma)^2: Abbasi-Yadkori et al., NeurIPS 2011, Thm 2 (self-normalised bound);
+                    LinGame's theoretical threshold (Degenne et al. 2020, Sec 3), GIFA's
+                    ``"determinant"`` width (Xu et al. 2018).
+``reda_eq2``        C = sqrt(2 log(1/delta) + N log(1 + (t + 1) L^2 / (lambda^2 N))) + tail: Reda
+                    et al., AISTATS 2021 (seed 003), eq. (2).
+``log_t2``          log(t^2 / delta) = log(1/delta) + 2 log t at round index t: Tirinzoni &
+                    Degenne 2022's released code, LinGapE's threshold.
+``lucb1``           log(5 K t^4 / (4 delta)): Kalyanakrishnan et al., ICML 2012, LUCB1 (the
+                    released code's ``LUCB1Beta``).
+==================  ===============================================================================
+
+The algorithms accept the names their papers' code used (:data:`ALIASES`); each resolves to one
+rule above.  ``"theoretical"`` names a different rule in LinGame (``abbasi_yadkori``) and in GIFA
+(``reda_eq2``); ``"lts"`` (FWS, Top Two, Fixed Weights) and ``"prop2"`` (LT&S) name the same rule,
+eq. (9), with the constants of each algorithm (FWS / Top Two: u = 1, c = max_a ||a||^2 and the
+union over rounds; LT&S: its ``u``, ``anytime`` and c = c_{A0} sqrt(d)).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+
+# -- ingredients --------------------------------------------------------------------------------------
+def log_det_ratio(gram: jax.Array, scale: float | jax.Array) -> jax.Array:
+    """log det(gram / scale + I)."""
+    d = gram.shape[0]
+    return jnp.linalg.slogdet(gram / scale + jnp.eye(d, dtype=gram.dtype))[1]
+
+
+def anytime_delta(delta: float | jax.Array, t: jax.Array) -> jax.Array:
+    """delta_t = 6 delta / (pi^2 t^2): the union bound over rounds of Jedra & Proutiere 2020, Sec 5."""
+    t = jnp.maximum(t, 1.0)
+    return 6.0 * delta / (math.pi**2 * t**2)
+
+
+# -- the rules ----------------------------------------------------------------------------------------
+def log_t(t, delta):
+    """beta = log((t + 1) / delta), t the number of samples so far (Tirinzoni & Degenne 2022,
+    ``thresholds.jl``); units of sigma^2."""
+    return jnp.log((jnp.asarray(t) + 1.0) / delta)
+
+
+def log_log_t(t, delta):
+    """beta = log((1 + log t) / delta) (Garivier & Kaufmann 2016, Sec 6); units of sigma^2.  The
+    caller keeps t >= 1."""
+    return jnp.log((1.0 + jnp.log(t)) / delta)
+
+
+def prop2(gram: jax.Array, delta: float | jax.Array, sigma: float | jax.Array,
+          c: float | jax.Array, u: float = 1.0) -> jax.Array:
+    """beta(delta, t) of Jedra & Proutiere 2020 (seed 000), Prop 2 / eq. (9):
+
+    beta(delta, t) = (1 + u) sigma^2 log( det((u c)^{-1} A_t + I)^{1/2} / delta ).
+
+    With c = max_a ||a||^2 and u = 1 (Remark 1) it is at most 2 sigma^2 log((t + 1)^{d/2} / delta).
+    ``delta`` is delta itself or :func:`anytime_delta` (Sec 5)."""
+    return (1.0 + u) * sigma**2 * prop2_log(gram, delta, u * c)
+
+
+def prop2_log(gram: jax.Array, delta, scale) -> jax.Array:
+    """zeta = log(det(A_t / scale + I)^{1/2} / delta): the logarithm of eq. (9) (Jedra & Proutiere
+    2020, Prop 2), beta = (1 + u) sigma^2 zeta with scale = u c; the sphere's zeta_t of Prop 3 (u = 1,
+    delta_t of :func:`anytime_delta`)."""
+    return 0.5 * log_det_ratio(gram, scale) - jnp.log(delta)
+
+
+def prop2_small(gram, delta, sigma, c, u):
+    """:func:`prop2` with the determinant in closed form for d = 2 (elementwise, fuses under
+    ``vmap``); the same rule."""
+    if gram.shape[0] == 2:
+        s = u * c
+        a, b, e = gram[0, 0] / s + 1.0, 0.5 * (gram[0, 1] + gram[1, 0]) / s, gram[1, 1] / s + 1.0
+        return (1.0 + u) * sigma**2 * (0.5 * jnp.log(a * e - b * b) - jnp.log(delta))
+    return prop2(gram, delta, sigma, c, u)
+
+
+def abbasi_yadkori(gram: jax.Array, delta, reg, S, sigma) -> jax.Array:
+    """beta = (sqrt(log(1/delta) + 1/2 log det(A_t / lambda + I)) + sqrt(lambda / 2) S / sigma)^2
+    (Abbasi-Yadkori et al. 2011, Thm 2, in units of sigma^2), lambda = ``reg``, S a bound on
+    ||theta||.  ``gram``: A_t without the regulariser."""
+    root = jnp.sqrt(-jnp.log(delta) + 0.5 * log_det_ratio(gram, reg))
+    return (root + jnp.sqrt(reg / 2.0) * S / sigma) ** 2
+
+
+def lucb1(t, delta, K):
+    """beta = log(5 K t^4 / (4 delta)) of LUCB1 (Kalyanakrishnan et al. 2012), K arms; units of
+    sigma^2."""
+    return jnp.log(5.0 * K * t**4 / (4.0 * delta))
+
+
+def log_t2(t, delta):
+    """beta = log(1/delta) + 2 log t, t the round index (Tirinzoni & Degenne 2022's released code,
+    LinGapE); units of sigma^2."""
+    return jnp.log(1.0 / delta) + 2.0 * jnp.log(t)
+
+
+# -- the same rules as confidence widths C = sqrt(2 beta) (+ tail) ------------------------------------
+def abbasi_yadkori_width(logdet, delta, tail):
+    """C = sqrt(2 log(1/delta) + log det(V_t / lambda)) + tail: :func:`abbasi_yadkori` as a width
+    (sqrt(2 beta), divided by sigma; Xu et al. 2018), ``logdet`` = ln det V_t - N ln lambda,
+    ``tail`` = sqrt(lambda) S / sigma (Thm 2) or GIFA's released-code lambda S / sigma."""
+    return jnp.sqrt(2.0 * jnp.log(1.0 / delta) + logdet) + tail
+
+
+def reda_eq2_width(t, delta, N, L2, lam, tail):
+    """C = sqrt(2 log(1/delta) + N log(1 + (t + 1) L^2 / (lambda^2 N))) + tail: Reda et al. 2021
+    (seed 003), eq. (2), t samples so far, N the dimension, L^2 = max_a ||a||^2."""
+    return jnp.sqrt(2.0 * jnp.log(1.0 / delta) + N * jnp.log(1.0 + (t + 1.0) * L2 / (lam**2 * N))) + tail
+
+
+def width(beta):
+    """C = sqrt(2 beta): the width of a threshold beta (units of sigma^2)."""
+    return jnp.sqrt(2.0 * beta)
+
+
+# -- the registry -------------------------------------------------------------------------------------
+class Rule(NamedTuple):
+    """One threshold: its formula, its source, and the functions above that compute it."""
+    formula: str
+    paper: str
+    functions: tuple
+
+
+RULES: dict[str, Rule] = {
+    "log_t": Rule("log((t + 1) / delta)", "Tirinzoni & Degenne 2022, thresholds.jl (HeuristicThreshold)",
+                  (log_t,)),
+    "log_log_t": Rule("log((1 + log t) / delta)", "Garivier & Kaufmann 2016, Sec 6", (log_log_t,)),
+    "prop2": Rule("(1 + u) sigma^2 log(det((u c)^-1 A_t + I)^(1/2) / delta_t)",
+                  "Jedra & Proutiere 2020, Prop 2 / eq. (9); delta_t of Sec 5",
+                  (prop2, prop2_small, prop2_log)),
+    "abbasi_yadkori": Rule("(sqrt(log(1/delta) + log det(A_t / lambda + I) / 2) + sqrt(lambda / 2) S / sigma)^2",
+                           "Abbasi-Yadkori et al. 2011, Thm 2", (abbasi_yadkori, abbasi_yadkori_width)),
+    "reda_eq2": Rule("sqrt(2 log(1/delta) + N log(1 + (t + 1) L^2 / (lambda^2 N))) + tail (a width)",
+                     "Reda et al. 2021, eq. (2)", (reda_eq2_width,)),
+    "log_t2": Rule("log(1/delta) + 2 log t", "Tirinzoni & Degenne 2022, released code (LinGapE)", (log_t2,)),
+    "lucb1": Rule("log(5 K t^4 / (4 delta))", "Kalyanakrishnan et al. 2012 (LUCB1)", (lucb1,)),
+}
+
+#: the names each algorithm family accepts for ``threshold=`` (its papers' names), in the order
+#: its error message lists them -> the rule of :data:`RULES` each one is
+ALIASES: dict[str, dict[str, str]] = {
+    # FWS, Top Two, Fixed Weights (:mod:`jaxbandits.algorithms.glr`)
+    "glr": {"heuristic": "log_log_t", "lts": "prop2", "log_t": "log_t"},
+    # LazyTrackAndStop
+    "track_and_stop": {"prop2": "prop2", "log_t": "log_t"},
+    # LinGame / MisLid
+    "lingame": {"heuristic": "log_log_t", "theoretical": "abbasi_yadkori", "log_t": "log_t"},
+    # GIFA, LinGapE, LinGIFA, m-LinGapE, LUCB, UGapE
+    "gifa": {"theoretical": "reda_eq2", "heuristic": "log_log_t", "lucb1": "lucb1",
+             "determinant": "abbasi_yadkori", "td_lingape": "log_t2", "log_t": "log_t"},
+}
+
+
+def names(family: str) -> tuple[str, ...]:
+    """The ``threshold=`` values an algorithm family accepts (:data:`ALIASES`)."""
+    return tuple(ALIASES[family])
+
+
+def resolve(family: str, name: str) -> str:
+    """The rule (a key of :data:`RULES`) that ``threshold=name`` selects in ``family``; a clear
+    error naming the argument, its value and the allowed values otherwise."""
+    accepted = ALIASES[family]
+    if not isinstance(name, str) or name not in accepted:
+        raise ValueError(f"threshold must be one of {tuple(accepted)}, got {name!r}")
+    return accepted[name]
