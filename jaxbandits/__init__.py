@@ -16,17 +16,18 @@ One import reaches the library::
 
 ``jb.algorithms`` (every algorithm), ``jb.instances`` and ``jb.seeds`` (instances and the named
 generators of the papers), ``jb.design`` (optimal-design solvers, ``jb.lower_bound``,
-``jb.characteristic_time``), ``jb.simulate`` / ``jb.Results``, ``jb.sweep`` / ``jb.Generator``,
+``jb.characteristic_time``), ``jb.rules`` (the stopping thresholds, one name each),
+``jb.simulate`` / ``jb.Results``, ``jb.sweep`` / ``jb.Generator``,
 ``jb.calibrate`` / ``jb.benchmark``.
 """
-from jaxbandits import algorithms, design, environment, instances, precision  # noqa: E402
+from jaxbandits import algorithms, design, environment, instances, precision, rules  # noqa: E402
 from jaxbandits.design import characteristic_time, lower_bound  # noqa: E402
 from jaxbandits.instances import seeds  # noqa: E402
 from jaxbandits.instances.base import Buckets, Instance, make_instance, pad_to, stack  # noqa: E402
 from jaxbandits.sweeps import Generator, sweep  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["simulate", "Results", "RESULTS", "algorithms", "instances", "seeds", "design", "lower_bound",
+__all__ = ["simulate", "Results", "RESULTS", "algorithms", "instances", "seeds", "design", "rules", "lower_bound",
            "characteristic_time", "Instance", "make_instance", "stack", "pad_to", "Buckets", "environment",
            "precision", "sweep", "Generator", "calibrate", "benchmark", "__version__"]
 
