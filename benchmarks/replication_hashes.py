@@ -75,6 +75,23 @@ def configurations():
         for at_stopping, at_sampling in ((True, False), (True, True)):
             out.append((f"Eliminate({type(base).__name__}, stop={at_stopping}, sample={at_sampling})",
                         A.Eliminate(base, at_stopping=at_stopping, at_sampling=at_sampling), gaussian))
+    # every option of the algorithms that are compositions of rules (jaxbandits.rules.compose)
+    for label, alg in (("TopTwo(leader=TS)", A.TopTwo(leader="TS")),
+                       ("TopTwo(allocation=greedy)", A.TopTwo(allocation="greedy")),
+                       ("TopTwo(allocation=arms, beta=0.3)", A.TopTwo(allocation="arms", beta=0.3)),
+                       ("TopTwo(initial=spanning, answer=best)", A.TopTwo(initial="spanning", answer="best")),
+                       ("TopTwo(epsilon=0.1, threshold=lts, reg=0.5)", A.TopTwo(epsilon=0.1, threshold="lts", reg=0.5)),
+                       ("TopTwo(fa_candidates=2, design_iters=4)", A.TopTwo(fa_candidates=2, design_iters=4)),
+                       ("UniformGLR(u=0.5, sigma=0.7)", A.UniformGLR(u=0.5, sigma=0.7)),
+                       ("FWS(glr_form=ridge, threshold=log_t)", A.FWS(glr_form="ridge", threshold="log_t")),
+                       ("FWS(forced=exact_squares, game=certified)", A.FWS(forced="exact_squares", game="certified")),
+                       ("FWS(game=exact, threshold=lts)", A.FWS(game="exact", threshold="lts"))):
+        out.append((label, alg, gaussian))
+    for label, alg in (("Eliminate(TopTwo(leader=TS), statistical)", A.Eliminate(A.TopTwo(leader="TS"), rule="statistical")),
+                       ("Eliminate(UniformGLR, statistical, sample)",
+                        A.Eliminate(A.UniformGLR(), rule="statistical", at_sampling=True)),
+                       ("Eliminate(TopTwo, sigma=0.8)", A.Eliminate(A.TopTwo(), sigma=0.8))):
+        out.append((label, alg, gaussian))
     for released in (False, True):
         for alg in fig1a_algorithms(2, released_code=released):
             out.append((f"fig1a[{'released' if released else 'paper'}] {alg.name}", alg, gaussian))

@@ -320,8 +320,8 @@ def check_simulate(algorithm, instances, n_reps, max_steps, *, lanes=None, chunk
         raise TypeError(f"record_pulls must be True or False, got {_show(record_pulls)}")
     if not isinstance(allow_ties, (bool, np.bool_)):
         raise TypeError(f"allow_ties must be True or False, got {_show(allow_ties)}")
+    check_bernoulli_means(instances)  # the instances' own fault first, named as such
     algorithm.validate(instances)
-    check_bernoulli_means(instances)
     check_ties(algorithm, instances, bool(allow_ties))
 
 

@@ -113,7 +113,67 @@ def concrete(value) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class Algorithm:
+class Configurable:
+    """A frozen (hashable) dataclass of hyperparameters whose numeric fields the engine traces:
+    the base of :class:`Algorithm` and of the rules an algorithm is composed of
+    (:mod:`jaxbandits.rules`).
+
+    Class attributes: ``dynamic_fields`` (traced), ``integer_fields`` (traced as integers),
+    ``none_traced`` (whose None is traced as NaN); see :class:`Algorithm`.
+    """
+
+    dynamic_fields: ClassVar[tuple[str, ...]] = ()
+    integer_fields: ClassVar[tuple[str, ...]] = ()
+    none_traced: ClassVar[tuple[str, ...]] = ()
+
+    def split_dynamic(self) -> tuple["Configurable", dict]:
+        """(this configuration with every dynamic field set to None, {field: value as an array}).
+
+        The first part keys the engine's compiled program; the values are passed to it as traced
+        arguments and put back with :meth:`with_dynamic` inside the trace.  A field whose value
+        is None stays in the static part (None is a structural choice, e.g. ``alpha=None``: the
+        theoretical width), so its program differs from that of any numeric value; the fields of
+        ``none_traced`` are the exception: their None is passed as NaN (``sigma=None`` and
+        ``sigma=0.7`` share a program, and the kernels read NaN as "the instance's noise scale"
+        through :func:`~jaxbandits.algorithms.common.noise_scale`).  A dynamic field
+        not listed in ``integer_fields`` is passed as a float array even when given as an int.  A
+        field holding an algorithm (``BudgetCapped.inner``) is split the same way, its values
+        nested in a dict.
+        """
+        static, values = {}, {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, Configurable):  # a wrapped algorithm (BudgetCapped) or a rule: its own fields
+                inner_static, inner_values = v.split_dynamic()
+                if inner_values:
+                    static[f.name], values[f.name] = inner_static, inner_values
+            elif f.name in self.dynamic_fields and (v is not None or f.name in self.none_traced):
+                v = jnp.asarray(jnp.nan if v is None else v)
+                if f.name not in self.integer_fields and not jnp.issubdtype(v.dtype, jnp.floating):
+                    v = v.astype(jnp.result_type(float))
+                static[f.name], values[f.name] = None, v
+        return (dataclasses.replace(self, **static) if static else self), values
+
+    def with_dynamic(self, values: dict) -> "Configurable":
+        """This (static) configuration with the dynamic field ``values`` put back (traced values
+        inside the engine's program, or inside :func:`jax.jit` for a ``prepare`` helper)."""
+        if not values:
+            return self
+
+        def back(k, v):
+            if isinstance(v, dict):
+                return getattr(self, k).with_dynamic(v)
+            if (k in self.none_traced and not isinstance(v, jax.core.Tracer) and np.ndim(v) == 0
+                    and np.isnan(v)):
+                return None  # the host round trip of split_dynamic's NaN (read on the host)
+            return v
+
+        put = {k: back(k, v) for k, v in values.items()}
+        return dataclasses.replace(self, **put)
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm(Configurable):
     """Base class of algorithm configurations (subclass as a frozen dataclass).
 
     Class attributes a subclass may override:
@@ -184,51 +244,6 @@ class Algorithm:
         that ``init`` / ``step`` then read.  Default: nothing to do.
         """
         return instances
-
-    def split_dynamic(self) -> tuple["Algorithm", dict]:
-        """(this configuration with every dynamic field set to None, {field: value as an array}).
-
-        The first part keys the engine's compiled program; the values are passed to it as traced
-        arguments and put back with :meth:`with_dynamic` inside the trace.  A field whose value
-        is None stays in the static part (None is a structural choice, e.g. ``alpha=None``: the
-        theoretical width), so its program differs from that of any numeric value; the fields of
-        ``none_traced`` are the exception: their None is passed as NaN (``sigma=None`` and
-        ``sigma=0.7`` share a program, and the kernels read NaN as "the instance's noise scale"
-        through :func:`~jaxbandits.algorithms.common.noise_scale`).  A dynamic field
-        not listed in ``integer_fields`` is passed as a float array even when given as an int.  A
-        field holding an algorithm (``BudgetCapped.inner``) is split the same way, its values
-        nested in a dict.
-        """
-        static, values = {}, {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, Algorithm):  # a wrapped algorithm (BudgetCapped): its own fields
-                inner_static, inner_values = v.split_dynamic()
-                if inner_values:
-                    static[f.name], values[f.name] = inner_static, inner_values
-            elif f.name in self.dynamic_fields and (v is not None or f.name in self.none_traced):
-                v = jnp.asarray(jnp.nan if v is None else v)
-                if f.name not in self.integer_fields and not jnp.issubdtype(v.dtype, jnp.floating):
-                    v = v.astype(jnp.result_type(float))
-                static[f.name], values[f.name] = None, v
-        return (dataclasses.replace(self, **static) if static else self), values
-
-    def with_dynamic(self, values: dict) -> "Algorithm":
-        """This (static) configuration with the dynamic field ``values`` put back (traced values
-        inside the engine's program, or inside :func:`jax.jit` for a ``prepare`` helper)."""
-        if not values:
-            return self
-
-        def back(k, v):
-            if isinstance(v, dict):
-                return getattr(self, k).with_dynamic(v)
-            if (k in self.none_traced and not isinstance(v, jax.core.Tracer) and np.ndim(v) == 0
-                    and np.isnan(v)):
-                return None  # the host round trip of split_dynamic's NaN (read on the host)
-            return v
-
-        put = {k: back(k, v) for k, v in values.items()}
-        return dataclasses.replace(self, **put)
 
     @property
     def top_m(self) -> int:

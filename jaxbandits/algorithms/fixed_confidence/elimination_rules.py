@@ -91,11 +91,10 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, Wrapper, answer_mask, concrete
 from jaxbandits.instances.base import Instance
-
-RULES = ("computational", "statistical")
+from jaxbandits.rules import elimination
+from jaxbandits.rules.elimination import RULES, LinearStatistics, MaskedSampling, pairwise_evidence  # noqa: F401
 
 
 class EliminationState(NamedTuple):
@@ -106,30 +105,20 @@ class EliminationState(NamedTuple):
     answer: jax.Array       # its answer (the last active item, or the empirical best if none is left)
 
 
-def pairwise_evidence(theta_hat: jax.Array, L: jax.Array, items: jax.Array) -> jax.Array:
-    """max_i Z_{i,j}(t) for every item j (the statistical elimination test of Tirinzoni & Degenne
-    Sec 3.1; Z_{i,j} of seed 000 Lemma 7), from the Cholesky factor L of A_t.  O(M^2 d + M d^2)."""
-    values = items @ theta_hat
-    Q = items @ common.inverse_from_cholesky(L) @ items.T
-    q = jnp.diag(Q)
-    norms = q[:, None] + q[None, :] - 2.0 * Q          # ||z_i - z_j||^2_{A^-1}
-    gaps = values[:, None] - values[None, :]           # theta^T (z_i - z_j)
-    z = gaps * jnp.abs(gaps) / (2.0 * jnp.maximum(norms, 1e-300))
-    same = jnp.all(items[:, None, :] == items[None, :, :], axis=-1)
-    return jnp.max(jnp.where(same, -jnp.inf, z), axis=0)
-
-
 @dataclasses.dataclass(frozen=True)
 class Eliminate(Wrapper):
     """``base`` with elimination at stopping and/or at sampling (Tirinzoni & Degenne 2022, Sec 3-4;
-    module docstring).
+    module docstring): :class:`jaxbandits.rules.elimination.Elimination` applied to any algorithm
+    that exposes its statistics (the protocols :class:`~jaxbandits.rules.elimination.LinearStatistics`
+    and, for elimination at sampling, :class:`~jaxbandits.rules.elimination.MaskedSampling`).  A
+    composition of rules takes the same piece directly: ``compose(..., eliminate=Elimination())``.
 
     ``Eliminate(base)`` is elimination at stopping; ``Eliminate(base, at_sampling=True)`` adds
     elimination at sampling (the paper's "(E)" algorithms).  ``Eliminate(base, at_stopping=False)``
     leaves the base as it is (a control).
 
     Attributes:
-      base: a fixed-confidence best-arm algorithm implementing the protocol.
+      base: a fixed-confidence best-arm algorithm implementing the protocols.
       at_stopping: stop when at most one answer is active (Sec 3).
       at_sampling: restrict the sampling rule to the active answers' pieces (Sec 4).
       rule: "computational" (Z_{ihat,j} > beta) or "statistical" (max_i Z_{i,j} > beta).
@@ -155,6 +144,11 @@ class Eliminate(Wrapper):
                 raise TypeError(f"{type(self.base).__name__} has no sigma option")
             object.__setattr__(self, "base", dataclasses.replace(self.base, sigma=self.sigma))
 
+    @property
+    def elimination(self) -> elimination.Elimination:
+        """The elimination piece these options make."""
+        return elimination.Elimination(self.at_stopping, self.at_sampling, self.rule)
+
     # -- what differs from the base (the rest is forwarded by Wrapper) ----------------------------
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -162,34 +156,24 @@ class Eliminate(Wrapper):
             raise ValueError("elimination wraps fixed-confidence algorithms, not fixed-budget ones")
         if self.base.top_m != 1 or self.base.slack != 0.0:
             raise ValueError("the elimination wrapper covers exact best-arm identification (m = 1, epsilon = 0)")
-        missing = [m for m in ("linear_stats", "stopping_threshold") + (("step_masked",) if self.at_sampling else ())
-                   if not callable(getattr(self.base, m, None))]
+        missing = [p.__name__ for p in (LinearStatistics,) + ((MaskedSampling,) if self.at_sampling else ())
+                   if not isinstance(self.base, p)]
         if missing:
             raise TypeError(f"{type(self.base).__name__} does not implement the elimination protocol "
-                            f"(missing {', '.join(missing)})")
+                            f"(jaxbandits.rules.elimination.{', '.join(missing)})")
 
-    # -- pieces --------------------------------------------------------------------------------
-    def threshold(self, base_state, instance: Instance, stats: common.LinearStats):
-        """(beta, ready): the base's ``stopping_threshold`` (sigma^2 beta for the unit-variance Z)."""
-        beta, ready = self.base.stopping_threshold(base_state, instance)
-        return beta, jnp.asarray(ready, bool)
-
-    def evidence(self, stats: common.LinearStats, items: jax.Array):
-        """(evidence [M] against each answer, empirical best item): Z_{ihat,j} or max_i Z_{i,j}."""
-        # the base's ridge regulariser if it has one (FWS, TopTwo, LinGame), so that the tests use its estimate
-        theta, L = common.least_squares(stats, getattr(self.base, "reg", 0.0))
-        row, best = common.glr_row(theta, L, items)
-        if self.rule == "statistical":
-            return pairwise_evidence(theta, L, items), best
-        # glr_row puts +inf on ihat (and items equal to it), for the min of the stopping rule; no
-        # evidence against them here
-        return jnp.where(jnp.isposinf(row), -jnp.inf, row), best
+    def _reg(self):
+        """The ridge of the base's estimate, so that the tests use its estimate: a composition's
+        stopping rule's, else the base's ``reg`` field (FWS, LinGame), else 0 (least squares)."""
+        rules = getattr(self.base, "rules", None)
+        if rules is not None:
+            return rules().stopping.reg
+        return getattr(self.base, "reg", 0.0)
 
     # -- contract ------------------------------------------------------------------------------
     def init(self, key, instance: Instance) -> EliminationState:
-        M = instance.num_items
-        return EliminationState(self.base.init(key, instance), jnp.ones((M,), bool), jnp.zeros((M,), jnp.int32),
-                                jnp.zeros((), bool), jnp.zeros((), jnp.int32))
+        e = self.elimination.init(instance)
+        return EliminationState(self.base.init(key, instance), e.active, e.elim_time, e.stopped, e.answer)
 
     def step(self, key, state: EliminationState, instance: Instance) -> EliminationState:
         if self.at_sampling:
@@ -198,19 +182,10 @@ class Eliminate(Wrapper):
             bs = self.base.step(key, state.base, instance)
         if not (self.at_stopping or self.at_sampling):
             return state._replace(base=bs)
-        stats = self.base.linear_stats(bs)
-        beta, ready = self.threshold(bs, instance, stats)
-        ev, best = self.evidence(stats, instance.items)
-        out = state.active & ready & (ev > beta)
-        active = state.active & ~out
-        t = jnp.sum(stats.counts).astype(jnp.int32)
-        elim_time = jnp.where(out, t, state.elim_time)
-        n_active = jnp.sum(active)
-        M = instance.num_items
-        last = jnp.min(jnp.where(active, jnp.arange(M), M))
-        answer = jnp.where(n_active == 1, last, best).astype(jnp.int32)
-        stopped = (n_active <= 1) if self.at_stopping else jnp.zeros((), bool)
-        return EliminationState(bs, active, elim_time, stopped, answer)
+        beta, ready = self.base.stopping_threshold(bs, instance)
+        e = self.elimination.update(elimination.EliminationState(*state[1:]), self.base.linear_stats(bs), beta,
+                                    ready, instance.items, self._reg())
+        return EliminationState(bs, *e)
 
     def done(self, state: EliminationState) -> jax.Array:
         return self.base.done(state.base) | state.stopped

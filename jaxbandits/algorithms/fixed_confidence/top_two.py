@@ -60,18 +60,11 @@ initialisation), 0.80 replications/s; with ``initial="spanning"`` (4 x 16 runs) 
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-
-from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.algorithms import glr
-from jaxbandits.algorithms.common import random_spanning_set
-from jaxbandits.design.copt import c_optimal
-from jaxbandits.environment import pull
-from jaxbandits.instances.base import Instance
+from jaxbandits.rules import recommend, sampling, stopping
+from jaxbandits.rules.compose import Composed, Composition
+from jaxbandits.rules.recommend import answer_glr  # noqa: F401 (its old home)
 
 LEADERS = ("EB", "TS")
 ANSWERS = ("furthest", "best")
@@ -79,35 +72,12 @@ ALLOCATIONS = ("design", "greedy", "arms")
 INITS = ("all", "spanning")
 
 
-class TopTwoState(NamedTuple):
-    stats: common.LinearStats
-    t: jax.Array         # pulls so far
-    theta: jax.Array     # estimate after the last pull [d]
-    Ainv: jax.Array      # V_t^-1 (+ reg I) [d, d]
-    answer: jax.Array    # candidate answer / recommendation after the last pull
-    cum: jax.Array       # sum of the tracked designs [K] (starts at the initial counts)
-    w: jax.Array         # last design (warm start) [K]
-    first: jax.Array     # the initial arms [K] ("all": 0..K-1; "spanning": d arms, then repeated)
-    stopped: jax.Array
-
-
-def answer_glr(theta, Ainv, Z, epsilon, candidates: int, furthest: bool):
-    """(GLR statistic, answer): the furthest answer among the ``candidates`` items of largest
-    value (``furthest``) or the empirical best item, with its min_j W^eps_{i,j} (module docstring)."""
-    values = Z @ theta
-    if not furthest:
-        i = common.argmax_fast(values)
-        W, _, _ = glr.transport_costs(theta, Ainv, Z, i, epsilon)
-        return jnp.min(W), i
-    _, idx = jax.lax.top_k(values, candidates)
-    Wmin = jax.vmap(lambda i: jnp.min(glr.transport_costs(theta, Ainv, Z, i, epsilon)[0]))(idx)
-    k = common.argmax_fast(Wmin)
-    return Wmin[k], idx[k]
-
-
 @dataclasses.dataclass(frozen=True)
-class TopTwo(Algorithm):
-    """Top Two (leader / TC challenger) for linear bandits with GLR stopping (module docstring).
+class TopTwo(Composed):
+    """Top Two (leader / TC challenger) for linear bandits with GLR stopping (module docstring): the
+    composition of :class:`jaxbandits.rules.sampling.Initial` around
+    :class:`jaxbandits.rules.sampling.TopTwo` and :class:`jaxbandits.rules.stopping.TransportGLR`
+    (:meth:`rules`).
 
     Attributes:
       delta: confidence level.
@@ -147,120 +117,22 @@ class TopTwo(Algorithm):
             if val not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {val!r}")
 
-    def validate(self, instance: Instance) -> None:
-        super().validate(instance)
-        common.require_linear_rewards(instance, "TopTwo")
-        common.check_sigma(self.sigma)
-        eps = self.epsilon
-        if isinstance(eps, (int, float)) and eps < 0:
-            raise ValueError(f"epsilon must be >= 0, got {eps}")
-        if self.allocation == "arms":
-            import numpy as np
+    def rules(self) -> Composition:
+        """The composition these options make (module docstring)."""
+        leader = sampling.TSLeader() if self.leader == "TS" else sampling.EBLeader()
+        allocation = {"design": lambda: sampling.PairDesign(iters=self.design_iters),
+                      "greedy": sampling.GreedyPair,
+                      "arms": lambda: sampling.LeaderCoin(beta=self.beta)}[self.allocation]()
+        answer = (recommend.FurthestAnswer(candidates=self.fa_candidates) if self.answer == "furthest"
+                  else recommend.EmpiricalBest())
+        return Composition(sampling.Initial(sampling.TopTwo(leader, allocation), first=self.initial),
+                           stopping.TransportGLR(threshold=self.threshold, reg=self.reg, recommend=answer),
+                           delta=self.delta, epsilon=self.epsilon, sigma=self.sigma, name="TopTwo")
 
-            if instance.num_arms != instance.num_items or not np.array_equal(
-                    np.asarray(instance.arms), np.asarray(instance.items)):
-                raise ValueError('allocation="arms" pulls the leader and challenger items: it needs arms = items')
-            b = self.beta
-            if isinstance(b, (int, float)) and not 0.0 < b < 1.0:
-                raise ValueError(f"beta must be in (0, 1), got {b}")
-
-    @property
-    def slack(self):
-        return 0.0 if self.epsilon is None else self.epsilon  # None: the static part of a split
-
-    # -- elimination protocol ------------------------------------------------------------------
-    def linear_stats(self, state: TopTwoState) -> common.LinearStats:
-        return state.stats
-
-    # -- contract ------------------------------------------------------------------------------
-    def init(self, key, instance: Instance) -> TopTwoState:
-        X = instance.arms
-        K, d = X.shape
-        dt = X.dtype
-        i32 = lambda v: jnp.asarray(v, jnp.int32)
-        if self.initial == "spanning":
-            first = jnp.resize(random_spanning_set(key, X).astype(jnp.int32), (K,))
-        else:
-            first = jnp.arange(K, dtype=jnp.int32)
-        return TopTwoState(common.init_stats(instance), i32(0), jnp.zeros((d,), dt), jnp.eye(d, dtype=dt), i32(0),
-                           jnp.zeros((K,), dt), jnp.full((K,), 1.0 / K, dt), first, jnp.zeros((), bool))
-
-    def _n_init(self, instance: Instance) -> int:
-        return instance.dim if self.initial == "spanning" else instance.num_arms
-
-    def step(self, key, state: TopTwoState, instance: Instance) -> TopTwoState:
-        return self.step_masked(key, state, instance, jnp.ones((instance.num_items,), bool))
-
-    def leader_challenger(self, key, state: TopTwoState, instance: Instance, active: jax.Array):
-        """(B_t, C_t) of the module docstring at the current state."""
-        Z = instance.items
-        theta, Ainv = state.theta, state.Ainv
-        if self.leader == "TS":
-            sigma = common.noise_scale(self.sigma, instance)
-            # theta~ ~ N(theta_hat, sigma^2 V_t^-1): the Gaussian posterior (Top Two revisited Sec 2.1)
-            L = jnp.linalg.cholesky(Ainv)
-            sample = theta + sigma * (L @ jax.random.normal(key, theta.shape, theta.dtype))
-            lead = common.argmax_fast(Z @ sample)
-        else:
-            lead = state.answer
-        W, _, _ = glr.transport_costs(theta, Ainv, Z, lead, self.epsilon)
-        W = jnp.where(active, W, jnp.inf)  # TC challenger over the active pieces
-        chal = common.argmax_fast(-W)
-        return lead, chal
-
-    def stopping_threshold(self, state, instance: Instance):
-        """(sigma^2 beta(t, delta), ready) of this algorithm's GLR stopping rule, for the elimination
-        wrapper (:class:`jaxbandits.algorithms.Eliminate`, Tirinzoni & Degenne 2022)."""
-        sigma = common.noise_scale(self.sigma, instance)
-        c = jnp.max(jnp.sum(instance.arms * instance.arms, axis=-1))
-        beta = glr.stopping_threshold(self.threshold, state.stats.gram, state.t, self.delta, sigma, c)
-        return beta, state.t >= self._n_init(instance)
-
-    def step_masked(self, key, state: TopTwoState, instance: Instance, active: jax.Array) -> TopTwoState:
-        X, Z = instance.arms, instance.items
-        K, d = X.shape
-        M = Z.shape[0]
-        dt = X.dtype
-        t = state.t
-        n0 = self._n_init(instance)
-        warm = t < n0
-        k_lead, k_coin, k_pull = jax.random.split(key, 3)
-        lead, chal = self.leader_challenger(k_lead, state, instance, active)
-        y = Z[lead] - Z[chal]
-        counts = state.stats.counts
-        w, cum = state.w, state.cum
-        if self.allocation == "design":
-            w = c_optimal(X, y, init=state.w, iters=int(self.design_iters)).allocation
-            cum = state.cum + w
-            tracked = common.argmax_fast(cum - counts)
-        elif self.allocation == "greedy":
-            u = X @ (state.Ainv @ y)
-            c = jnp.sum((X @ state.Ainv) * X, axis=-1)
-            tracked = common.argmax_fast(u * u / (1.0 + c))
-        else:  # "arms": Top Two revisited Algorithm 1, leader with probability beta
-            tracked = jnp.where(jax.random.uniform(k_coin, (), dt) < self.beta, lead, chal)
-        arm = jnp.where(warm, state.first[t % K], tracked)
-        cum = jnp.where(warm, state.cum, cum)
-        w = jnp.where(warm, state.w, w)
-
-        reward = pull(k_pull, instance, arm)
-        stats = common.add_pull(state.stats, instance, arm, reward)
-        t1 = t + 1
-        cum = jnp.where(t1 == n0, stats.counts, cum)  # tracking counts the initial pulls
-        L = common.safe_cholesky(common.regularized_gram(stats, self.reg))
-        Ainv = common.inverse_from_cholesky(L)
-        theta = Ainv @ stats.b
-        zstat, ans = answer_glr(theta, Ainv, Z, self.epsilon, min(int(self.fa_candidates), M),
-                                self.answer == "furthest")
-        sigma = common.noise_scale(self.sigma, instance)
-        c = jnp.max(jnp.sum(X * X, axis=-1))
-        beta_t = glr.stopping_threshold(self.threshold, stats.gram, t1, self.delta, sigma, c)
-        stop = (t1 >= n0) & (zstat > beta_t)
-        return TopTwoState(stats, t1, theta, Ainv, ans.astype(jnp.int32), cum, w, state.first, stop)
-
-    def done(self, state: TopTwoState) -> jax.Array:
-        return state.stopped
-
-    def outcome(self, state: TopTwoState, instance: Instance) -> Outcome:
-        return Outcome(answer_mask(state.answer, instance.num_items), state.t,
-                       state.stats.counts.astype(jnp.int32))
+    def leader_challenger(self, key, state, instance, active):
+        """(B_t, C_t) of the module docstring at the current state, the challenger over the
+        ``active`` items."""
+        comp = self.rules()
+        ctx = comp.context(instance, active)
+        lead = comp.sampling.then.leader(key, state.belief, ctx)
+        return lead, sampling.tc_challenger(lead, state.belief, ctx)

@@ -1,0 +1,241 @@
+"""Algorithms as compositions of rules: ``compose(sampling=..., stopping=..., eliminate=...)``.
+
+One step of a composition (:class:`Composition`), whatever its rules:
+
+1. the sampling rule picks the arm from the current :class:`~jaxbandits.rules.core.Belief` (with
+   elimination at sampling, its closest-alternative computations range over the active answers);
+2. the arm is pulled and the linear statistics updated;
+3. the stopping rule reads the data: estimate, recommended answer, GLR statistic, threshold;
+   the algorithm stops when the statistic exceeds the threshold, the rule's preconditions hold and
+   the sampling rule's initialisation is over;
+4. with elimination (:class:`~jaxbandits.rules.elimination.Elimination`), every answer whose
+   evidence exceeds the same threshold is eliminated, and the algorithm also stops when at most one
+   answer is left.
+
+Random keys: a sampling rule with ``draws = n > 0`` gets the first n of ``split(key, n + 1)`` and
+the pull the last; a deterministic rule (n = 0) leaves the step's key to the pull.  The engine
+derives the step's key from (run key, instance, replication, round) only, so results do not depend
+on batching.
+
+A composition is an :class:`~jaxbandits.algorithms.base.Algorithm` like any other (``simulate``,
+``sweep``, ``calibrate``, ``benchmark``, :class:`~jaxbandits.algorithms.Eliminate`), with the
+problem-level hyperparameters ``delta``, ``epsilon`` and ``sigma`` as its own fields (every rule
+reads them from :class:`~jaxbandits.rules.core.Context`), and the rules' numeric hyperparameters
+traced (a sweep over them compiles once).  The named algorithms that are compositions
+(:class:`jaxbandits.algorithms.UniformGLR`, :class:`jaxbandits.algorithms.TopTwo`) subclass
+:class:`Composed`: their fields are their papers' options, and :meth:`Composed.rules` says which
+composition those options make.
+
+>>> import jaxbandits as jb
+>>> from jaxbandits.rules import compose, sampling, stopping
+>>> top_two_ts = compose(sampling=sampling.Initial(sampling.TopTwo(leader=sampling.TSLeader())),
+...                      stopping=stopping.TransportGLR(threshold="heuristic"), delta=0.05)
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.algorithms import common
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, display_name
+from jaxbandits.environment import pull
+from jaxbandits.instances.base import Instance
+from jaxbandits.rules.core import Belief, Context, SamplingRule, StoppingRule
+from jaxbandits.rules.elimination import Elimination, EliminationState
+
+
+class ComposedState(NamedTuple):
+    belief: Belief          # the data and the stopping rule's reading of it after the last pull
+    sampling: Any           # the sampling rule's state
+    beta: jax.Array         # the stopping rule's threshold at the last pull (sigma^2 beta(t, delta))
+    ready: jax.Array        # its preconditions (and the sampling rule's initialisation) hold
+    stopped: jax.Array      # the stopping rule fired
+    elimination: Any        # EliminationState, or () without elimination
+
+    @property
+    def stats(self) -> common.LinearStats:
+        return self.belief.stats
+
+    @property
+    def t(self) -> jax.Array:
+        return self.belief.t
+
+
+@dataclasses.dataclass(frozen=True)
+class Composed(Algorithm):
+    """An algorithm that is a composition of rules: a subclass says which in :meth:`rules`, from
+    its own fields, and inherits the contract (``init``, ``step``, ``done``, ``outcome``) and the
+    elimination protocols (:class:`~jaxbandits.rules.elimination.LinearStatistics`,
+    :class:`~jaxbandits.rules.elimination.MaskedSampling`)."""
+
+    supports_padding: ClassVar[bool] = False
+
+    def rules(self) -> "Composition":
+        raise NotImplementedError
+
+    def validate(self, instance: Instance) -> None:
+        Algorithm.validate(self, instance)
+        self.rules().validate_rules(instance)
+
+    def init(self, key, instance: Instance) -> ComposedState:
+        return self.rules().init(key, instance)
+
+    def step(self, key, state: ComposedState, instance: Instance) -> ComposedState:
+        return self.rules().step(key, state, instance)
+
+    def step_masked(self, key, state: ComposedState, instance: Instance, active: jax.Array) -> ComposedState:
+        return self.rules().step_masked(key, state, instance, active)
+
+    def done(self, state: ComposedState) -> jax.Array:
+        return self.rules().done(state)
+
+    def outcome(self, state: ComposedState, instance: Instance) -> Outcome:
+        return self.rules().outcome(state, instance)
+
+    def linear_stats(self, state: ComposedState) -> common.LinearStats:
+        return state.belief.stats
+
+    def stopping_threshold(self, state: ComposedState, instance: Instance):
+        """(sigma^2 beta(t, delta), ready) of the last pull's stopping test."""
+        return state.beta, state.ready
+
+    @property
+    def slack(self):
+        eps = getattr(self.rules(), "epsilon", 0.0)
+        return 0.0 if eps is None else eps  # None: the static part of a split
+
+
+@dataclasses.dataclass(frozen=True)
+class Composition(Composed):
+    """A sampling rule, a stopping rule and optional elimination, as one algorithm (module
+    docstring).  Build one with :func:`compose`.
+
+    Attributes:
+      sampling: a :class:`~jaxbandits.rules.core.SamplingRule`.
+      stopping: a :class:`~jaxbandits.rules.core.StoppingRule`.
+      eliminate: an :class:`~jaxbandits.rules.elimination.Elimination`, or None.
+      delta: confidence level.
+      epsilon: slack of epsilon-best-answer identification (0: best-arm identification; only
+        stopping rules that certify epsilon-best answers accept epsilon > 0).
+      sigma: sub-Gaussian noise scale (default: the instance's, :func:`common.noise_scale`).
+      name: a label for tables and plots (not part of the configuration's identity).
+    """
+
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "epsilon", "sigma")
+    sampling: SamplingRule
+    stopping: StoppingRule
+    eliminate: Elimination | None = None
+    delta: float = 0.05
+    epsilon: float = 0.0
+    sigma: float | None = None
+    name: str = display_name("composition")
+
+    def __post_init__(self):
+        for field, kind in (("sampling", SamplingRule), ("stopping", StoppingRule)):
+            if not isinstance(getattr(self, field), kind):
+                raise TypeError(f"compose: {field} must be a {kind.__name__} (jaxbandits.rules.{field}), got "
+                                f"{getattr(self, field)!r}")
+        if self.eliminate is not None and not isinstance(self.eliminate, Elimination):
+            raise TypeError(f"compose: eliminate must be a jaxbandits.rules.elimination.Elimination or None, got "
+                            f"{self.eliminate!r}")
+
+    def rules(self) -> "Composition":
+        return self
+
+    def validate_rules(self, instance: Instance) -> None:
+        """Host-side checks of the rules and of the problem-level hyperparameters."""
+        common.require_linear_rewards(instance, self.name)
+        common.check_sigma(self.sigma)
+        eps = self.epsilon
+        if isinstance(eps, (int, float)):
+            if eps < 0:
+                raise ValueError(f"epsilon must be >= 0, got {eps}")
+            if eps > 0 and not self.stopping.epsilon_good:
+                raise ValueError(f"epsilon = {eps} needs a stopping rule that certifies epsilon-best answers; "
+                                 f"{type(self.stopping).__name__} identifies the best arm (epsilon = 0)")
+        if self.eliminate is not None and self.eliminate.on and not (eps is None or eps == 0):
+            raise ValueError("elimination covers exact best-arm identification (epsilon = 0)")
+        self.sampling.validate(instance)
+        self.stopping.validate(instance)
+
+    # -- pieces --------------------------------------------------------------------------------
+    def context(self, instance: Instance, active: jax.Array) -> Context:
+        dt = instance.arms.dtype
+        eps = jnp.zeros((), dt) if self.epsilon is None else self.epsilon
+        return Context(instance, self.delta, eps, common.noise_scale(self.sigma, instance), active)
+
+    def _eliminating(self) -> bool:
+        return self.eliminate is not None and self.eliminate.on
+
+    # -- contract ------------------------------------------------------------------------------
+    def init(self, key, instance: Instance) -> ComposedState:
+        elim = self.eliminate.init(instance) if self._eliminating() else ()
+        return ComposedState(self.stopping.prior(instance), self.sampling.init(key, instance),
+                             jnp.zeros((), instance.arms.dtype), jnp.zeros((), bool), jnp.zeros((), bool), elim)
+
+    def step(self, key, state: ComposedState, instance: Instance) -> ComposedState:
+        if self._eliminating() and self.eliminate.at_sampling:
+            active = state.elimination.active
+        else:
+            active = jnp.ones((instance.num_items,), bool)
+        return self.step_masked(key, state, instance, active)
+
+    def step_masked(self, key, state: ComposedState, instance: Instance, active: jax.Array) -> ComposedState:
+        ctx = self.context(instance, active)
+        n = self.sampling.draws
+        if n:
+            keys = jax.random.split(key, n + 1)
+            draws, k_pull = tuple(keys[i] for i in range(n)), keys[n]
+        else:
+            draws, k_pull = (), key
+        belief = state.belief
+        arm, sampling = self.sampling.update(draws, state.sampling, belief, ctx)
+        reward = pull(k_pull, instance, arm)
+        stats = common.add_pull(belief.stats, instance, arm, reward)
+        t1 = belief.t + 1
+        dec = self.stopping.decide(stats, t1, ctx)
+        ready = dec.ready
+        n0 = self.sampling.initial_pulls(instance)
+        if n0:
+            ready = (t1 >= n0) & ready
+        stopped = ready & (dec.statistic > dec.beta)
+        elim = state.elimination
+        if self._eliminating():
+            elim = self.eliminate.update(elim, stats, dec.beta, ready, instance.items, self.stopping.reg)
+        return ComposedState(dec.belief, sampling, dec.beta, ready, stopped, elim)
+
+    def done(self, state: ComposedState) -> jax.Array:
+        if self._eliminating():
+            return state.stopped | state.elimination.stopped
+        return state.stopped
+
+    def outcome(self, state: ComposedState, instance: Instance) -> Outcome:
+        answer = answer_mask(state.belief.answer, instance.num_items)
+        if self._eliminating():
+            own = state.elimination.stopped & ~state.stopped
+            answer = jnp.where(own, answer_mask(state.elimination.answer, instance.num_items), answer)
+        return Outcome(answer, state.belief.t, state.belief.stats.counts.astype(jnp.int32))
+
+
+def compose(sampling: SamplingRule, stopping: StoppingRule, *, eliminate: Elimination | None = None,
+            delta: float = 0.05, epsilon: float = 0.0, sigma: float | None = None,
+            name: str = "composition") -> Composition:
+    """The algorithm that samples with ``sampling``, stops with ``stopping`` and, optionally,
+    eliminates answers with ``eliminate`` (module docstring): an
+    :class:`~jaxbandits.algorithms.base.Algorithm` that ``simulate``, ``sweep``, ``calibrate`` and
+    ``benchmark`` take like any other.
+
+    Args:
+      sampling: a sampling rule (:mod:`jaxbandits.rules.sampling`, or your own subclass of
+        :class:`~jaxbandits.rules.core.SamplingRule`).
+      stopping: a stopping rule (:mod:`jaxbandits.rules.stopping`).
+      eliminate: :class:`~jaxbandits.rules.elimination.Elimination` (at stopping, at sampling), or None.
+      delta: confidence level, in (0, 1).
+      epsilon: slack of epsilon-best-answer identification (>= 0).
+      sigma: sub-Gaussian noise scale (None: the instance's).
+      name: a label for tables and plots.
+    """
+    return Composition(sampling, stopping, eliminate, delta, epsilon, sigma, name)

@@ -1,0 +1,143 @@
+"""The contract of the rules an algorithm is composed of (:func:`jaxbandits.rules.compose`).
+
+A fixed-confidence algorithm of the pure-exploration literature is a sampling rule, a stopping rule
+(a GLR statistic against a threshold, with the recommendation it certifies) and, optionally,
+elimination (Tirinzoni & Degenne 2022).  Each rule here is a frozen dataclass of its
+hyperparameters (hashable, so that it keys a compiled program; its numeric fields listed in
+``dynamic_fields`` are traced, so that a sweep over them compiles once: the machinery of
+:class:`~jaxbandits.algorithms.base.Configurable`) with pure methods over a NamedTuple state, in
+the manner of optax's ``(init, update)`` pairs:
+
+* :class:`SamplingRule`: ``init(key, instance) -> state`` and
+  ``update(keys, state, belief, ctx) -> (arm, state)``: the arm to pull next, from what the
+  stopping rule made of the data so far (:class:`Belief`).  ``draws`` says how many random keys
+  ``update`` takes (0 for a deterministic rule); ``initial_pulls(instance)`` how many pulls its
+  initialisation makes, before which the stopping rule is not consulted.
+* :class:`StoppingRule`: ``prior(instance) -> Belief`` (before any pull) and
+  ``decide(stats, t, ctx) -> Decision``: the estimate, the recommended answer, its GLR statistic,
+  the threshold and whether the rule's other preconditions hold.
+
+What every rule may read, :class:`Context`: the instance, the confidence level, the slack
+epsilon, the noise scale and the active answers (all True unless elimination at sampling is on).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.algorithms import common
+from jaxbandits.algorithms.base import Configurable
+from jaxbandits.instances.base import Instance
+
+
+class Context(NamedTuple):
+    """What every rule may read besides its own state.
+
+    Attributes:
+      instance: the bandit instance (arms, items, masks).
+      delta: the confidence level (a traced scalar inside the engine's program).
+      epsilon: the tolerated slack of epsilon-best-answer identification (0: exact).
+      sigma: the noise scale, resolved (:func:`jaxbandits.algorithms.common.noise_scale`).
+      active: [M] bool, the answers not eliminated (all True without elimination at sampling).
+      start: pulls made before a wrapped rule took over (:class:`jaxbandits.rules.sampling.Initial`
+        sets it for the rule it hands over to; 0 otherwise).
+    """
+
+    instance: Instance
+    delta: jax.Array
+    epsilon: jax.Array
+    sigma: jax.Array
+    active: jax.Array
+    start: int = 0
+
+
+class Belief(NamedTuple):
+    """The data and what the stopping rule made of it after the last pull.
+
+    Attributes:
+      stats: the sufficient statistics (:class:`jaxbandits.algorithms.common.LinearStats`).
+      t: pulls so far (int32).
+      theta: [d] the estimate.
+      chol: the Cholesky factor of the (regularised) design matrix, or None where the stopping
+        rule works with the inverse.
+      inv: the inverse of the (regularised) design matrix, or None where it works with the factor.
+      answer: the recommended answer (an int32 item index).
+    """
+
+    stats: common.LinearStats
+    t: jax.Array
+    theta: jax.Array
+    chol: Any
+    inv: Any
+    answer: jax.Array
+
+    def inverse(self) -> jax.Array:
+        """(A_t + reg I)^-1, from whichever form the stopping rule kept."""
+        return self.inv if self.inv is not None else common.inverse_from_cholesky(self.chol)
+
+
+class Decision(NamedTuple):
+    """The stopping rule's reading of the data: stop when ``ready & (statistic > beta)``.
+
+    Attributes:
+      belief: the estimate and the recommended answer (:class:`Belief`).
+      statistic: the GLR statistic of the answer (unit variance: sigma enters ``beta``).
+      beta: sigma^2 beta(t, delta), the threshold in the statistic's units.
+      ready: the rule's other preconditions (e.g. lambda_min(A_t) >= c of seed 000's rule (8)).
+    """
+
+    belief: Belief
+    statistic: jax.Array
+    beta: jax.Array
+    ready: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingRule(Configurable):
+    """Base class of sampling rules (module docstring).  Subclass as a frozen dataclass."""
+
+    #: random keys ``update`` takes per step (0: deterministic; the pull then uses the step's key)
+    draws: ClassVar[int] = 0
+
+    def init(self, key: jax.Array, instance: Instance) -> Any:
+        """The rule's own state before the first pull (default: none)."""
+        del key, instance
+        return ()
+
+    def update(self, keys: tuple, state: Any, belief: Belief, ctx: Context) -> tuple[jax.Array, Any]:
+        """(the arm to pull, the new state)."""
+        raise NotImplementedError
+
+    def initial_pulls(self, instance: Instance) -> int:
+        """Pulls of the rule's initialisation (static): the stopping rule is not ready before."""
+        del instance
+        return 0
+
+    def validate(self, instance: Instance) -> None:
+        """Host-side checks of the rule against an instance (raise ``ValueError``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StoppingRule(Configurable):
+    """Base class of stopping rules (module docstring).  Subclass as a frozen dataclass."""
+
+    #: the ridge parameter of the estimate (the elimination tests use the same estimate)
+    reg: ClassVar[float] = 0.0
+    #: whether the rule certifies epsilon-best answers (epsilon > 0)
+    epsilon_good: ClassVar[bool] = False
+
+    def prior(self, instance: Instance) -> Belief:
+        """The belief before any pull: zero estimate, identity matrices, answer 0."""
+        d = instance.dim
+        dt = instance.arms.dtype
+        return Belief(common.init_stats(instance), jnp.zeros((), jnp.int32), jnp.zeros((d,), dt),
+                      jnp.eye(d, dtype=dt), None, jnp.zeros((), jnp.int32))
+
+    def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+        raise NotImplementedError
+
+    def validate(self, instance: Instance) -> None:
+        """Host-side checks of the rule against an instance (raise ``ValueError``)."""

@@ -1,0 +1,246 @@
+"""Sampling rules (:class:`jaxbandits.rules.core.SamplingRule`): which arm to pull next.
+
+* :class:`RoundRobin`: the arms in turn (seed 000 Sec 3.4's reference rule).
+* :class:`Initial`: pull a fixed set of arms first (each arm once, as the experiments of Top Two and
+  FWS do, or d arms of a random spanning set, seed 000 Lemma 5's A_0), then hand over to another
+  rule, which starts tracking from the counts of the initialisation.
+* :class:`TopTwo`: leader / challenger sampling (Jourdan, Degenne, Baudry, de Heide, Kaufmann,
+  "Top Two algorithms revisited", NeurIPS 2022, Algorithm 1; its linear form, Jourdan & Degenne,
+  ICML 2022, Sec 4-5), built from three pieces:
+
+  - a **leader**: :class:`EBLeader` (the stopping rule's recommended answer, "empirical best") or
+    :class:`TSLeader` (argmax_i z_i^T theta~, theta~ ~ N(theta_hat, sigma^2 V_t^-1): Thompson
+    sampling, Top Two revisited Sec 2.1);
+  - the **transportation-cost challenger** C_t = argmin_{j != B_t, j active} W^eps_{B_t, j}
+    (Top Two revisited eq. (4));
+  - an **allocation** between them: :class:`PairDesign` (C-tracking of the c-optimal designs of
+    the pair directions z_B - z_C, Jourdan & Degenne Sec 4-5; Elfving), :class:`GreedyPair` (the
+    arm that most reduces ||z_B - z_C||^2_{V^-1} in one pull, seed 003's greedy selection) or
+    :class:`LeaderCoin` (the unstructured rule of Top Two revisited Algorithm 1: the leader with
+    probability beta, else the challenger; needs arms = items).
+
+Every rule is written with the floating-point operations of the algorithm it came from, so the
+named compositions (:class:`jaxbandits.algorithms.TopTwo`, :class:`jaxbandits.algorithms.UniformGLR`)
+reproduce their replications bit for bit.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbandits.algorithms import common, glr
+from jaxbandits.algorithms.base import Configurable
+from jaxbandits.design.copt import c_optimal
+from jaxbandits.instances.base import Instance
+from jaxbandits.rules.core import Belief, Context, SamplingRule
+
+
+# -- round robin ---------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class RoundRobin(SamplingRule):
+    """The arms in turn, t mod K (over the real arms of a padded instance)."""
+
+    def update(self, keys, state, belief: Belief, ctx: Context):
+        return common.round_robin_arm(ctx.instance, belief.t), state
+
+
+# -- initialisation ------------------------------------------------------------------------------
+INITS = ("all", "spanning")
+
+
+class InitialState(NamedTuple):
+    first: jax.Array     # [K] the initial arms ("all": 0..K-1; "spanning": d arms, then repeated)
+    then: Any            # the state of the rule handed over to
+
+
+@dataclasses.dataclass(frozen=True)
+class Initial(SamplingRule):
+    """Pull the initial arms, then follow ``then`` (module docstring).
+
+    ``then`` sees the pulls made so far as its starting point (``ctx.start``): a tracking rule
+    starts from the initialisation's counts.  Its state is left as it was during the initial
+    pulls; its keys are drawn every step, as the original algorithms drew them.
+
+    Attributes:
+      then: the sampling rule that takes over.
+      first: "all" (each arm once: K pulls, which make V_t invertible when the arms span) or
+        "spanning" (d arms drawn at random among those that increase the rank, seed 000 Lemma 5's
+        A_0, :func:`jaxbandits.algorithms.common.random_spanning_set`).
+    """
+
+    then: SamplingRule = RoundRobin()
+    first: str = "all"
+
+    def __post_init__(self):
+        if self.first not in INITS:
+            raise ValueError(f"Initial.first must be one of {INITS}, got {self.first!r}")
+        if not isinstance(self.then, SamplingRule):
+            raise TypeError(f"Initial.then must be a sampling rule, got {self.then!r}")
+
+    @property
+    def draws(self) -> int:
+        return self.then.draws
+
+    def initial_pulls(self, instance: Instance) -> int:
+        return instance.dim if self.first == "spanning" else instance.num_arms
+
+    def init(self, key, instance: Instance) -> InitialState:
+        K = instance.num_arms
+        if self.first == "spanning":
+            first = jnp.resize(common.random_spanning_set(key, instance.arms).astype(jnp.int32), (K,))
+        else:
+            first = jnp.arange(K, dtype=jnp.int32)
+        return InitialState(first, self.then.init(key, instance))
+
+    def update(self, keys, state: InitialState, belief: Belief, ctx: Context):
+        n0 = self.initial_pulls(ctx.instance)
+        arm, then = self.then.update(keys, state.then, belief, ctx._replace(start=n0))
+        warm = belief.t < n0
+        arm = jnp.where(warm, state.first[belief.t % ctx.instance.num_arms], arm)
+        then = jax.tree.map(lambda old, new: jnp.where(warm, old, new), state.then, then)
+        return arm, InitialState(state.first, then)
+
+    def validate(self, instance: Instance) -> None:
+        self.then.validate(instance)
+
+
+# -- Top Two -------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class EBLeader(Configurable):
+    """The leader is the stopping rule's recommended answer (Top Two revisited Sec 2.1, "EB")."""
+
+    def __call__(self, key, belief: Belief, ctx: Context) -> jax.Array:
+        del key, ctx
+        return belief.answer
+
+
+@dataclasses.dataclass(frozen=True)
+class TSLeader(Configurable):
+    """Thompson-sampling leader: argmax_i z_i^T theta~, theta~ ~ N(theta_hat, sigma^2 V_t^-1), the
+    Gaussian posterior (Top Two revisited Sec 2.1, TTTS)."""
+
+    def __call__(self, key, belief: Belief, ctx: Context) -> jax.Array:
+        theta = belief.theta
+        L = jnp.linalg.cholesky(belief.inverse())
+        sample = theta + ctx.sigma * (L @ jax.random.normal(key, theta.shape, theta.dtype))
+        return common.argmax_fast(ctx.instance.items @ sample)
+
+
+class DesignState(NamedTuple):
+    cum: jax.Array       # sum of the tracked designs [K] (starts at the counts of the initialisation)
+    w: jax.Array         # last design (warm start) [K]
+
+
+@dataclasses.dataclass(frozen=True)
+class PairDesign(Configurable):
+    """Track the c-optimal designs w(y_s) of the pair directions y_s = z_B - z_C (Elfving; Jourdan &
+    Degenne Sec 4-5): pull argmax_k sum_{s <= t} w_k(y_s) - N_k(t) (C-tracking).  w(y_t) from
+    :func:`jaxbandits.design.copt.c_optimal`, ``iters`` Frank-Wolfe steps with exact line search
+    warm-started from w(y_{t-1}).  In the unstructured case (arms = items = e_i), w(e_B - e_C) puts
+    1/2 on B and 1/2 on C: the Top Two rule with beta = 1/2.
+
+    Attributes:
+      iters: Frank-Wolfe iterations per round (static).
+    """
+
+    iters: int = 16
+
+    def init(self, instance: Instance) -> DesignState:
+        K = instance.num_arms
+        dt = instance.arms.dtype
+        return DesignState(jnp.zeros((K,), dt), jnp.full((K,), 1.0 / K, dt))
+
+    def __call__(self, key, state: DesignState, y, lead, chal, belief: Belief, ctx: Context):
+        del key, lead, chal
+        counts = belief.stats.counts
+        w = c_optimal(ctx.instance.arms, y, init=state.w, iters=int(self.iters)).allocation
+        base = jnp.where(belief.t == ctx.start, counts, state.cum)  # tracking starts from the initial counts
+        cum = base + w
+        return common.argmax_fast(cum - counts), DesignState(cum, w)
+
+
+@dataclasses.dataclass(frozen=True)
+class GreedyPair(Configurable):
+    """Pull argmax_k (x_k^T V^-1 y)^2 / (1 + x_k^T V^-1 x_k): the arm that most reduces
+    ||y||^2_{V^-1} in one pull (seed 003's greedy selection), y = z_B - z_C."""
+
+    def init(self, instance: Instance):
+        return ()
+
+    def __call__(self, key, state, y, lead, chal, belief: Belief, ctx: Context):
+        del key, lead, chal
+        X = ctx.instance.arms
+        Ainv = belief.inverse()
+        u = X @ (Ainv @ y)
+        c = jnp.sum((X @ Ainv) * X, axis=-1)
+        return common.argmax_fast(u * u / (1.0 + c)), state
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderCoin(Configurable):
+    """Pull the leader with probability ``beta``, else the challenger (Top Two revisited
+    Algorithm 1; needs arms = items, the unstructured case).
+
+    Attributes:
+      beta: the leader's probability, in (0, 1) (Top Two revisited: 1/2).
+    """
+
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("beta",)
+    beta: float = 0.5
+
+    def init(self, instance: Instance):
+        return ()
+
+    def __call__(self, key, state, y, lead, chal, belief: Belief, ctx: Context):
+        dt = ctx.instance.arms.dtype
+        return jnp.where(jax.random.uniform(key, (), dt) < self.beta, lead, chal), state
+
+    def validate(self, instance: Instance) -> None:
+        if instance.num_arms != instance.num_items or not np.array_equal(
+                np.asarray(instance.arms), np.asarray(instance.items)):
+            raise ValueError("LeaderCoin pulls the leader and challenger items: it needs arms = items "
+                             "(Top Two's allocation=\"arms\")")
+        b = self.beta
+        if isinstance(b, (int, float)) and not 0.0 < b < 1.0:
+            raise ValueError(f"LeaderCoin.beta must be in (0, 1), got {b}")
+
+
+def tc_challenger(leader: jax.Array, belief: Belief, ctx: Context) -> jax.Array:
+    """argmin_{j active} W^eps_{leader, j} (Top Two revisited eq. (4); W = +inf at j = leader)."""
+    W, _, _ = glr.transport_costs(belief.theta, belief.inverse(), ctx.instance.items, leader, ctx.epsilon)
+    W = jnp.where(ctx.active, W, jnp.inf)  # TC challenger over the active pieces
+    return common.argmax_fast(-W)
+
+
+@dataclasses.dataclass(frozen=True)
+class TopTwo(SamplingRule):
+    """Top Two sampling: a leader, the transportation-cost challenger, an allocation between them
+    (module docstring).  Draws two keys per step (the leader's, the allocation's).
+
+    Attributes:
+      leader: :class:`EBLeader` or :class:`TSLeader`.
+      allocation: :class:`PairDesign`, :class:`GreedyPair` or :class:`LeaderCoin`.
+    """
+
+    draws: ClassVar[int] = 2
+    leader: Configurable = EBLeader()
+    allocation: Configurable = PairDesign()
+
+    def init(self, key, instance: Instance):
+        return self.allocation.init(instance)
+
+    def update(self, keys, state, belief: Belief, ctx: Context):
+        k_lead, k_alloc = keys
+        lead = self.leader(k_lead, belief, ctx)
+        chal = tc_challenger(lead, belief, ctx)
+        Z = ctx.instance.items
+        return self.allocation(k_alloc, state, Z[lead] - Z[chal], lead, chal, belief, ctx)
+
+    def validate(self, instance: Instance) -> None:
+        check = getattr(self.allocation, "validate", None)
+        if check is not None:
+            check(instance)

@@ -1,0 +1,101 @@
+"""GLR stopping rules: stop when the GLR statistic of the recommended answer exceeds the threshold.
+
+* :class:`GLR`: seed 000's stopping rule (8) (Jedra & Proutiere 2020, Sec 3.4): the least-squares
+  estimate, the GLR statistic Z(t) = min_{b != ihat} Z_{ihat,b}(t) of Lemma 7 (its Cholesky form,
+  :func:`jaxbandits.algorithms.common.glr_statistic`), the threshold of Prop 2 / eq. (9)
+  (:func:`jaxbandits.rules.thresholds.prop2`, constant ``u``, c = max_a ||a||^2: Remark 1) and the
+  precondition A_t >= c I; the recommendation is the empirical best item.  Delta-correct under any
+  sampling rule (Prop 2).
+* :class:`TransportGLR`: the GLR of Jourdan & Degenne (ICML 2022, Sec 2) through the
+  transportation costs W^eps_{i,j} (:func:`jaxbandits.algorithms.glr.transport_costs`, the
+  inverse of the ridge-regularised design matrix), epsilon-best answers allowed, the answer chosen
+  by a recommendation rule (:mod:`jaxbandits.rules.recommend`), any threshold of the GLR family
+  (:data:`jaxbandits.rules.thresholds.ALIASES` ``["glr"]``: ``"heuristic"`` log((1 + log t) /
+  delta), ``"lts"`` eq. (9) with the union over rounds, ``"log_t"`` log((t + 1) / delta)).
+
+Both are written as the algorithms that used them computed them (the same floating-point
+operations), so a composition reproduces those algorithms' replications bit for bit.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.algorithms import common, glr
+from jaxbandits.algorithms.base import Configurable
+from jaxbandits.instances.base import Instance
+from jaxbandits.rules import thresholds
+from jaxbandits.rules.core import Belief, Context, Decision, StoppingRule
+from jaxbandits.rules.recommend import FurthestAnswer
+
+
+@dataclasses.dataclass(frozen=True)
+class GLR(StoppingRule):
+    """Seed 000's GLR stopping rule (8): Z(t) > beta(delta, t) and A_t >= c I, beta of Prop 2 /
+    eq. (9) with constant ``u`` (Remark 1: u = 1) and c = max_a ||a||^2 (module docstring).
+
+    Attributes:
+      u: the constant u of Prop 2.
+    """
+
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("u",)
+    u: float = 1.0
+
+    def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+        instance = ctx.instance
+        theta, L = common.least_squares(stats)
+        z, best = common.glr_statistic(theta, L, instance.items, instance.item_mask)
+        c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
+        # sigma enters the threshold only: beta = (1 + u) sigma^2 log(...) (Prop 2 / eq. (9))
+        beta = thresholds.prop2(stats.gram, ctx.delta, ctx.sigma, c, self.u)
+        return Decision(Belief(stats, t, theta, L, None, best.astype(jnp.int32)), z, beta,
+                        common.lambda_min(stats.gram) >= c)
+
+
+@dataclasses.dataclass(frozen=True)
+class TransportGLR(StoppingRule):
+    """The GLR of the recommended answer through the transportation costs, epsilon-best answers
+    allowed: stop when min_j W^eps_{answer,j} > sigma^2 beta(t, delta) (module docstring).
+
+    Attributes:
+      threshold: a name of the GLR family (:data:`jaxbandits.rules.thresholds.ALIASES` ``["glr"]``).
+      reg: ridge parameter of the estimate (0: least squares; any fixed ridge keeps
+        sigma-equivariance).
+      recommend: the recommendation rule (:class:`~jaxbandits.rules.recommend.FurthestAnswer` or
+        :class:`~jaxbandits.rules.recommend.EmpiricalBest`).
+    """
+
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("reg",)
+    epsilon_good: ClassVar[bool] = True
+    threshold: str = "heuristic"
+    reg: float = 0.0
+    recommend: Configurable = FurthestAnswer()
+
+    def __post_init__(self):
+        glr.check_threshold(self.threshold)
+        if not callable(self.recommend):
+            raise TypeError(f"TransportGLR.recommend must be a recommendation rule (jaxbandits.rules.recommend), "
+                            f"got {self.recommend!r}")
+
+    def prior(self, instance: Instance) -> Belief:
+        d = instance.dim
+        dt = instance.arms.dtype
+        return Belief(common.init_stats(instance), jnp.zeros((), jnp.int32), jnp.zeros((d,), dt), None,
+                      jnp.eye(d, dtype=dt), jnp.zeros((), jnp.int32))
+
+    def threshold_at(self, gram, t, ctx: Context):
+        """sigma^2 beta(t, delta) of the chosen threshold."""
+        c = jnp.max(jnp.sum(ctx.instance.arms * ctx.instance.arms, axis=-1))
+        return glr.stopping_threshold(self.threshold, gram, t, ctx.delta, ctx.sigma, c)
+
+    def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+        L = common.safe_cholesky(common.regularized_gram(stats, self.reg))
+        Ainv = common.inverse_from_cholesky(L)
+        theta = Ainv @ stats.b
+        z, answer = self.recommend(theta, Ainv, ctx.instance.items, ctx.epsilon)
+        beta = self.threshold_at(stats.gram, t, ctx)
+        return Decision(Belief(stats, t, theta, None, Ainv, answer.astype(jnp.int32)), z, beta,
+                        jnp.ones((), bool))
