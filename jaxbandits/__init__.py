@@ -16,7 +16,8 @@ One import reaches the library::
 
 ``jb.algorithms`` (every algorithm), ``jb.instances`` and ``jb.seeds`` (instances and the named
 generators of the papers), ``jb.design`` (optimal-design solvers, ``jb.lower_bound``,
-``jb.characteristic_time``), ``jb.rules`` (the stopping thresholds, one name each),
+``jb.characteristic_time``), ``jb.rules`` (sampling, stopping, recommendation and elimination
+rules, and every stopping threshold, one name each) and ``jb.compose`` (an algorithm from rules),
 ``jb.simulate`` / ``jb.Results``, ``jb.sweep`` / ``jb.Generator``,
 ``jb.calibrate`` / ``jb.benchmark``.
 """
@@ -27,7 +28,8 @@ from jaxbandits.instances.base import Buckets, Instance, make_instance, pad_to, 
 from jaxbandits.sweeps import Generator, sweep  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["simulate", "Results", "RESULTS", "algorithms", "instances", "seeds", "design", "rules", "lower_bound",
+__all__ = ["simulate", "Results", "RESULTS", "algorithms", "instances", "seeds", "design", "rules", "compose",
+           "lower_bound",
            "characteristic_time", "Instance", "make_instance", "stack", "pad_to", "Buckets", "environment",
            "precision", "sweep", "Generator", "calibrate", "benchmark", "__version__"]
 
@@ -35,7 +37,7 @@ __all__ = ["simulate", "Results", "RESULTS", "algorithms", "instances", "seeds",
 #: ``benchmark`` (which load the calibration and benchmark suites)
 _LAZY = {"simulate": ("jaxbandits.engine", "simulate"), "Results": ("jaxbandits.engine", "Results"),
          "RESULTS": ("jaxbandits.engine", "RESULTS"), "calibrate": ("jaxbandits.byo", "calibrate"),
-         "benchmark": ("jaxbandits.benchmarking", "benchmark")}
+         "benchmark": ("jaxbandits.benchmarking", "benchmark"), "compose": ("jaxbandits.rules.composition", "compose")}
 
 
 def __getattr__(name):

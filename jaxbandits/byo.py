@@ -184,14 +184,16 @@ def name_of(algorithm) -> str:
 
 
 def _layers(algorithm) -> list:
-    """The algorithm and every algorithm held in its fields, recursively: a
-    :class:`~jaxbandits.algorithms.base.Wrapper`'s wrapped algorithm, or any composition of your
-    own, whatever its field is called."""
+    """The algorithm and every algorithm or rule held in its fields, recursively: a
+    :class:`~jaxbandits.algorithms.base.Wrapper`'s wrapped algorithm, the rules of a composition
+    (:func:`jaxbandits.rules.compose`, your own rules included), whatever their fields are called."""
+    from jaxbandits.algorithms.base import Configurable
+
     out = [algorithm]
     if dataclasses.is_dataclass(algorithm):
         for f in dataclasses.fields(algorithm):
             value = getattr(algorithm, f.name, None)
-            if isinstance(value, Algorithm):
+            if isinstance(value, Configurable):
                 out += _layers(value)
     return out
 

@@ -122,13 +122,15 @@ def source_files(algorithm) -> list[Path]:
                 files.add(Path(f).resolve())
         if dataclasses.is_dataclass(layer):
             layers.extend(v for v in (getattr(layer, f.name) for f in dataclasses.fields(layer))
-                          if hasattr(v, "init") and hasattr(v, "step") and hasattr(v, "outcome"))
+                          if hasattr(v, "init") and hasattr(v, "step") and hasattr(v, "outcome")
+                          or dataclasses.is_dataclass(v) and hasattr(v, "split_dynamic"))  # a rule
     return sorted(_closure(frozenset(files)))
 
 
 def code_version(algorithm) -> str:
     """A short hash of the configuration (its ``repr``) and of the source code its results depend
-    on: the modules defining its class and base classes (and those of a wrapped ``base``), the
+    on: the modules defining its class and base classes (and those of a wrapped ``base`` and of
+    the rules of a composition), the
     engine, and every ``jaxbandits`` module these import, followed through their imports.  Moving
     a helper to another module, or editing any module on that path, changes it; editing a module
     the run never imports (a plot, another algorithm) does not."""

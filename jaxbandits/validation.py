@@ -196,8 +196,9 @@ def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
     """``algorithm`` is a configured :class:`~jaxbandits.algorithms.base.Algorithm` whose numeric
     hyperparameters (its ``dynamic_fields``; delta, sigma, epsilon, budget, m, the tolerances,
     bounds and scales of :data:`FIELD_RANGES` and the iteration counts of :data:`COUNT_FIELDS`
-    wherever an algorithm has them) are numbers in their ranges; wrapped algorithms are checked
-    too.  Every integer hyperparameter (a budget, m, an iteration count, a size, a period) is at
+    wherever an algorithm has them, or the range a field declares beside itself with
+    :func:`~jaxbandits.algorithms.base.hyperparameter`) are numbers in their ranges; wrapped
+    algorithms and the rules of a composition are checked too.  Every integer hyperparameter (a budget, m, an iteration count, a size, a period) is at
     most :data:`INT32_MAX`: the compiled programs hold them, and the counts they bound, in 32-bit
     integers."""
     from jaxbandits.algorithms.base import Algorithm
@@ -208,16 +209,29 @@ def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
     if not isinstance(algorithm, Algorithm):
         raise TypeError(f"{name} must be an Algorithm (e.g. jaxbandits.algorithms.RAGE()), got "
                         f"{_show(algorithm)} ({type(algorithm).__name__})")
+    _check_fields(algorithm, name)
+
+
+def _check_fields(algorithm, name: str) -> None:
+    """The fields of an algorithm or of a rule it is composed of (:func:`check_algorithm`)."""
+    from jaxbandits.algorithms.base import Algorithm, Configurable
+
     cls = type(algorithm).__name__
     for f in dataclasses.fields(algorithm):
         v = getattr(algorithm, f.name)
+        label = f"{cls}.{f.name}" if name == "algorithm" else f"{name}.{f.name}"
         if isinstance(v, Algorithm):
             check_algorithm(v, f"{cls}.{f.name}")
             continue
+        if isinstance(v, Configurable):  # a rule of a composition (jaxbandits.rules)
+            _check_fields(v, label)
+            continue
         if v is None or _is_tracer(v):
             continue
-        label = f"{cls}.{f.name}" if name == "algorithm" else f"{name}.{f.name}"
-        rng = CLASS_FIELD_RANGES.get((cls, f.name), FIELD_RANGES.get(f.name))
+        if "count" in f.metadata:
+            as_count(label, v, minimum=f.metadata["count"])
+            continue
+        rng = f.metadata.get("range", CLASS_FIELD_RANGES.get((cls, f.name), FIELD_RANGES.get(f.name)))
         if rng is not None:
             as_real(label, v, **rng)
             if f.name == "budget" and float(v) != int(float(v)):

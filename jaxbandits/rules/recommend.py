@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms import common, glr
-from jaxbandits.algorithms.base import Configurable
+from jaxbandits.algorithms.base import Configurable, hyperparameter
 
 
 def answer_glr(theta, Ainv, Z, epsilon, candidates: int, furthest: bool):
@@ -50,7 +50,7 @@ class FurthestAnswer(Configurable):
     """The furthest answer among the ``candidates`` items of largest value (static), and its GLR
     statistic (module docstring; Jourdan & Degenne, ICML 2022, Sec 3)."""
 
-    candidates: int = 16
+    candidates: int = hyperparameter(16, count=1)
 
     def __call__(self, theta, Ainv, Z, epsilon):
         return answer_glr(theta, Ainv, Z, epsilon, min(int(self.candidates), Z.shape[0]), furthest=True)

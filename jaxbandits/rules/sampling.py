@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms import common, glr
-from jaxbandits.algorithms.base import Configurable
+from jaxbandits.algorithms.base import Configurable, hyperparameter
 from jaxbandits.design.copt import c_optimal
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.core import Belief, Context, SamplingRule
@@ -147,7 +147,7 @@ class PairDesign(Configurable):
       iters: Frank-Wolfe iterations per round (static).
     """
 
-    iters: int = 16
+    iters: int = hyperparameter(16, count=1)
 
     def init(self, instance: Instance) -> DesignState:
         K = instance.num_arms
@@ -190,7 +190,7 @@ class LeaderCoin(Configurable):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("beta",)
-    beta: float = 0.5
+    beta: float = hyperparameter(0.5, low=0.0, high=1.0)
 
     def init(self, instance: Instance):
         return ()

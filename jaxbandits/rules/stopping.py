@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms import common, glr
-from jaxbandits.algorithms.base import Configurable
+from jaxbandits.algorithms.base import Configurable, hyperparameter
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules import thresholds
 from jaxbandits.rules.core import Belief, Context, Decision, StoppingRule
@@ -42,7 +42,7 @@ class GLR(StoppingRule):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("u",)
-    u: float = 1.0
+    u: float = hyperparameter(1.0, low=0.0)
 
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
         instance = ctx.instance
@@ -71,7 +71,7 @@ class TransportGLR(StoppingRule):
     dynamic_fields: ClassVar[tuple[str, ...]] = ("reg",)
     epsilon_good: ClassVar[bool] = True
     threshold: str = "heuristic"
-    reg: float = 0.0
+    reg: float = hyperparameter(0.0, low=0.0, low_open=False)
     recommend: Configurable = FurthestAnswer()
 
     def __post_init__(self):

@@ -63,7 +63,7 @@ import dataclasses
 
 from jaxbandits.algorithms import glr
 from jaxbandits.rules import recommend, sampling, stopping
-from jaxbandits.rules.compose import Composed, Composition
+from jaxbandits.rules.composition import Composed, Composition
 from jaxbandits.rules.recommend import answer_glr  # noqa: F401 (its old home)
 
 LEADERS = ("EB", "TS")

@@ -18,7 +18,7 @@ import dataclasses
 from typing import ClassVar
 
 from jaxbandits.rules import sampling, stopping
-from jaxbandits.rules.compose import Composed, Composition
+from jaxbandits.rules.composition import Composed, Composition
 
 
 @dataclasses.dataclass(frozen=True)

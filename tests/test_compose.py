@@ -1,0 +1,169 @@
+"""Algorithms composed from rules (:mod:`jaxbandits.rules`): the named compositions are their rules,
+elimination is one piece whichever way it is attached, a new sampling rule is a few lines, a cross
+of rules is one sweep, rule hyperparameters are traced and checked before anything compiles."""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxbandits as jb
+from jaxbandits.algorithms import RAGE, Eliminate, TopTwo, UniformGLR
+from jaxbandits import engine
+from jaxbandits.engine import programs_compiled, simulate
+from jaxbandits.rules import Elimination, compose, recommend, sampling, stopping
+from jaxbandits.rules.core import SamplingRule
+from jaxbandits.rules.elimination import LinearStatistics, MaskedSampling
+from jaxbandits.stats import binomial_test_upper
+
+X = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [-0.3, 0.9]])
+
+
+def _inst(theta=(1.0, 0.2), noise=0.5):
+    return jb.make_instance(X, np.array(theta), noise)
+
+
+def _same(a, b):
+    for f in ("samples", "answer", "pulls"):
+        np.testing.assert_array_equal(np.asarray(getattr(a, f)), np.asarray(getattr(b, f)), err_msg=f)
+
+
+def _run(alg, inst, n=16, seed=3):
+    return simulate(alg, inst, seed, n_reps=n, max_steps=5_000, record_pulls=True)
+
+
+# -- the named compositions are their rules ---------------------------------------------------------
+@pytest.mark.parametrize("alg", [UniformGLR(u=0.5), TopTwo(leader="TS", allocation="greedy"),
+                                 TopTwo(initial="spanning", answer="best", threshold="lts")],
+                         ids=["uniform", "top-two-ts-greedy", "top-two-spanning"])
+def test_named_composition_is_its_rules(alg):
+    """A named algorithm and the composition its options make give the same replications."""
+    inst = _inst()
+    comp = alg.rules()
+    assert isinstance(comp, jb.rules.Composition)
+    _same(_run(alg, inst), _run(dataclasses.replace(comp, name="mine"), inst))
+
+
+def test_top_two_written_out():
+    """TopTwo's defaults, written out rule by rule: the same replications."""
+    inst = _inst()
+    mine = compose(sampling.Initial(sampling.TopTwo(sampling.EBLeader(), sampling.PairDesign(iters=16)), first="all"),
+                   stopping.TransportGLR(threshold="heuristic", reg=0.0,
+                                         recommend=recommend.FurthestAnswer(candidates=16)),
+                   delta=0.05)
+    _same(_run(TopTwo(), inst), _run(mine, inst))
+
+
+@pytest.mark.parametrize("at_sampling", [False, True])
+def test_elimination_piece_and_wrapper_agree(at_sampling):
+    """compose(..., eliminate=Elimination(...)) and Eliminate(base) run the same piece: the same
+    replications, and answers are eliminated before the stop."""
+    inst = _inst()
+    base = TopTwo(leader="TS").rules()
+    wrapped = _run(Eliminate(base, at_sampling=at_sampling), inst)
+    composed = dataclasses.replace(base, eliminate=Elimination(at_sampling=at_sampling))
+    _same(wrapped, _run(composed, inst))
+    states = engine.final_states(composed, inst, jax.random.key(0), 8, 5_000)
+    et = np.asarray(states.elimination.elim_time)
+    samples = np.asarray(states.belief.t)[:, None]
+    assert np.any((et > 0) & (et < samples))  # some answer eliminated before the last pull
+
+
+def test_protocols_are_declared():
+    """Elimination needs the declared protocols; an algorithm without them is refused by name."""
+    assert isinstance(TopTwo(), LinearStatistics) and isinstance(TopTwo(), MaskedSampling)
+    assert isinstance(UniformGLR().rules(), LinearStatistics)
+    assert not isinstance(RAGE(), LinearStatistics)
+    with pytest.raises(TypeError, match="LinearStatistics"):
+        simulate(Eliminate(RAGE()), _inst(), 0, n_reps=2, max_steps=10)
+
+
+# -- a new rule, and a cross of rules ---------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class MostUncertain(SamplingRule):
+    """Pull the arm whose mean is least known, argmax_k ||x_k||^2_{V^-1} (greedy G-optimal design)."""
+
+    def update(self, keys, state, belief, ctx):
+        X = ctx.instance.arms
+        widths = jnp.sum((X @ belief.inverse()) * X, axis=-1)
+        return jnp.argmax(widths), state
+
+
+def test_a_new_sampling_rule_is_delta_correct():
+    """A user's sampling rule composed with seed 000's GLR stopping rule (delta-correct under any
+    sampling rule, Prop 2): every replication stops, and the error rate is not above delta
+    (binomial test at level 1e-3) on an instance with a small gap (0.16 at noise 0.5)."""
+    delta, n = 0.1, 200
+    alg = compose(sampling.Initial(MostUncertain()), stopping.GLR(), delta=delta)
+    res = simulate(alg, _inst(), 0, n_reps=n, max_steps=20_000)
+    stopped = np.asarray(res.stopped).ravel()
+    errors = int(np.sum(~np.asarray(res.correct).ravel()))
+    assert stopped.all()
+    assert binomial_test_upper(errors, n, delta) > 1e-3, errors
+    # the rule matters: it pulls the informative arms, not the arms in turn
+    pulls = np.asarray(simulate(alg, _inst(), 0, n_reps=4, max_steps=20_000, record_pulls=True).pulls)
+    assert pulls.reshape(-1, 4).std(axis=1).min() > 1.0
+
+
+def test_cross_of_rules_is_one_sweep():
+    """Three sampling rules x two thresholds x with and without elimination: one sweep of 12
+    compositions, every configuration stops and is recorded under its own label."""
+    rules = {"round robin": sampling.RoundRobin(), "top two": sampling.Initial(sampling.TopTwo()),
+             "most uncertain": sampling.Initial(MostUncertain())}
+    algs = {f"{s} / {th} / {'elim' if el else 'plain'}":
+            compose(r, stopping.TransportGLR(threshold=th, recommend=recommend.EmpiricalBest()),
+                    eliminate=Elimination() if el else None)
+            for s, r in rules.items() for th in ("heuristic", "log_t") for el in (False, True)}
+    gen = jb.Generator("four arms", lambda key: _inst(theta=(1.0, 0.0), noise=0.3))
+    df = jb.sweep(algs, gen, deltas=[0.1], n_reps=4, max_steps=5_000, lower_bound=False)
+    assert set(df["algorithm"]) == set(algs)
+    assert df.groupby("algorithm")["stopped"].all().all()
+
+
+# -- traced hyperparameters, checks before compiling ----------------------------------------------
+def test_rule_hyperparameters_are_traced():
+    """A sweep over a rule's numeric hyperparameter (the leader's probability) and over delta
+    compiles one program."""
+    inst = jb.make_instance(np.eye(3), np.array([1.0, 0.8, 0.3]), 0.5)
+
+    def alg(beta, delta):
+        return compose(sampling.Initial(sampling.TopTwo(allocation=sampling.LeaderCoin(beta=beta))),
+                       stopping.TransportGLR(), delta=delta)
+
+    simulate(alg(0.5, 0.05), inst, 0, n_reps=2, max_steps=50)
+    before = programs_compiled()
+    for beta, delta in ((0.3, 0.05), (0.7, 0.01)):
+        simulate(alg(beta, delta), inst, 0, n_reps=2, max_steps=50)
+    assert programs_compiled() == before
+
+
+@pytest.mark.parametrize("make, exc, shown", [
+    (lambda: compose(sampling.Initial(sampling.TopTwo(allocation=sampling.LeaderCoin(beta=1.5))), stopping.TransportGLR()),
+     ValueError, "Composition.sampling.then.allocation.beta must be a number in (0, 1), got 1.5"),
+    (lambda: compose(sampling.Initial(sampling.TopTwo(allocation=sampling.PairDesign(iters=0))), stopping.TransportGLR()),
+     ValueError, "Composition.sampling.then.allocation.iters must be an integer"),
+    (lambda: compose(sampling.RoundRobin(), stopping.GLR(u=-1.0)), ValueError, "Composition.stopping.u must be"),
+    (lambda: compose(sampling.RoundRobin(), stopping.GLR(), epsilon=0.1), ValueError,
+     "needs a stopping rule that certifies epsilon-best answers"),
+    (lambda: compose(sampling.Initial(sampling.TopTwo(allocation=sampling.LeaderCoin())), stopping.TransportGLR(),
+                     name="coin"), ValueError, "needs arms = items"),
+    (lambda: compose(stopping.GLR(), stopping.GLR()), TypeError, "sampling must be a SamplingRule"),
+    (lambda: sampling.Initial(sampling.RoundRobin(), first="some"), ValueError, "Initial.first must be one of"),
+    (lambda: stopping.TransportGLR(threshold="lucb1"), ValueError, "threshold must be one of"),
+])
+def test_bad_rules_refused_before_compiling(make, exc, shown):
+    before = programs_compiled()
+    transductive = jb.make_instance(X, np.array([1.0, 0.2]), 0.5, items=X[:3])
+    with pytest.raises(exc) as info:
+        simulate(make(), transductive, 0, n_reps=2, max_steps=10)
+    assert shown in str(info.value)
+    assert programs_compiled() == before
+
+
+def test_front_door():
+    assert jb.compose is compose
+    assert "compose" in dir(jb)
+    assert jb.rules.sampling.RoundRobin is sampling.RoundRobin
