@@ -168,7 +168,7 @@ def test_not_converged_reaches_the_results():
     alg = algorithms_package.FWS(delta=0.1, game="exact", game_iters=1, max_active=8)
     res = engine.simulate(alg, inst, 0, 8, 3000)
     states = engine.final_states(alg, inst, jax.random.fold_in(jax.random.key(0), 0), 8, 3000)
-    unsolved = jnp.asarray(states.game_gap > EXACT_GAME_GAP)
+    unsolved = jnp.asarray(states.sampling.then.game_gap > EXACT_GAME_GAP)
     assert (res.converged[0] == ~unsolved).all()
     assert ((res.result[0] == engine.RESULTS.NOT_CONVERGED) == (unsolved & res.stopped[0])).all()
     assert (res.result[0] == engine.RESULTS.NOT_CONVERGED).sum() >= 2

@@ -104,9 +104,9 @@ def test_masks_restrict_the_challenger_and_the_pieces():
             _, chal2 = lc(jax.random.PRNGKey(0), st, inst, jnp.arange(3) != chal)
             assert int(chal2) == other
         else:
-            st = st._replace(t=jnp.asarray(7, jnp.int32))  # floor(7 / 3) = 2: no forced step
+            st = st._replace(belief=st.belief._replace(t=jnp.asarray(7, jnp.int32)))  # floor(7 / 3) = 2: no forced step
             fw = jax.jit(alg.frank_wolfe_direction)
-            b = int(st.best)
+            b = int(st.belief.answer)
             j, k = [i for i in range(3) if i != b]
             z, forced, _ = fw(st, inst, jnp.arange(3) != j)
             dup = inst.replace(items=inst.items.at[j].set(inst.items[k]))

@@ -224,8 +224,8 @@ def test_exact_game_is_the_linear_programs_optimum():
 def test_fws_preset_ridge_glr_and_correct():
     alg = FWS.tirinzoni_degenne(delta=0.05)
     fs = final_states(alg, easy(), 8)
-    assert np.all(np.asarray(fs.stopped)) and np.all(np.asarray(fs.best) == 0)
-    assert np.all(np.asarray(fs.game_gap) >= 0.0) and np.all(np.asarray(fs.game_gap) < 1e-9)  # exact game
+    assert np.all(np.asarray(fs.stopped)) and np.all(np.asarray(fs.belief.answer) == 0)
+    assert np.all(np.asarray(fs.sampling.then.game_gap) >= 0.0) and np.all(np.asarray(fs.sampling.then.game_gap) < 1e-9)  # exact game
     with pytest.raises(ValueError):
         FWS(glr_form="exact")
 

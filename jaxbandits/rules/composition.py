@@ -44,7 +44,7 @@ from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, display_
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.core import Belief, Context, SamplingRule, StoppingRule
-from jaxbandits.rules.elimination import Elimination, EliminationState
+from jaxbandits.rules.elimination import Elimination
 
 
 class ComposedState(NamedTuple):
@@ -217,7 +217,8 @@ class Composition(Composed):
         if self._eliminating():
             own = state.elimination.stopped & ~state.stopped
             answer = jnp.where(own, answer_mask(state.elimination.answer, instance.num_items), answer)
-        return Outcome(answer, state.belief.t, state.belief.stats.counts.astype(jnp.int32))
+        return Outcome(answer, state.belief.t, state.belief.stats.counts.astype(jnp.int32),
+                       self.sampling.converged(state.sampling))
 
 
 def compose(sampling: SamplingRule, stopping: StoppingRule, *, eliminate: Elimination | None = None,

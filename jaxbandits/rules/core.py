@@ -119,6 +119,12 @@ class SamplingRule(Configurable):
     def validate(self, instance: Instance) -> None:
         """Host-side checks of the rule against an instance (raise ``ValueError``)."""
 
+    def converged(self, state: Any) -> jax.Array | None:
+        """False when a solver with a fixed trip count that the rule relied on ended before its
+        certificate (:attr:`jaxbandits.algorithms.base.Outcome.converged`); None: no such solver."""
+        del state
+        return None
+
 
 @dataclasses.dataclass(frozen=True)
 class StoppingRule(Configurable):

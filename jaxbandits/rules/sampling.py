@@ -4,6 +4,7 @@
 * :class:`Initial`: pull a fixed set of arms first (each arm once, as the experiments of Top Two and
   FWS do, or d arms of a random spanning set, seed 000 Lemma 5's A_0), then hand over to another
   rule, which starts tracking from the counts of the initialisation.
+* :class:`FrankWolfe`: Frank-Wolfe Sampling's rule (Wang, Tzeng & Proutiere, NeurIPS 2021).
 * :class:`TopTwo`: leader / challenger sampling (Jourdan, Degenne, Baudry, de Heide, Kaufmann,
   "Top Two algorithms revisited", NeurIPS 2022, Algorithm 1; its linear form, Jourdan & Degenne,
   ICML 2022, Sec 4-5), built from three pieces:
@@ -20,7 +21,8 @@
     probability beta, else the challenger; needs arms = items).
 
 Every rule is written with the floating-point operations of the algorithm it came from, so the
-named compositions (:class:`jaxbandits.algorithms.TopTwo`, :class:`jaxbandits.algorithms.UniformGLR`)
+named compositions (:class:`jaxbandits.algorithms.TopTwo`, :class:`jaxbandits.algorithms.UniformGLR`,
+:class:`jaxbandits.algorithms.FWS`)
 reproduce their replications bit for bit.
 """
 from __future__ import annotations
@@ -35,6 +37,7 @@ import numpy as np
 from jaxbandits.algorithms import common, glr
 from jaxbandits.algorithms.base import Configurable, hyperparameter
 from jaxbandits.design.copt import c_optimal
+from jaxbandits.design.games import EXACT_GAME_GAP, is_square, matrix_game, matrix_game_certified, matrix_game_exact
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.core import Belief, Context, SamplingRule
 
@@ -106,6 +109,118 @@ class Initial(SamplingRule):
 
     def validate(self, instance: Instance) -> None:
         self.then.validate(instance)
+
+    def converged(self, state: InitialState):
+        return self.then.converged(state.then)
+
+
+# -- Frank-Wolfe sampling ------------------------------------------------------------------------
+FORCED = ("squares", "exact_squares", "none")
+GAMES = ("hedge", "certified", "exact")
+
+
+class FrankWolfeState(NamedTuple):
+    x: jax.Array          # Frank-Wolfe iterate x(t) [K]
+    n_forced: jax.Array   # diagnostics: forced (uniform) steps, steps with a game (>= 2 r-active pieces)
+    n_game: jax.Array
+    game_gap: jax.Array   # largest relative duality gap of a certified or exact game
+
+
+@dataclasses.dataclass(frozen=True)
+class FrankWolfe(SamplingRule):
+    """Frank-Wolfe Sampling's rule (Wang, Tzeng & Proutiere, NeurIPS 2021, Algorithm 1; every
+    choice is described in :mod:`jaxbandits.algorithms.fixed_confidence.fws`): one Frank-Wolfe step
+    per round on the lower-bound objective F(x) = min_{j != i*} f_j(x) at the empirical best item
+    i* (the stopping rule's answer), through the r-subdifferential's matrix game
+    (:mod:`jaxbandits.design.games`), forced exploration, and tracking argmax_k x_k(t + 1) / N_k(t).
+    Its closest-alternative pieces j range over the active items (elimination at sampling).
+
+    Attributes:
+      r_scale, r_exponent: r_t = r_scale t^{-r_exponent} / K (experiments: 1, 9/10).
+      forced: "squares" (released code), "exact_squares" (the text) or "none".
+      max_active: cap on the r-active pieces entering the matrix game (static).
+      game_iters: Hedge iterations, or with ``game="exact"`` the cap on the simplex's pivots (static).
+      game: "hedge", "certified" (Hedge and its duality-gap certificate) or "exact" (simplex).
+    """
+
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("r_scale", "r_exponent")
+    r_scale: float = 1.0
+    r_exponent: float = 0.9
+    forced: str = "squares"
+    max_active: int = hyperparameter(8, count=1)
+    game_iters: int = hyperparameter(64, count=1)
+    game: str = "hedge"
+
+    def __post_init__(self):
+        for name, val, allowed in (("forced", self.forced, FORCED), ("game", self.game, GAMES)):
+            if val not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {val!r}")
+
+    def init(self, key, instance: Instance) -> FrankWolfeState:
+        K = instance.num_arms
+        dt = instance.arms.dtype
+        i32 = jnp.zeros((), jnp.int32)
+        return FrankWolfeState(jnp.full((K,), 1.0 / K, dt), i32, i32, jnp.zeros((), dt))
+
+    def direction(self, state: "FrankWolfeState", belief: Belief, ctx: Context):
+        """(z(t), forced, game, relative duality gap of the game: 0 unless ``game="certified"``) of
+        Algorithm 1 at the current data (class docstring)."""
+        instance, active = ctx.instance, ctx.active
+        X, Z = instance.arms, instance.items
+        K, d = X.shape
+        M = Z.shape[0]
+        dt = X.dtype
+        sigma = ctx.sigma
+        tf = jnp.maximum(belief.t.astype(dt), 1.0)
+        x = state.x
+        best = belief.answer
+        D = Z[best][None, :] - Z
+        gaps = D @ belief.theta
+        same = jnp.all(D == 0, axis=-1)
+        ambiguous = jnp.any(~same & (gaps <= 0.0))  # theta_hat outside Lambda (ties)
+        forced = ambiguous
+        if self.forced == "squares":
+            forced = forced | is_square(belief.t // K)
+        elif self.forced == "exact_squares":
+            forced = forced | ((belief.t % K == 0) & is_square(belief.t // K))
+        Vxinv = common.inverse_gram((X * x[:, None]).T @ X)
+        U = D @ Vxinv
+        q = jnp.sum(U * D, axis=-1)
+        # f_j in KL units: (d_j^T theta)^2 / (2 sigma^2 ||d_j||^2_{V_x^-1}) (Prop. 1, Gaussian KL)
+        f = gaps * gaps / (2.0 * sigma**2 * jnp.maximum(q, 1e-300))
+        valid = ~same & active
+        f = jnp.where(valid, f, jnp.inf)
+        r = self.r_scale * tf ** (-self.r_exponent) / K  # r_t of the experiments (t^{-9/10} / K)
+        P = min(int(self.max_active), M)
+        negf, idx = jax.lax.top_k(-f, P)
+        fP = -negf
+        rows = jnp.isfinite(fP) & (fP < fP[0] + r)
+        H = X @ U[idx].T  # [K, P]: a_k^T V_x^-1 d_j
+        coef = gaps[idx] ** 2 / (2.0 * sigma**2 * jnp.maximum(q[idx] ** 2, 1e-300))
+        G = coef[:, None] * (H * H).T - jnp.where(rows, fP, 0.0)[:, None]  # <e_k - x, grad f_j>
+        if self.game == "exact":
+            z, gap, _ = matrix_game_exact(G, rows, int(self.game_iters), needed=~forced)
+        elif self.game == "certified":
+            z, gap = matrix_game_certified(G, rows, int(self.game_iters))
+        else:
+            z, gap = matrix_game(G, rows, int(self.game_iters)), jnp.zeros((), dt)
+        gap = jnp.where(forced, 0.0, gap)
+        z = jnp.where(forced, jnp.full((K,), 1.0 / K, dt), z)
+        return z, forced, jnp.sum(rows) > 1, gap
+
+    def update(self, keys, state: FrankWolfeState, belief: Belief, ctx: Context):
+        dt = ctx.instance.arms.dtype
+        z, forced, game, gap = self.direction(state, belief, ctx)
+        tf = jnp.maximum(belief.t.astype(dt), 1.0)
+        x = state.x * ((tf - 1.0) / tf) + z / tf
+        arm = common.argmax_fast(x / jnp.maximum(belief.stats.counts, 1e-300))
+        return arm, FrankWolfeState(x, state.n_forced + forced.astype(jnp.int32),
+                                    state.n_game + (~forced & game).astype(jnp.int32),
+                                    jnp.maximum(state.game_gap, gap))
+
+    def converged(self, state: FrankWolfeState):
+        # the exact game's pivot cap reached before the optimum shows as a gap above rounding
+        return state.game_gap <= EXACT_GAME_GAP if self.game == "exact" else None
 
 
 # -- Top Two -------------------------------------------------------------------------------------

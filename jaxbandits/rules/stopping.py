@@ -13,7 +13,12 @@
   (:data:`jaxbandits.rules.thresholds.ALIASES` ``["glr"]``: ``"heuristic"`` log((1 + log t) /
   delta), ``"lts"`` eq. (9) with the union over rounds, ``"log_t"`` log((t + 1) / delta)).
 
-Both are written as the algorithms that used them computed them (the same floating-point
+* :class:`EmpiricalGLR`: the GLR of the empirical best item under the ridge estimate, in the form
+  of Wang et al.'s released FWS code (``"envelope"``, the alternative built with the ridge inverse
+  and evaluated with A_t) or of Tirinzoni & Degenne's ``runit.jl`` (``"ridge"``, the ridge inverse
+  in the norm), against any threshold of the GLR family.
+
+All are written as the algorithms that used them computed them (the same floating-point
 operations), so a composition reproduces those algorithms' replications bit for bit.
 """
 from __future__ import annotations
@@ -99,3 +104,58 @@ class TransportGLR(StoppingRule):
         beta = self.threshold_at(stats.gram, t, ctx)
         return Decision(Belief(stats, t, theta, None, Ainv, answer.astype(jnp.int32)), z, beta,
                         jnp.ones((), bool))
+
+
+GLR_FORMS = ("envelope", "ridge")
+
+
+def envelope_glr(theta, gram, W, Z, best):
+    """The released FWS code's GLR: Z_j = (d_j^T theta)^2 d_j^T W A W d_j / (2 (d_j^T W d_j)^2),
+    d_j = z_best - z_j, min over j with z_j != z_best (W = (A_t + reg I)^-1; with reg = 0 the exact
+    GLR of seed 000 Lemma 7)."""
+    D = Z[best][None, :] - Z
+    gaps = jnp.maximum(D @ theta, 0.0)
+    U = D @ W
+    q = jnp.sum(U * D, axis=-1)
+    s = jnp.sum((U @ gram) * U, axis=-1)
+    z = gaps * gaps * s / (2.0 * jnp.maximum(q * q, 1e-300))
+    same = jnp.all(D == 0, axis=-1)
+    return jnp.min(jnp.where(same, jnp.inf, z))
+
+
+@dataclasses.dataclass(frozen=True)
+class EmpiricalGLR(StoppingRule):
+    """The GLR of the empirical best item under the ridge estimate theta_hat = (A_t + reg I)^-1 b_t
+    (module docstring): stop when Z(t) > sigma^2 beta(t, delta).
+
+    Attributes:
+      threshold: a name of the GLR family (:data:`jaxbandits.rules.thresholds.ALIASES` ``["glr"]``).
+      reg: ridge parameter (Wang et al.'s and Tirinzoni & Degenne's code: 1).
+      form: "envelope" (Wang et al.'s released code, :func:`envelope_glr`) or "ridge" (the ridge
+        inverse in the norm, Tirinzoni & Degenne's ``runit.jl``).
+    """
+
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("reg",)
+    threshold: str = "heuristic"
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
+    form: str = "envelope"
+
+    def __post_init__(self):
+        glr.check_threshold(self.threshold)
+        if self.form not in GLR_FORMS:
+            raise ValueError(f"glr_form must be one of {GLR_FORMS}, got {self.form!r}")
+
+    prior = TransportGLR.prior  # the belief keeps the inverse, as the decision does
+
+    def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+        X, Z = ctx.instance.arms, ctx.instance.items
+        W = common.inverse_from_cholesky(common.safe_cholesky(common.regularized_gram(stats, self.reg)))
+        theta = W @ stats.b
+        best = common.argmax_fast(Z @ theta).astype(jnp.int32)
+        if self.form == "ridge":  # Tirinzoni & Degenne's runit.jl: the ridge inverse in the norm
+            z = jnp.min(glr.ridge_glr_row(theta, W, Z, best))
+        else:
+            z = envelope_glr(theta, stats.gram, W, Z, best)  # unit variance: sigma on the threshold side
+        c = jnp.max(jnp.sum(X * X, axis=-1))
+        beta = glr.stopping_threshold(self.threshold, stats.gram, t, ctx.delta, ctx.sigma, c)
+        return Decision(Belief(stats, t, theta, None, W, best), z, beta, jnp.ones((), bool))

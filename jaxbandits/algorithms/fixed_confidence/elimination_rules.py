@@ -156,11 +156,13 @@ class Eliminate(Wrapper):
             raise ValueError("elimination wraps fixed-confidence algorithms, not fixed-budget ones")
         if self.base.top_m != 1 or self.base.slack != 0.0:
             raise ValueError("the elimination wrapper covers exact best-arm identification (m = 1, epsilon = 0)")
-        missing = [p.__name__ for p in (LinearStatistics,) + ((MaskedSampling,) if self.at_sampling else ())
-                   if not isinstance(self.base, p)]
-        if missing:
-            raise TypeError(f"{type(self.base).__name__} does not implement the elimination protocol "
-                            f"(jaxbandits.rules.elimination.{', '.join(missing)})")
+        needed = (LinearStatistics,) + ((MaskedSampling,) if self.at_sampling else ())
+        for protocol in needed:
+            if not isinstance(self.base, protocol):
+                methods = [m for m in ("linear_stats", "stopping_threshold", "step_masked")
+                           if hasattr(protocol, m) and not callable(getattr(self.base, m, None))]
+                raise TypeError(f"{type(self.base).__name__} does not implement the elimination protocol "
+                                f"jaxbandits.rules.elimination.{protocol.__name__} (missing {', '.join(methods)})")
 
     def _reg(self):
         """The ridge of the base's estimate, so that the tests use its estimate: a composition's

@@ -101,6 +101,7 @@ import numpy as np
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, display_name
 from jaxbandits.algorithms.common import glr_statistic_inv, inverse_gram, topm_mask
+from jaxbandits.design.games import hedge_update, hedge_weights  # noqa: F401 (also used from here)
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules import thresholds
@@ -143,30 +144,6 @@ class LinGameState(NamedTuple):
     answer: jax.Array
     stat: jax.Array
     stopped: jax.Array
-
-
-# ------------------------------------------------------------------------------------------------
-# AdaHedge (de Rooij, van Erven, Grunwald, Koolen 2014), the agent's learner of the experiments
-# ------------------------------------------------------------------------------------------------
-def hedge_weights(losses: jax.Array, gap: jax.Array) -> jax.Array:
-    """AdaHedge's play: w proportional to exp(-eta (L - min L)), eta = log K / Delta."""
-    eta = math.log(losses.shape[-1]) / gap
-    u = jnp.exp(-eta * (losses - jnp.min(losses)))
-    return u / jnp.sum(u)
-
-
-def _mix_loss(losses, eta):
-    lo = jnp.min(losses)
-    return lo - jnp.log(jnp.mean(jnp.exp(-eta * (losses - lo)))) / eta
-
-
-def hedge_update(losses: jax.Array, gap: jax.Array, loss: jax.Array):
-    """AdaHedge after incurring ``loss`` [K]: (L + loss, Delta + hedge loss - mix loss)."""
-    w = hedge_weights(losses, gap)
-    eta = math.log(losses.shape[-1]) / gap
-    new = losses + loss
-    mix = _mix_loss(new, eta) - _mix_loss(losses, eta)
-    return new, gap + jnp.maximum(jnp.dot(w, loss) - mix, 0.0)
 
 
 # ------------------------------------------------------------------------------------------------
