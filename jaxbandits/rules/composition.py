@@ -48,10 +48,9 @@ from jaxbandits.rules.elimination import Elimination
 
 
 class ComposedState(NamedTuple):
-    belief: Belief          # the data and the stopping rule's reading of it after the last pull
+    belief: Belief          # the data and the stopping rule's reading of it after the last pull (the
+                            # parts the sampling rule reads, :attr:`SamplingRule.reads`)
     sampling: Any           # the sampling rule's state
-    beta: jax.Array         # the stopping rule's threshold at the last pull (sigma^2 beta(t, delta))
-    ready: jax.Array        # its preconditions (and the sampling rule's initialisation) hold
     stopped: jax.Array      # the stopping rule fired
     elimination: Any        # EliminationState, or () without elimination
 
@@ -100,7 +99,7 @@ class Composed(Algorithm):
 
     def stopping_threshold(self, state: ComposedState, instance: Instance):
         """(sigma^2 beta(t, delta), ready) of the last pull's stopping test."""
-        return state.beta, state.ready
+        return self.rules().stopping_threshold(state, instance)
 
     @property
     def slack(self):
@@ -170,11 +169,28 @@ class Composition(Composed):
     def _eliminating(self) -> bool:
         return self.eliminate is not None and self.eliminate.on
 
+    def _carried(self, belief: Belief) -> Belief:
+        """The belief without the parts the sampling rule does not read (not carried to the next
+        step: less state per lane)."""
+        reads = self.sampling.reads
+        return belief._replace(**{f: None for f in ("theta", "chol", "inv") if f not in reads})
+
+    def _ready(self, ready, t, instance: Instance):
+        n0 = self.sampling.initial_pulls(instance)
+        return (t >= n0) & ready if n0 else ready
+
+    def stopping_threshold(self, state: ComposedState, instance: Instance):
+        """(sigma^2 beta(t, delta), ready) of the last pull's stopping test (the elimination
+        protocol), ready only once the sampling rule's initialisation is over."""
+        ctx = self.context(instance, jnp.ones((instance.num_items,), bool))
+        beta, ready = self.stopping.beta(state.belief.stats, state.belief.t, ctx)
+        return beta, self._ready(ready, state.belief.t, instance)
+
     # -- contract ------------------------------------------------------------------------------
     def init(self, key, instance: Instance) -> ComposedState:
         elim = self.eliminate.init(instance) if self._eliminating() else ()
-        return ComposedState(self.stopping.prior(instance), self.sampling.init(key, instance),
-                             jnp.zeros((), instance.arms.dtype), jnp.zeros((), bool), jnp.zeros((), bool), elim)
+        return ComposedState(self._carried(self.stopping.prior(instance)), self.sampling.init(key, instance),
+                             jnp.zeros((), bool), elim)
 
     def step(self, key, state: ComposedState, instance: Instance) -> ComposedState:
         if self._eliminating() and self.eliminate.at_sampling:
@@ -197,15 +213,12 @@ class Composition(Composed):
         stats = common.add_pull(belief.stats, instance, arm, reward)
         t1 = belief.t + 1
         dec = self.stopping.decide(stats, t1, ctx)
-        ready = dec.ready
-        n0 = self.sampling.initial_pulls(instance)
-        if n0:
-            ready = (t1 >= n0) & ready
+        ready = self._ready(dec.ready, t1, instance)
         stopped = ready & (dec.statistic > dec.beta)
         elim = state.elimination
         if self._eliminating():
             elim = self.eliminate.update(elim, stats, dec.beta, ready, instance.items, self.stopping.reg)
-        return ComposedState(dec.belief, sampling, dec.beta, ready, stopped, elim)
+        return ComposedState(self._carried(dec.belief), sampling, stopped, elim)
 
     def done(self, state: ComposedState) -> jax.Array:
         if self._eliminating():

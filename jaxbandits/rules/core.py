@@ -13,9 +13,11 @@ the manner of optax's ``(init, update)`` pairs:
   stopping rule made of the data so far (:class:`Belief`).  ``draws`` says how many random keys
   ``update`` takes (0 for a deterministic rule); ``initial_pulls(instance)`` how many pulls its
   initialisation makes, before which the stopping rule is not consulted.
-* :class:`StoppingRule`: ``prior(instance) -> Belief`` (before any pull) and
+* :class:`StoppingRule`: ``prior(instance) -> Belief`` (before any pull),
   ``decide(stats, t, ctx) -> Decision``: the estimate, the recommended answer, its GLR statistic,
-  the threshold and whether the rule's other preconditions hold.
+  the threshold and whether the rule's other preconditions hold; and ``beta(stats, t, ctx)``, the
+  threshold and preconditions alone.  A sampling rule declares the parts of the belief it
+  reads (``reads``), so a composition carries no more state per lane than its rules need.
 
 What every rule may read, :class:`Context`: the instance, the confidence level, the slack
 epsilon, the noise scale and the active answers (all True unless elimination at sampling is on).
@@ -101,6 +103,9 @@ class SamplingRule(Configurable):
 
     #: random keys ``update`` takes per step (0: deterministic; the pull then uses the step's key)
     draws: ClassVar[int] = 0
+    #: the fields of the :class:`Belief` that ``update`` reads besides ``stats``, ``t`` and ``answer``
+    #: (of "theta", "chol", "inv"); the composition carries only these from one step to the next
+    reads: ClassVar[tuple[str, ...]] = ("theta", "chol", "inv")
 
     def init(self, key: jax.Array, instance: Instance) -> Any:
         """The rule's own state before the first pull (default: none)."""
@@ -143,6 +148,11 @@ class StoppingRule(Configurable):
                       jnp.eye(d, dtype=dt), None, jnp.zeros((), jnp.int32))
 
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+        raise NotImplementedError
+
+    def beta(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> tuple[jax.Array, jax.Array]:
+        """(sigma^2 beta(t, delta), ready) alone: what ``decide`` compares the statistic with (the
+        elimination protocol's ``stopping_threshold``)."""
         raise NotImplementedError
 
     def validate(self, instance: Instance) -> None:

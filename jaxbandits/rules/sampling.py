@@ -47,6 +47,8 @@ from jaxbandits.rules.core import Belief, Context, SamplingRule
 class RoundRobin(SamplingRule):
     """The arms in turn, t mod K (over the real arms of a padded instance)."""
 
+    reads: ClassVar[tuple[str, ...]] = ()
+
     def update(self, keys, state, belief: Belief, ctx: Context):
         return common.round_robin_arm(ctx.instance, belief.t), state
 
@@ -56,7 +58,7 @@ INITS = ("all", "spanning")
 
 
 class InitialState(NamedTuple):
-    first: jax.Array     # [K] the initial arms ("all": 0..K-1; "spanning": d arms, then repeated)
+    first: Any           # [K] the initial arms ("spanning": d arms, then repeated; "all": None, arm t)
     then: Any            # the state of the rule handed over to
 
 
@@ -88,22 +90,26 @@ class Initial(SamplingRule):
     def draws(self) -> int:
         return self.then.draws
 
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return self.then.reads
+
     def initial_pulls(self, instance: Instance) -> int:
         return instance.dim if self.first == "spanning" else instance.num_arms
 
     def init(self, key, instance: Instance) -> InitialState:
         K = instance.num_arms
+        first = None  # "all": the arm of pull t < K is t, carried by no state
         if self.first == "spanning":
             first = jnp.resize(common.random_spanning_set(key, instance.arms).astype(jnp.int32), (K,))
-        else:
-            first = jnp.arange(K, dtype=jnp.int32)
         return InitialState(first, self.then.init(key, instance))
 
     def update(self, keys, state: InitialState, belief: Belief, ctx: Context):
         n0 = self.initial_pulls(ctx.instance)
         arm, then = self.then.update(keys, state.then, belief, ctx._replace(start=n0))
         warm = belief.t < n0
-        arm = jnp.where(warm, state.first[belief.t % ctx.instance.num_arms], arm)
+        K = ctx.instance.num_arms
+        arm = jnp.where(warm, belief.t % K if state.first is None else state.first[belief.t % K], arm)
         then = jax.tree.map(lambda old, new: jnp.where(warm, old, new), state.then, then)
         return arm, InitialState(state.first, then)
 
@@ -144,6 +150,7 @@ class FrankWolfe(SamplingRule):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("r_scale", "r_exponent")
+    reads: ClassVar[tuple[str, ...]] = ("theta",)
     r_scale: float = 1.0
     r_exponent: float = 0.9
     forced: str = "squares"

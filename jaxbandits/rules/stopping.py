@@ -37,6 +37,14 @@ from jaxbandits.rules.core import Belief, Context, Decision, StoppingRule
 from jaxbandits.rules.recommend import FurthestAnswer
 
 
+def glr_threshold(kind: str, stats: common.LinearStats, t, ctx: Context):
+    """sigma^2 beta(t, delta) of a GLR-family threshold (:func:`jaxbandits.algorithms.glr.stopping_threshold`),
+    with c = max_a ||a||^2 where it enters (eq. (9))."""
+    X = ctx.instance.arms
+    c = jnp.max(jnp.sum(X * X, axis=-1))
+    return glr.stopping_threshold(kind, stats.gram, t, ctx.delta, ctx.sigma, c)
+
+
 @dataclasses.dataclass(frozen=True)
 class GLR(StoppingRule):
     """Seed 000's GLR stopping rule (8): Z(t) > beta(delta, t) and A_t >= c I, beta of Prop 2 /
@@ -49,15 +57,18 @@ class GLR(StoppingRule):
     dynamic_fields: ClassVar[tuple[str, ...]] = ("u",)
     u: float = hyperparameter(1.0, low=0.0)
 
+    def beta(self, stats: common.LinearStats, t: jax.Array, ctx: Context):
+        c = jnp.max(jnp.sum(ctx.instance.arms**2, axis=-1))
+        # sigma enters the threshold only: beta = (1 + u) sigma^2 log(...) (Prop 2 / eq. (9))
+        beta = thresholds.prop2(stats.gram, ctx.delta, ctx.sigma, c, self.u)
+        return beta, common.lambda_min(stats.gram) >= c
+
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
         instance = ctx.instance
         theta, L = common.least_squares(stats)
         z, best = common.glr_statistic(theta, L, instance.items, instance.item_mask)
-        c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
-        # sigma enters the threshold only: beta = (1 + u) sigma^2 log(...) (Prop 2 / eq. (9))
-        beta = thresholds.prop2(stats.gram, ctx.delta, ctx.sigma, c, self.u)
-        return Decision(Belief(stats, t, theta, L, None, best.astype(jnp.int32)), z, beta,
-                        common.lambda_min(stats.gram) >= c)
+        beta, ready = self.beta(stats, t, ctx)
+        return Decision(Belief(stats, t, theta, L, None, best.astype(jnp.int32)), z, beta, ready)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,17 +102,15 @@ class TransportGLR(StoppingRule):
         return Belief(common.init_stats(instance), jnp.zeros((), jnp.int32), jnp.zeros((d,), dt), None,
                       jnp.eye(d, dtype=dt), jnp.zeros((), jnp.int32))
 
-    def threshold_at(self, gram, t, ctx: Context):
-        """sigma^2 beta(t, delta) of the chosen threshold."""
-        c = jnp.max(jnp.sum(ctx.instance.arms * ctx.instance.arms, axis=-1))
-        return glr.stopping_threshold(self.threshold, gram, t, ctx.delta, ctx.sigma, c)
+    def beta(self, stats: common.LinearStats, t: jax.Array, ctx: Context):
+        return glr_threshold(self.threshold, stats, t, ctx), jnp.ones((), bool)
 
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
         L = common.safe_cholesky(common.regularized_gram(stats, self.reg))
         Ainv = common.inverse_from_cholesky(L)
         theta = Ainv @ stats.b
         z, answer = self.recommend(theta, Ainv, ctx.instance.items, ctx.epsilon)
-        beta = self.threshold_at(stats.gram, t, ctx)
+        beta = glr_threshold(self.threshold, stats, t, ctx)
         return Decision(Belief(stats, t, theta, None, Ainv, answer.astype(jnp.int32)), z, beta,
                         jnp.ones((), bool))
 
@@ -148,7 +157,7 @@ class EmpiricalGLR(StoppingRule):
     prior = TransportGLR.prior  # the belief keeps the inverse, as the decision does
 
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
-        X, Z = ctx.instance.arms, ctx.instance.items
+        Z = ctx.instance.items
         W = common.inverse_from_cholesky(common.safe_cholesky(common.regularized_gram(stats, self.reg)))
         theta = W @ stats.b
         best = common.argmax_fast(Z @ theta).astype(jnp.int32)
@@ -156,6 +165,8 @@ class EmpiricalGLR(StoppingRule):
             z = jnp.min(glr.ridge_glr_row(theta, W, Z, best))
         else:
             z = envelope_glr(theta, stats.gram, W, Z, best)  # unit variance: sigma on the threshold side
-        c = jnp.max(jnp.sum(X * X, axis=-1))
-        beta = glr.stopping_threshold(self.threshold, stats.gram, t, ctx.delta, ctx.sigma, c)
+        beta = glr_threshold(self.threshold, stats, t, ctx)
         return Decision(Belief(stats, t, theta, None, W, best), z, beta, jnp.ones((), bool))
+
+    def beta(self, stats: common.LinearStats, t: jax.Array, ctx: Context):
+        return glr_threshold(self.threshold, stats, t, ctx), jnp.ones((), bool)
