@@ -83,7 +83,8 @@ class Composed(Algorithm):
         return self.rules().init(key, instance)
 
     def step(self, key, state: ComposedState, instance: Instance) -> ComposedState:
-        return self.rules().step(key, state, instance)
+        # through step_masked, so that a subclass that overrides it changes every step
+        return self.step_masked(key, state, instance, self.rules().active(state, instance))
 
     def step_masked(self, key, state: ComposedState, instance: Instance, active: jax.Array) -> ComposedState:
         return self.rules().step_masked(key, state, instance, active)
@@ -192,12 +193,15 @@ class Composition(Composed):
         return ComposedState(self._carried(self.stopping.prior(instance)), self.sampling.init(key, instance),
                              jnp.zeros((), bool), elim)
 
-    def step(self, key, state: ComposedState, instance: Instance) -> ComposedState:
+    def active(self, state: ComposedState, instance: Instance) -> jax.Array:
+        """[M] the answers the sampling rule's closest-alternative computations range over: the
+        active ones under elimination at sampling, else all."""
         if self._eliminating() and self.eliminate.at_sampling:
-            active = state.elimination.active
-        else:
-            active = jnp.ones((instance.num_items,), bool)
-        return self.step_masked(key, state, instance, active)
+            return state.elimination.active
+        return jnp.ones((instance.num_items,), bool)
+
+    def step(self, key, state: ComposedState, instance: Instance) -> ComposedState:
+        return self.step_masked(key, state, instance, self.active(state, instance))
 
     def step_masked(self, key, state: ComposedState, instance: Instance, active: jax.Array) -> ComposedState:
         ctx = self.context(instance, active)

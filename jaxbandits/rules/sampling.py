@@ -1,6 +1,7 @@
 """Sampling rules (:class:`jaxbandits.rules.core.SamplingRule`): which arm to pull next.
 
 * :class:`RoundRobin`: the arms in turn (seed 000 Sec 3.4's reference rule).
+* :class:`Stateless`: a rule of your own from one pure function ``(keys, belief, ctx) -> arm``.
 * :class:`Initial`: pull a fixed set of arms first (each arm once, as the experiments of Top Two and
   FWS do, or d arms of a random spanning set, seed 000 Lemma 5's A_0), then hand over to another
   rule, which starts tracking from the counts of the initialisation.
@@ -51,6 +52,42 @@ class RoundRobin(SamplingRule):
 
     def update(self, keys, state, belief: Belief, ctx: Context):
         return common.round_robin_arm(ctx.instance, belief.t), state
+
+
+# -- a rule from a function ----------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Stateless(SamplingRule):
+    """A sampling rule with no state of its own, from a pure function
+    ``choose(keys, belief, ctx) -> arm`` (``keys``: a tuple of ``n_keys`` random keys; ``belief``:
+    :class:`~jaxbandits.rules.core.Belief`; ``ctx``: :class:`~jaxbandits.rules.core.Context`).
+    The function is part of the configuration (compared by identity): define it once, at module
+    level, so that every run reuses one compiled program.
+
+    >>> def most_uncertain(keys, belief, ctx):   # argmax_k ||x_k||^2_{V_t^-1}
+    ...     X = ctx.instance.arms
+    ...     return jnp.argmax(jnp.sum((X @ belief.inverse()) * X, axis=-1))
+    >>> rule = Stateless(most_uncertain)
+
+    Attributes:
+      choose: the function.
+      n_keys: the random keys it takes per step (0: deterministic).
+    """
+
+    choose: Any = None
+    n_keys: int = 0
+
+    def __post_init__(self):
+        if not callable(self.choose):
+            raise TypeError(f"Stateless.choose must be a function (keys, belief, ctx) -> arm, got {self.choose!r}")
+        if isinstance(self.n_keys, bool) or not isinstance(self.n_keys, int) or self.n_keys < 0:
+            raise ValueError(f"Stateless.n_keys must be an integer >= 0, got {self.n_keys!r}")
+
+    @property
+    def draws(self) -> int:
+        return self.n_keys
+
+    def update(self, keys, state, belief: Belief, ctx: Context):
+        return self.choose(keys, belief, ctx), state
 
 
 # -- initialisation ------------------------------------------------------------------------------
