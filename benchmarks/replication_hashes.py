@@ -40,7 +40,7 @@ def configurations():
     from jaxbandits.algorithms.base import Algorithm, Wrapper
     from jaxbandits.algorithms.fixed_confidence import fixed_weights, td_variants
     from jaxbandits.algorithms.fixed_confidence.sphere import sphere_instance
-    from jaxbandits.algorithms.top_m.gifa import fig1a_algorithms
+    from experiments.seed003_fig1 import fig1a_algorithms
     from jaxbandits.instances.base import make_instance
 
     X = jnp.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [-0.3, 0.9]])

@@ -52,6 +52,7 @@ def main(argv=None):
 
     import jaxbandits.precision
     jaxbandits.precision.enable_globally()  # the benchmark's own arrays in float64 too
+    from experiments.seed003_fig1 import fig1a_algorithms
     from jaxbandits.algorithms.top_m import gifa
     from jaxbandits.engine import simulate
     from jaxbandits.instances.seeds import topm_classic, topm_random_gaussian
@@ -68,7 +69,7 @@ def main(argv=None):
     reps = 50 if a.quick else a.reps
     cases = []
     if a.only in (None, "classic"):
-        cases.append(("classic K=4 m=2 pi/6", topm_classic(4, 2, omega=math.pi / 6), gifa.fig1a_algorithms(2, 0.05),
+        cases.append(("classic K=4 m=2 pi/6", topm_classic(4, 2, omega=math.pi / 6), fig1a_algorithms(2, 0.05),
                       200_000))
     if a.only in (None, "large"):
         inst = topm_random_gaussian(jax.random.key(0), 100, 20, noise=0.5)

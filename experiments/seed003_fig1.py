@@ -105,6 +105,30 @@ RESULTS_DIRS = {"pi6": "classic_pi6_K4_gaussian_m=2_delta=0.05_epsilon=0.0",
                 "hard": "classic_0.1_K3_gaussian_m=1_delta=0.05_epsilon=0.0"}
 
 
+def fig1a_algorithms(m: int = 2, delta: float = 0.05, *, threshold: str = "theoretical",
+                     classical_threshold: str = "lucb1", released_code: bool = False, **kw) -> list:
+    """The nine variants of seed 003 Fig. 1(a) / Table 3, first column.
+
+    ``released_code=True``: each with :meth:`~jaxbandits.algorithms.base.Algorithm.released_code` (pre-pull stopping pair, lambda S /
+    sigma tail), the behaviour behind the released code's 500-run outputs.  ``kw`` (e.g. ``sigma``)
+    goes to every constructor.
+    """
+    from jaxbandits.algorithms import LUCB, LinGIFA, MLinGapE, UGapE
+
+    algs = [
+        MLinGapE(m, delta, selection="greedy", threshold=threshold, **kw),
+        MLinGapE(m, delta, selection="optimized", threshold=threshold, **kw),
+        LinGIFA(m, delta, selection="largest_variance", threshold=threshold, **kw),
+        LinGIFA(m, delta, selection="largest_variance", stopping="lucb", threshold=threshold, **kw),
+        LinGIFA(m, delta, selection="greedy", stopping="lucb", threshold=threshold, **kw),
+        LinGIFA(m, delta, selection="greedy", threshold=threshold, **kw),
+        LinGIFA(m, delta, index="individual", threshold=threshold, **kw),
+        LUCB(m, delta, threshold=classical_threshold, **kw),
+        UGapE(m, delta, threshold=classical_threshold, **kw),
+    ]
+    return [a.released_code() for a in algs] if released_code else algs
+
+
 LINGAME_DIFFERENCE = ("LinGame: paper = Degenne et al. 2020's experimental configuration (AdaHedge per answer, "
                       "best response to w_t, optimistic gains, C-tracking, log((log t + 1)/delta), sigma used); "
                       "released code = seed 003's LinGame run (D-tracking, best response to the counts, "
@@ -228,7 +252,7 @@ def run(ctx):
         settings = settings[1:]
     ctx.log(DIFFERENCE)
     for title, omega, ref, tag in settings:
-        algs = gifa.fig1a_algorithms(2, delta)
+        algs = fig1a_algorithms(2, delta)
         if ctx.quick:
             algs = algs[:1] + algs[-2:-1]
         inst = topm_classic(4, 2, omega=omega)

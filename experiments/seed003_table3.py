@@ -34,11 +34,13 @@ CAUSES = {("1b", "m-LinGapE (greedy)", "paper"): (
 def run(ctx):
     from jaxbandits.algorithms import LinGame
     from jaxbandits.algorithms.top_m import gifa
+
+    from experiments.seed003_fig1 import fig1a_algorithms
     from jaxbandits.instances.seeds import topm_classic, topm_hard_top1
     from jaxbandits.stats import clopper_pearson
     reps = ctx.n_reps(500, 20)
     delta = 0.05
-    cols = [("1a", topm_classic(4, 2, omega=math.pi / 6), gifa.fig1a_algorithms(2, delta)),
+    cols = [("1a", topm_classic(4, 2, omega=math.pi / 6), fig1a_algorithms(2, delta)),
             ("1b", topm_hard_top1(), [gifa.MLinGapE(1, delta, selection="greedy"),
                                        gifa.LinGIFA(1, delta, selection="greedy"), LinGame(delta=delta)])]
     if ctx.quick:

@@ -392,7 +392,9 @@ def test_released_code_preset():
     assert (rel.stopping_pair, rel.threshold_tail) == ("pre_pull", "lambda")
     assert rel.name == "m-LinGapE (greedy) [released code]"
     assert dataclasses.replace(rel, name=alg.name) == dataclasses.replace(alg, **gifa.RELEASED_CODE)
-    algs = gifa.fig1a_algorithms(2, 0.05, released_code=True)
+    from experiments.seed003_fig1 import fig1a_algorithms
+
+    algs = fig1a_algorithms(2, 0.05, released_code=True)
     assert len(algs) == 9 and all(a.stopping_pair == "pre_pull" and a.threshold_tail == "lambda" for a in algs)
     with pytest.raises(ValueError):
         gifa.GIFA(m=2, stopping_pair="before")

@@ -24,6 +24,7 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxbandits import presets
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, with_cache
 from jaxbandits.algorithms import glr
@@ -78,7 +79,7 @@ class FixedWeightsOracle(Algorithm):
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "FixedWeightsOracle":
         """The Oracle row of Tirinzoni & Degenne 2022's Table 1 (the defaults); ``kw`` overrides."""
-        return cls(**kw)
+        return cls(**presets.TD_ORACLE.apply(**kw))
 
     def __post_init__(self):
         glr.check_threshold(self.threshold)

@@ -70,7 +70,7 @@ is at rounding level (below 1e-15 of the payoff range) where 512 Hedge rounds ov
 1.7-2.1 %, and a step of 16 lanes costs 1.5-2.4 ms, against 7.9-8.0 ms with those Hedge rounds and
 0.9-1.9 ms with no game at all (two measurements on a loaded 2-core CPU, each the minimum of 5).
 
-Tirinzoni & Degenne 2022 (:meth:`FWS.tirinzoni_degenne`, :data:`TIRINZONI_DEGENNE`): their Table 1
+Tirinzoni & Degenne 2022 (:meth:`FWS.tirinzoni_degenne`, :data:`jaxbandits.presets.TD_FWS`): their Table 1
 runs FWS with the ridge estimate (reg = 1), every arm pulled once, and the GLR of their ``runit.jl``
 -- (d^T theta)^2 / (2 ||d||^2_{(A_t + I)^{-1}}) (``glr_form="ridge"``), not the envelope form --
 against log((t + 1) / delta) (``threshold="log_t"``, :mod:`.glr`); their ``envelope.jl`` puts every
@@ -82,6 +82,7 @@ import dataclasses
 
 import jax
 
+from jaxbandits import presets
 from jaxbandits.algorithms import glr
 from jaxbandits.design.games import EXACT_GAME_GAP, is_square  # noqa: F401 (also used from here)
 from jaxbandits.design.games import matrix_game, matrix_game_certified, matrix_game_exact  # noqa: F401
@@ -95,8 +96,7 @@ from jaxbandits.rules.stopping import GLR_FORMS, envelope_glr  # noqa: F401 (als
 #: ``runit.jl``): log((t + 1) / delta) threshold, ridge GLR; the matrix game over every r-active
 #: piece solved exactly as a linear program, as the released ``envelope.jl`` (``solveZeroSumGame``)
 #: does: :func:`matrix_game_exact`, at most 256 simplex pivots (``game_gap`` certifies the solution)
-TIRINZONI_DEGENNE = dict(threshold="log_t", reg=1.0, glr_form="ridge", game="exact", game_iters=256,
-                         max_active=1024)
+TIRINZONI_DEGENNE = presets.TD_FWS.settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,9 +141,9 @@ class FWS(Composed):
 
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "FWS":
-        """FWS as in Tirinzoni & Degenne 2022's Table 1 (:data:`TIRINZONI_DEGENNE`, module
+        """FWS as in Tirinzoni & Degenne 2022's Table 1 (:data:`jaxbandits.presets.TD_FWS`, module
         docstring); delta = 0.01 as there unless given.  ``kw`` overrides."""
-        return cls(**{"delta": 0.01, **TIRINZONI_DEGENNE, **kw})
+        return cls(**presets.TD_FWS.apply(**kw))
 
     def __post_init__(self):
         glr.check_threshold(self.threshold)

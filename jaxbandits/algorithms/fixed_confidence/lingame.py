@@ -104,18 +104,18 @@ from jaxbandits.algorithms.common import glr_statistic_inv, inverse_gram, topm_m
 from jaxbandits.design.games import hedge_update, hedge_weights  # noqa: F401 (also used from here)
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
+from jaxbandits import presets
 from jaxbandits.rules import thresholds
 
 THRESHOLDS = thresholds.names("lingame")  # jaxbandits.rules.thresholds.ALIASES
 LEARNERS = ("per_answer", "single")
 
 #: LinGame / MisLid in Tirinzoni & Degenne 2022's Table 1 (module docstring)
-TIRINZONI_DEGENNE = dict(learners="single", optimism=False, clip_gains=False, tracking="C", reg=1.0,
-                         threshold="log_t", best_response="agent", width="squared")
+TIRINZONI_DEGENNE = presets.TD_LINGAME.settings
 TRACKINGS = ("C", "D")
 
 #: the LinGame run of seed 003's released code (Code/bandits.py ``LinGame``, ``LinGame_Heuristic``)
-SEED003_CODE = dict(tracking="D", reg=(0.5 / 20.0) ** 2, sigma=1.0, best_response="counts", width="norm")
+SEED003_CODE = presets.LINGAME_SEED003.settings
 BEST_RESPONSES = ("agent", "counts")
 WIDTHS = ("squared", "norm")
 
@@ -273,9 +273,9 @@ class LinGame(Algorithm):
     @classmethod
     def tirinzoni_degenne(cls, m: int = 1, **kw) -> "LinGame":
         """LinGame (m = 1) or MisLid (m > 1) as in Tirinzoni & Degenne 2022's Table 1
-        (:data:`TIRINZONI_DEGENNE`, module docstring); delta = 0.01 as there unless given."""
+        (:data:`jaxbandits.presets.TD_LINGAME`, module docstring); delta = 0.01 as there unless given."""
         name = "LinGame" if m == 1 else "MisLid"
-        return cls(**{"m": m, "delta": 0.01, "name": f"{name} [Tirinzoni & Degenne]", **TIRINZONI_DEGENNE, **kw})
+        return cls(**presets.TD_LINGAME.apply(m=m, name=f"{name} [Tirinzoni & Degenne]", **kw))
 
     def stopping_threshold(self, state: "LinGameState", instance: Instance):
         """(sigma^2 beta(t, delta), ready) of the GLR stopping rule (module docstring, 6), for the

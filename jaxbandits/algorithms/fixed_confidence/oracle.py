@@ -36,6 +36,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from jaxbandits import presets
 from jaxbandits.algorithms.common import noise_scale, safe_cholesky
 from jaxbandits.algorithms.elimination import gram_from_counts
 from jaxbandits.batching import solve_where
@@ -61,7 +62,7 @@ class Oracle(XYOracle):
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "gamma", "design_cutoff", "design_tol")
     #: the released XY_ORACLE that produced seed 000 Table 1 (its Frank-Wolfe design, App F, included)
-    released_settings: ClassVar[dict] = dict(design_method="paper", index_stride=2, check="true_best")
+    released_settings: ClassVar[dict] = presets.ORACLE_RELEASED.settings
     index_stride: int = 1
     check: str = "empirical"
     max_support: int = 128

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxbandits import presets
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
 from jaxbandits.algorithms.elimination import eliminate, gram_from_counts, single_answer
@@ -64,7 +65,7 @@ class CumulativeRAGE(RAGE):
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "CumulativeRAGE":
         """RAGE of Tirinzoni & Degenne 2022's Table 1 (the defaults); ``kw`` overrides."""
-        return cls(**kw)
+        return cls(**presets.TD_RAGE.apply(**kw))
 
     def init(self, key, instance: Instance) -> CumulativeRAGEState:
         X = instance.arms
@@ -132,7 +133,7 @@ class GlobalXYAdaptive(Algorithm):
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "GlobalXYAdaptive":
         """XY-adaptive of Tirinzoni & Degenne 2022's Table 1 (the defaults); ``kw`` overrides."""
-        return cls(**kw)
+        return cls(**presets.TD_XY_ADAPTIVE.apply(**kw))
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)

@@ -23,7 +23,7 @@ One step = one round.  In round t + 1 (t rounds played):
   Sec 5 choices c = c_{A_0} sqrt(d), u = 1, delta_t = 6 delta / (pi^2 t^2).  The decision rule
   returns argmax_z z^T mu_hat_tau.
 
-Paper text vs released code, side by side (:data:`PAPER_TEXT`, :data:`RELEASED_CODE`; the
+Paper text vs released code, side by side (:data:`jaxbandits.presets.LTS_PAPER`, :data:`jaxbandits.presets.LTS_RELEASED`; the
 constructors :meth:`LazyTrackAndStop.paper` and :meth:`LazyTrackAndStop.released_code`; the plain
 constructor is the paper's text).  Each switch is a field, so any mixture can be run:
 
@@ -116,6 +116,7 @@ from jaxbandits.design.core import design_matrix, initial_design
 from jaxbandits.design.minimax import oracle_directions
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
+from jaxbandits import presets
 from jaxbandits.rules import thresholds
 
 SCHEDULES = ("exponential", "periodic", "every")
@@ -127,11 +128,10 @@ METHODS = ("smooth", "paper")
 #: Wang et al. 2021's port): lazy updates at powers of 2 warm-started from w(t - 1), cumulative
 #: tracking, and the stopping threshold log((t + 1) / delta) of every test in their experiments
 #: (``thresholds.jl``) instead of Prop 2 / eq. (9).  Not proven delta-correct (no dimension term).
-TIRINZONI_DEGENNE = dict(threshold="log_t", averaging=True, warm_start=True, method="paper", max_iters=1000,
-                         a0_prior=False)
+TIRINZONI_DEGENNE = presets.TD_LTS.settings
 THRESHOLDS = thresholds.names("track_and_stop")  # jaxbandits.rules.thresholds.ALIASES
-PAPER_TEXT = dict(a0_prior=False, u=1.0, anytime=True, method="paper", warm_start=True, max_iters=1000)
-RELEASED_CODE = dict(a0_prior=True, u=0.1, anytime=False, method="paper", warm_start=False, max_iters=1000)
+PAPER_TEXT = presets.LTS_PAPER.settings        # jaxbandits.presets
+RELEASED_CODE = presets.LTS_RELEASED.settings
 
 
 # ------------------------------------------------------------------------------------------------
@@ -447,8 +447,8 @@ class FWCarry(NamedTuple):
 class LazyTrackAndStop(Algorithm):
     """LT&S (seed 000 Algorithm 1; Lemma 5, eq. (5)-(10), Prop 2, Sec 5 experimental choices).
 
-    The defaults are the paper's text (:data:`PAPER_TEXT`, :meth:`paper`); :meth:`released_code`
-    gives the authors' code (:data:`RELEASED_CODE`).
+    The defaults are the paper's text (:data:`jaxbandits.presets.LTS_PAPER`, :meth:`paper`); :meth:`released_code`
+    gives the authors' code (:data:`jaxbandits.presets.LTS_RELEASED`).
 
     Attributes:
       delta: confidence level.
@@ -510,16 +510,16 @@ class LazyTrackAndStop(Algorithm):
 
     @classmethod
     def paper(cls, **kw) -> "LazyTrackAndStop":
-        """The choices of the paper's text (:data:`PAPER_TEXT`; Sec 3.4, Sec 5, Algorithm 1):
+        """The choices of the paper's text (:data:`jaxbandits.presets.LTS_PAPER`; Sec 3.4, Sec 5, Algorithm 1):
         no prior, u = 1, beta(6 delta / (pi^2 t^2), t), Frank-Wolfe warm-started from w(t - 1).
         The same as the plain constructor; ``kw`` overrides."""
-        return cls(**{**PAPER_TEXT, **kw})
+        return cls(**presets.LTS_PAPER.apply(**kw))
 
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "LazyTrackAndStop":
-        """LT&S as in Tirinzoni & Degenne 2022's Table 1 (:data:`TIRINZONI_DEGENNE`); delta = 0.01
+        """LT&S as in Tirinzoni & Degenne 2022's Table 1 (:data:`jaxbandits.presets.TD_LTS`); delta = 0.01
         as there unless given.  ``kw`` overrides."""
-        return cls(**{"delta": 0.01, **TIRINZONI_DEGENNE, **kw})
+        return cls(**presets.TD_LTS.apply(**kw))
 
     def __post_init__(self):
         thresholds.resolve("track_and_stop", self.threshold)

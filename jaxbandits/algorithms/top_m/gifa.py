@@ -48,12 +48,12 @@ switches whose defaults follow the paper:
   + sqrt(lambda) S / sigma) or ``"lambda"`` (the released ``FrequentistBeta``: + lambda S /
   sigma, smaller for lambda < 1).  Only the theoretical and determinant thresholds have a tail.
 
-:meth:`GIFA.released_code` sets both (:data:`RELEASED_CODE`).  Other differences of the released
+:meth:`GIFA.released_code` sets both (:data:`jaxbandits.presets.GIFA_RELEASED`).  Other differences of the released
 code are not reproduced: its initial design matrix is lambda^2 I (LinGIFA) or I (m-LinGapE)
 instead of lambda I, and its threshold is evaluated at t + 1 when there is no initialization.
 
 Tirinzoni & Degenne, "On elimination strategies for bandit fixed-confidence identification",
-NeurIPS 2022 (:func:`tirinzoni_degenne`, :data:`TIRINZONI_DEGENNE`) run LinGapE, m-LinGapE and
+NeurIPS 2022 (:func:`tirinzoni_degenne`, :data:`jaxbandits.presets.TD_LINGAPE`, :data:`jaxbandits.presets.TD_LINGIFA`) run LinGapE, m-LinGapE and
 LinGIFA (their Table 1) with every arm pulled once, the ridge estimate with lambda = 1, the greedy
 selection rule and the GLR stopping rule (``stopping="glr"``): stop when
 min_{i in J_emp, j notin J_emp} (mu_i - mu_j)_+^2 / (2 sigma^2 ||x_i - x_j||^2_{V_t^-1}) >
@@ -112,6 +112,7 @@ from jaxbandits.algorithms.common import (TOPK_ITERATIVE_MAX, argmax_fast, mth_l
 from jaxbandits.algorithms.top_m.complexity import min_l1_representation
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
+from jaxbandits import presets
 from jaxbandits.rules import thresholds
 
 INDICES = ("paired", "individual", "classical")
@@ -124,10 +125,10 @@ STOPPING_PAIRS = ("post_pull", "pre_pull")
 THRESHOLD_TAILS = ("sqrt_lambda", "lambda")
 
 #: the two behaviours of the released code (module docstring) as GIFA options
-RELEASED_CODE = dict(stopping_pair="pre_pull", threshold_tail="lambda")
+RELEASED_CODE = presets.GIFA_RELEASED.settings
 #: Tirinzoni & Degenne 2022's Table 1 settings common to LinGapE, m-LinGapE and LinGIFA (module docstring)
-TIRINZONI_DEGENNE = dict(stopping="glr", initialization=True, reg=1.0, selection="greedy", tie_break="first",
-                         epsilon=0.0)
+TIRINZONI_DEGENNE = {k: v for k, v in presets.TD_LINGAPE.settings.items()
+                     if k not in ("index", "threshold", "compute_J", "compute_b")}
 
 
 class GIFAState(NamedTuple):
@@ -496,18 +497,15 @@ class GIFA(Algorithm):
     @classmethod
     def tirinzoni_degenne(cls, algorithm: str = "LinGapE", m: int = 1, **kw) -> "GIFA":
         """LinGapE (m = 1), m-LinGapE or LinGIFA as in Tirinzoni & Degenne 2022's Table 1
-        (:data:`TIRINZONI_DEGENNE`, module docstring): ``algorithm`` is "LinGapE" (also for
+        (:data:`jaxbandits.presets.TD_LINGAPE`, :data:`jaxbandits.presets.TD_LINGIFA`, module docstring): ``algorithm`` is "LinGapE" (also for
         m > 1: m-LinGapE) or "LinGIFA"; delta = 0.01 as there unless given."""
         if algorithm == "LinGapE":
-            base = dict(index="paired", threshold="td_lingape", compute_J="empirical", compute_b="lucb")
-            name = "LinGapE" if m == 1 else "m-LinGapE"
+            preset, name = presets.TD_LINGAPE, "LinGapE" if m == 1 else "m-LinGapE"
         elif algorithm == "LinGIFA":
-            base = dict(index="paired", threshold="log_t", compute_J="gap", compute_b="lucb")
-            name = "LinGIFA"
+            preset, name = presets.TD_LINGIFA, "LinGIFA"
         else:
             raise ValueError(f"algorithm must be 'LinGapE' or 'LinGIFA', got {algorithm!r}")
-        return cls(**{"m": m, "delta": 0.01, **TIRINZONI_DEGENNE, **base,
-                      "name": f"{name} [Tirinzoni & Degenne]", **kw})
+        return cls(**preset.apply(m=m, name=f"{name} [Tirinzoni & Degenne]", **kw))
 
     @property
     def top_m(self) -> int:
@@ -697,25 +695,3 @@ class LinGIFA(GIFAAssembly):
             tag.insert(0, "individual indices")
         self._build(f"LinGIFA ({', '.join(tag)})", m=m, delta=delta, epsilon=epsilon, selection=selection,
                     stopping=stopping, index=index, threshold=threshold, initialization=initialization, **kw)
-
-
-def fig1a_algorithms(m: int = 2, delta: float = 0.05, *, threshold: str = "theoretical",
-                     classical_threshold: str = "lucb1", released_code: bool = False, **kw) -> list[GIFA]:
-    """The nine variants of seed 003 Fig. 1(a) / Table 3, first column.
-
-    ``released_code=True``: each with :meth:`~jaxbandits.algorithms.base.Algorithm.released_code` (pre-pull stopping pair, lambda S /
-    sigma tail), the behaviour behind the released code's 500-run outputs.  ``kw`` (e.g. ``sigma``)
-    goes to every constructor.
-    """
-    algs = [
-        MLinGapE(m, delta, selection="greedy", threshold=threshold, **kw),
-        MLinGapE(m, delta, selection="optimized", threshold=threshold, **kw),
-        LinGIFA(m, delta, selection="largest_variance", threshold=threshold, **kw),
-        LinGIFA(m, delta, selection="largest_variance", stopping="lucb", threshold=threshold, **kw),
-        LinGIFA(m, delta, selection="greedy", stopping="lucb", threshold=threshold, **kw),
-        LinGIFA(m, delta, selection="greedy", threshold=threshold, **kw),
-        LinGIFA(m, delta, index="individual", threshold=threshold, **kw),
-        LUCB(m, delta, threshold=classical_threshold, **kw),
-        UGapE(m, delta, threshold=classical_threshold, **kw),
-    ]
-    return [a.released_code() for a in algs] if released_code else algs
