@@ -211,7 +211,7 @@ def test_budget_sweep_compiles_once_and_matches_static_budget(name):
         traces.append(1)
         return orig_step(self, key, state, instance)
 
-    steps = lambda a: a.steps_needed(K, inst.dim) if isinstance(a, ODLinBAI) else a.steps_needed(K)
+    steps = lambda a: a.steps_needed(inst)
     key = jax.random.key(4)
     cls.step = counting_step
     try:
@@ -395,3 +395,25 @@ def test_logistic_theta_std_option():
         th = np.asarray(b.theta).ravel()
         target = 3.0 / d if std is None else (3.0 / d) ** 2
         assert abs(th.var() - target) < 4 * target * np.sqrt(2.0 / th.size)
+
+
+def test_steps_needed_is_one_declared_protocol():
+    """Every fixed-budget algorithm implements StepsNeeded with one signature, steps_needed(instance)
+    (the older steps_needed(num_arms[, dim]) gives the same), and those steps spend the budget."""
+    import jaxbandits.algorithms as A
+    from jaxbandits.algorithms.base import StepsNeeded
+
+    inst = _easy(6, gap=1.0)
+    K, d = inst.num_arms, inst.dim
+    algs = [A.GSE(budget=60), A.ODLinBAI(budget=60), A.Peace(budget=60), A.BayesGap(budget=60), A.LinUCB(budget=60),
+            A.UCBGLM(budget=60), A.BudgetCapped(A.MLinGapE(2), 60)]
+    for alg in algs:
+        assert isinstance(alg, StepsNeeded), type(alg).__name__
+        n = alg.steps_needed(inst)
+        assert n == (alg.steps_needed(K, d) if isinstance(alg, ODLinBAI) else alg.steps_needed(K))
+        if not isinstance(alg, (A.UCBGLM, A.BudgetCapped)):
+            res = simulate(alg, inst, jax.random.key(0), 4, max_steps=n)
+            assert np.asarray(res.stopped).all(), type(alg).__name__
+    assert not isinstance(A.RAGE(), StepsNeeded)
+    with pytest.raises(TypeError, match="dimension"):
+        A.ODLinBAI(budget=60).steps_needed(K)

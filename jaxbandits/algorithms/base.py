@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from functools import partial
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -57,6 +57,24 @@ class Outcome(NamedTuple):
     samples: jax.Array
     pulls: jax.Array
     converged: jax.Array | None = None
+
+
+@runtime_checkable
+class StepsNeeded(Protocol):
+    """A fixed-budget algorithm that knows how many engine steps spend its budget on an instance
+    (the ``max_steps`` to give :func:`jaxbandits.simulate`): GSE, OD-LinBAI, Peace, BayesGap,
+    LinUCB, UCB-GLM, BudgetCapped."""
+
+    def steps_needed(self, instance: Instance) -> int:
+        """Engine steps a run takes on ``instance`` (its shapes only: K arms, dimension d)."""
+
+
+def arms_and_dim(instance: Instance | int, dim: int | None = None) -> tuple[int, int | None]:
+    """(K, d) of ``instance`` for :meth:`StepsNeeded.steps_needed`; an int is read as K, with
+    ``dim`` as d (the form ``steps_needed(num_arms[, dim])`` of earlier versions)."""
+    if isinstance(instance, Instance):
+        return instance.num_arms, instance.dim
+    return int(instance), (None if dim is None else int(dim))
 
 
 def answer_mask(index: jax.Array, num_items: int) -> jax.Array:

@@ -43,7 +43,7 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete, arms_and_dim
 from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
@@ -157,8 +157,10 @@ class BayesGap(Algorithm):
         if instance.num_items != instance.num_arms:
             raise ValueError("BayesGap identifies the best arm: items must be the arms (Z = X)")
 
-    def steps_needed(self, num_arms: int) -> int:
-        return int(self.budget) - num_arms
+    def steps_needed(self, instance, dim=None) -> int:
+        """Engine steps a run takes (:class:`~jaxbandits.algorithms.base.StepsNeeded`): the budget
+        less the K initial pulls."""
+        return int(self.budget) - arms_and_dim(instance, dim)[0]
 
     def _sigma2(self, instance):
         """sigma^2 of Hoffman et al. Sec 3 (the GP likelihood's noise variance)."""

@@ -39,7 +39,8 @@ class BudgetCapped(Wrapper):
         if int(self.budget) < instance.num_arms:
             raise ValueError(f"budget B = {self.budget} is below K = {instance.num_arms}")
 
-    def steps_needed(self, num_arms: int) -> int:
+    def steps_needed(self, instance, dim=None) -> int:
+        """Engine steps a run takes (:class:`~jaxbandits.algorithms.base.StepsNeeded`): one pull each."""
         return int(self.budget)
 
     def done(self, state) -> jax.Array:

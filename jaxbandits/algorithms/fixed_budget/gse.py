@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim
 from jaxbandits.algorithms.stages import (descending_rank, halving_schedule, keep_top,  # noqa: F401 (also imported
                                          projected_least_squares, round_allocation, stage_budget, stage_budgets)  # from here)
 from jaxbandits.algorithms.glm import logistic_mle
@@ -189,9 +189,9 @@ class GSE(Algorithm):
             return int(self.design_iters)
         return 100 if self.design == "fwg_g" else 1000
 
-    def steps_needed(self, num_arms: int) -> int:
-        """Number of ``step`` calls a run takes (the ``max_steps`` to give the engine)."""
-        return self.num_stages(num_arms)
+    def steps_needed(self, instance, dim=None) -> int:
+        """Engine steps a run takes (:class:`~jaxbandits.algorithms.base.StepsNeeded`): its stages."""
+        return self.num_stages(arms_and_dim(instance, dim)[0])
 
     def num_stages(self, num_arms: int) -> int:
         return len(halving_schedule(num_arms, self.eta)) - 1

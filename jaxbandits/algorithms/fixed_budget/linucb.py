@@ -55,7 +55,8 @@ class _MostPulledBaseline(Algorithm):
         if instance.num_items != instance.num_arms:
             raise ValueError(f"{type(self).__name__} recommends an arm: items must be the arms (Z = X)")
 
-    def steps_needed(self, num_arms: int) -> int:
+    def steps_needed(self, instance, dim=None) -> int:
+        """Engine steps a run takes (:class:`~jaxbandits.algorithms.base.StepsNeeded`): one pull each."""
         return int(self.budget)
 
     def init(self, key, instance: Instance) -> UCBState:

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim
 from jaxbandits.algorithms.stages import keep_top, projected_least_squares, round_allocation
 from jaxbandits.design.gopt import g_optimal
 from jaxbandits.environment import pull_counts
@@ -101,8 +101,13 @@ class ODLinBAI(Algorithm):
         if instance.num_items != instance.num_arms:
             raise ValueError("OD-LinBAI identifies the best arm: items must be the arms (Z = X)")
 
-    def steps_needed(self, num_arms: int, dim: int) -> int:
-        return od_linbai_structure(num_arms, dim)[0]
+    def steps_needed(self, instance, dim=None) -> int:
+        """Engine steps a run takes (:class:`~jaxbandits.algorithms.base.StepsNeeded`): its phases,
+        which depend on K and d."""
+        K, d = arms_and_dim(instance, dim)
+        if d is None:
+            raise TypeError("ODLinBAI.steps_needed needs the dimension: pass the instance (or num_arms and dim)")
+        return od_linbai_structure(K, d)[0]
 
     def init(self, key, instance: Instance) -> ODLinBAIState:
         K = instance.num_arms

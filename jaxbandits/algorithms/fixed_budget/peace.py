@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim
 from jaxbandits.algorithms.stages import halving_schedule, keep_top, projected_least_squares, round_allocation, stage_budget
 from jaxbandits.design.core import null_projector
 from jaxbandits.environment import pull_counts
@@ -131,8 +131,9 @@ class Peace(Algorithm):
         if instance.num_items != instance.num_arms:
             raise ValueError("Peace (fixed budget, seed 002) identifies the best arm: items must be the arms")
 
-    def steps_needed(self, num_arms: int) -> int:
-        return len(halving_schedule(num_arms, self.eta)) - 1
+    def steps_needed(self, instance, dim=None) -> int:
+        """Engine steps a run takes (:class:`~jaxbandits.algorithms.base.StepsNeeded`): its stages."""
+        return len(halving_schedule(arms_and_dim(instance, dim)[0], self.eta)) - 1
 
     def init(self, key, instance: Instance) -> PeaceState:
         K, d = instance.arms.shape
