@@ -11,8 +11,9 @@ computed in float32 (JAX's rule, not ours).  The command line, the experiments a
 x64 on globally (:func:`enable_globally`), as the package did on import before.
 
 float32 is offered only where a two-sample test against float64 on the seed instances showed the
-same distribution of sample complexity and error rate (:data:`FLOAT32_VALIDATED`, the evidence
-in docs/design.md, Numerics): ``simulate(..., precision="float32")`` then runs the whole program
+same distribution of sample complexity and error rate: the algorithm's class declares it,
+``float32_validated = True`` (:class:`jaxbandits.algorithms.base.Algorithm`; today RAGE; the
+evidence in docs/design.md, Numerics): ``simulate(..., precision="float32")`` then runs the whole program
 with x64 off.  A float32 instance handed to ``simulate`` without that request is refused
 (:func:`require_float64`): before this policy such runs silently shifted RAGE's mean sample
 complexity on Soare d = 5 by -7 % (713,361 +- 15,828 against 766,115 +- 9,791, 1000 replications
@@ -28,9 +29,13 @@ import numpy as np
 
 PRECISIONS = ("float64", "float32")
 
-#: algorithms (class names) whose float32 runs passed the two-sample tests against float64
-#: (KS and Welch on the sample complexity, binomial on the errors) on their seed instance
-FLOAT32_VALIDATED: frozenset[str] = frozenset({"RAGE"})
+
+def float32_validated(algorithm) -> bool:
+    """Whether ``algorithm``'s class declares that its float32 runs passed the two-sample tests
+    against float64 (KS and Welch on the sample complexity, binomial on the errors) on its seed
+    instance: its own ``float32_validated`` class attribute, not inherited (a subclass changes the
+    numerics it was validated with until shown otherwise)."""
+    return bool(type(algorithm).__dict__.get("float32_validated", False))
 
 
 def float64_entry(fn):
@@ -82,23 +87,24 @@ def float_dtype_of(tree) -> np.dtype | None:
 
 def resolve(precision: str | None, algorithm, instances) -> str:
     """The precision a run uses: ``precision`` if given (checked against the instance's dtype and
-    :data:`FLOAT32_VALIDATED`), else float64 for a float64 instance; a float32 instance without
+    :func:`float32_validated`), else float64 for a float64 instance; a float32 instance without
     ``precision="float32"`` is refused with a clear error."""
     if precision is not None and precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS} (or None), got {precision!r}")
     dt = float_dtype_of(instances)
     name = type(algorithm).__name__
     if precision == "float32" or (precision is None and dt == np.float32):
-        if name not in FLOAT32_VALIDATED:
+        if not float32_validated(algorithm):
             raise ValueError(
                 f"{name} is not validated in float32: its stopping decisions were not shown to keep the "
-                "float64 distribution (docs/design.md, Numerics). Build the instance in float64 "
-                "(make_instance's default) and leave precision=None; float32 is offered for "
-                f"{sorted(FLOAT32_VALIDATED)} with precision='float32'.")
+                "float64 distribution (docs/design.md, Numerics; its class does not declare "
+                "float32_validated = True). Build the instance in float64 (make_instance's default) and "
+                "leave precision=None; float32 is offered with precision='float32' for the algorithms that "
+                "declare it (RAGE).")
         if precision is None:
             raise ValueError(
                 f"float32 instance given to {name}: pass precision='float32' to run in float32 (validated for "
-                f"{sorted(FLOAT32_VALIDATED)}), or build the instance in float64 (make_instance's default)")
+                f"{name}), or build the instance in float64 (make_instance's default)")
         return "float32"
     return "float64"
 

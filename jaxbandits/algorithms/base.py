@@ -236,6 +236,9 @@ class Algorithm(Configurable):
         program.
       released_settings: the field values of the authors' released code where it departs from the
         paper's text (None: no such configuration); :meth:`released_code` applies them.
+      float32_validated: float32 runs (``simulate(..., precision="float32")``) passed two-sample
+        tests against float64 on the seed instances (:func:`jaxbandits.precision.float32_validated`;
+        declared by the class itself, not inherited).
     """
 
     needs_span: ClassVar[bool] = True
@@ -245,6 +248,7 @@ class Algorithm(Configurable):
     integer_fields: ClassVar[tuple[str, ...]] = ()
     none_traced: ClassVar[tuple[str, ...]] = ("sigma",)
     released_settings: ClassVar[dict | None] = None
+    float32_validated: ClassVar[bool] = False
     released_code = _ReleasedCode()
 
     # -- the contract --------------------------------------------------------------------------

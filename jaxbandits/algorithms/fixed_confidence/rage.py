@@ -118,6 +118,8 @@ class RAGE(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "rounding_eps", "log_factor", "design_cutoff", "design_tol")
+    #: float32 runs keep float64's distribution (two-sample tests, docs/design.md, Numerics)
+    float32_validated: ClassVar[bool] = True
     delta: float = 0.05
     sigma: float | None = None
     rounding_eps: float = 0.1
