@@ -302,14 +302,11 @@ class Algorithm(Configurable):
         return 0.0
 
     def validate(self, instance: Instance) -> None:
-        """Host-side input checks, run before compiling; raise ``ValueError`` on bad input."""
+        """Host-side checks of the algorithm against an instance, run before compiling; raise
+        ``ValueError`` on bad input.  The ranges of the hyperparameters themselves (delta, a budget,
+        sigma, ...) are checked once, before this, by :func:`jaxbandits.validation.check_algorithm`
+        (``simulate``, ``sweep``, ``calibrate`` and ``benchmark`` call it)."""
         validate_instance(instance, need_span=self.needs_span)
-        delta = getattr(self, "delta", None)
-        if delta is not None and not (0.0 < float(delta) < 1.0):
-            raise ValueError(f"delta must be in (0, 1), got {delta}")
-        budget = getattr(self, "budget", None)
-        if budget is not None and int(budget) <= 0:
-            raise ValueError(f"the budget must be positive, got {budget}")
         m = self.top_m
         M = int(jnp.min(jnp.asarray(instance.true_num_items())))
         if not (1 <= m < M):
