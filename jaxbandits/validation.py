@@ -149,43 +149,15 @@ def as_key(value: Any, name: str = "key"):
 # ------------------------------------------------------------------------------------------------
 # algorithms
 # ------------------------------------------------------------------------------------------------
-#: ranges of hyperparameters shared by many algorithms: name -> as_real keyword arguments
-FIELD_RANGES: dict[str, dict] = {
-    "delta": dict(low=0.0, high=1.0),
-    "sigma": dict(low=0.0),
-    "epsilon": dict(low=0.0, low_open=False),
-    "budget": dict(low=0.0),
-    # tolerances, bounds and scales: the same meaning in every algorithm that has them
-    "design_tol": dict(low=0.0),
-    "tol": dict(low=0.0),
-    "S": dict(low=0.0),
-    "u": dict(low=0.0),
-    "reg": dict(low=0.0, low_open=False),
-    "irls_reg": dict(low=0.0, low_open=False),
-    "design_cutoff": dict(low=0.0, low_open=False),
-    "length_scale": dict(low=0.0),
-    "prior_std": dict(low=0.0),
-    "noise_var": dict(low=0.0),
-    "theta_norm": dict(low=0.0),
-    "norm_bound": dict(low=0.0),
-    "eps": dict(low=0.0, low_open=False),
-    "kappa": dict(low=0.0),
-    "r_scale": dict(low=0.0),
-    "hedge_delta0": dict(low=0.0),
-}
-
-#: ranges of hyperparameters whose meaning depends on the algorithm: (class name, field) -> range
-CLASS_FIELD_RANGES: dict[tuple[str, str], dict] = {
-    ("TopTwo", "beta"): dict(low=0.0, high=1.0),  # the leader's probability
-    ("BayesGap", "beta"): dict(low=0.0),  # the exploration coefficient
-}
-
-#: iteration counts, sizes and periods (static: they shape the compiled program): name -> minimum
-COUNT_FIELDS: dict[str, int] = {
-    "design_iters": 1, "max_iters": 1, "polish_iters": 0, "polish_max_directions": 1, "irls_iters": 1,
-    "md_iters": 1, "md_samples": 1, "game_iters": 1, "max_active": 1, "learner_slots": 1,
-    "pulls_per_step": 1, "fa_candidates": 1, "index_stride": 1, "max_support": 1, "solve_capacity": 1,
-    "period": 1, "first_update": 1, "block": 1, "pause_trips": 1, "tau": 0,
+#: the contract's conventional fields (docs/adding_an_algorithm.md): an algorithm of yours that has
+#: them without declaring their ranges (:func:`~jaxbandits.algorithms.base.hyperparameter`) gets these;
+#: every field of the library's algorithms and rules declares its own
+CONVENTIONS: dict[str, dict] = {
+    "delta": dict(range=dict(low=0.0, high=1.0)),
+    "sigma": dict(range=dict(low=0.0)),
+    "epsilon": dict(range=dict(low=0.0, low_open=False)),
+    "budget": dict(range=dict(low=0.0), pulls=True),
+    "m": dict(count=1),
 }
 
 #: why a budget stops at :data:`INT32_MAX`
@@ -194,10 +166,10 @@ BUDGET_WHY = "a budget is a number of pulls, and pull and sample counts are 32-b
 
 def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
     """``algorithm`` is a configured :class:`~jaxbandits.algorithms.base.Algorithm` whose numeric
-    hyperparameters (its ``dynamic_fields``; delta, sigma, epsilon, budget, m, the tolerances,
-    bounds and scales of :data:`FIELD_RANGES` and the iteration counts of :data:`COUNT_FIELDS`
-    wherever an algorithm has them, or the range a field declares beside itself with
-    :func:`~jaxbandits.algorithms.base.hyperparameter`) are numbers in their ranges; wrapped
+    hyperparameters are numbers in their ranges: the range each field declares beside itself
+    (:func:`~jaxbandits.algorithms.base.hyperparameter`), else the contract's conventions for
+    ``delta``, ``sigma``, ``epsilon``, ``budget`` and ``m`` (:data:`CONVENTIONS`), else a number
+    for a dynamic field; wrapped
     algorithms and the rules of a composition are checked too.  Every integer hyperparameter (a budget, m, an iteration count, a size, a period) is at
     most :data:`INT32_MAX`: the compiled programs hold them, and the counts they bound, in 32-bit
     integers."""
@@ -228,15 +200,14 @@ def _check_fields(algorithm, name: str) -> None:
             continue
         if v is None or _is_tracer(v):
             continue
-        if "count" in f.metadata:
-            as_count(label, v, minimum=f.metadata["count"])
-            continue
-        rng = f.metadata.get("range", CLASS_FIELD_RANGES.get((cls, f.name), FIELD_RANGES.get(f.name)))
-        if rng is not None:
-            as_real(label, v, **rng)
-            if f.name == "budget" and float(v) != int(float(v)):
+        declared = f.metadata or CONVENTIONS.get(f.name, {})
+        if "count" in declared:
+            as_count(label, v, minimum=declared["count"])
+        elif "range" in declared:
+            as_real(label, v, **declared["range"])
+            if declared.get("pulls") and float(v) != int(float(v)):
                 raise ValueError(f"{label} must be a whole number of pulls, got {v!r}")
-            if f.name == "budget" and float(v) > INT32_MAX:
+            if declared.get("pulls") and float(v) > INT32_MAX:
                 raise ValueError(f"{label} must be at most {_limit(INT32_MAX)} ({BUDGET_WHY}), got {_show(v)}")
         elif f.name in algorithm.dynamic_fields:
             a = np.asarray(v) if not isinstance(v, (str, bytes)) else None
@@ -244,10 +215,6 @@ def _check_fields(algorithm, name: str) -> None:
                 raise TypeError(f"{label} must be a number, got {_show(v)} ({type(v).__name__})")
             if np.any(np.isnan(a)):
                 raise ValueError(f"{label} must be a number, got {v!r}")
-        elif f.name == "m":
-            as_count(label, v, minimum=1)
-        elif f.name in COUNT_FIELDS:
-            as_count(label, v, minimum=COUNT_FIELDS[f.name])
         elif isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) and abs(int(v)) > INT32_MAX:
             raise ValueError(f"{label} must be an integer of magnitude at most {_limit(INT32_MAX)} ({INT32_WHY}), "
                              f"got {int(v)}")

@@ -130,18 +130,22 @@ def concrete(value) -> bool:
     return value is not None and not isinstance(value, jax.core.Tracer)
 
 
-def hyperparameter(default, *, low: float | None = None, high: float | None = None, low_open: bool = True,
-                   high_open: bool = True, count: int | None = None):
+def hyperparameter(default=dataclasses.MISSING, *, low: float | None = None, high: float | None = None,
+                   low_open: bool = True, high_open: bool = True, count: int | None = None,
+                   pulls: bool = False):
     """A dataclass field with its allowed values declared beside it: a real in the interval
-    (``low``, ``high``) (closed ends with ``low_open`` / ``high_open`` False), or with ``count``
-    an integer >= ``count`` (an iteration count or a size, static: it shapes the program).
-    :func:`jaxbandits.validation.check_algorithm` reads the declaration, before anything compiles,
-    and names the field, its value and the allowed range in its error."""
+    (``low``, ``high``) (closed ends with ``low_open`` / ``high_open`` False); with ``pulls`` also a
+    whole number of pulls, at most 2^31 - 1 (a budget); or with ``count`` an integer >= ``count``
+    (an iteration count or a size, static: it shapes the program).  No ``default``: a required
+    field.  :func:`jaxbandits.validation.check_algorithm` reads the declaration, before anything
+    compiles, and names the field, its value and the allowed range in its error."""
     if count is not None:
         meta = {"count": int(count)}
     else:
         meta = {"range": {k: v for k, v in dict(low=low, high=high).items() if v is not None}
                 | {"low_open": low_open, "high_open": high_open}}
+        if pulls:
+            meta["pulls"] = True
     return dataclasses.field(default=default, metadata=meta)
 
 

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, display_name
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, display_name, hyperparameter
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.core import Belief, Context, SamplingRule, StoppingRule
@@ -128,9 +128,9 @@ class Composition(Composed):
     sampling: SamplingRule
     stopping: StoppingRule
     eliminate: Elimination | None = None
-    delta: float = 0.05
-    epsilon: float = 0.0
-    sigma: float | None = None
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    epsilon: float = hyperparameter(0.0, low=0.0, low_open=False)
+    sigma: float | None = hyperparameter(None, low=0.0)
     name: str = display_name("composition")
 
     def __post_init__(self):

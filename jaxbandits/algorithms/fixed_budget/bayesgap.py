@@ -43,7 +43,7 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete, arms_and_dim
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete, arms_and_dim, hyperparameter
 from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
@@ -125,14 +125,14 @@ class BayesGap(Algorithm):
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "length_scale", "prior_std", "noise_var", "eps", "beta", "sigma")
     integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
-    budget: int
+    budget: int = hyperparameter(low=0.0, pulls=True)
     kernel: str = "linear"
-    length_scale: float = 1.0
-    prior_std: float = 1.0
-    noise_var: float | None = None
-    eps: float = 0.01
-    beta: float | None = None
-    sigma: float | None = None
+    length_scale: float = hyperparameter(1.0, low=0.0)
+    prior_std: float = hyperparameter(1.0, low=0.0)
+    noise_var: float | None = hyperparameter(None, low=0.0)
+    eps: float = hyperparameter(0.01, low=0.0, low_open=False)
+    beta: float | None = hyperparameter(None, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0)
     features: str = "root"
     rule: str = "hoffman"
 

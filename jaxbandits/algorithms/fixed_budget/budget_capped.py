@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import jax
 
-from jaxbandits.algorithms.base import Wrapper
+from jaxbandits.algorithms.base import Wrapper, hyperparameter
 from jaxbandits.algorithms.fixed_confidence.lingape import LinGapE
 from jaxbandits.instances.base import Instance
 
@@ -27,7 +27,7 @@ class BudgetCapped(Wrapper):
     """
 
     inner: Any
-    budget: int
+    budget: int = hyperparameter(low=0.0, pulls=True)
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True

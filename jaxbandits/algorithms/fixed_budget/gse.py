@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim, hyperparameter
 from jaxbandits.algorithms.stages import (descending_rank, halving_schedule, keep_top,  # noqa: F401 (also imported
                                          projected_least_squares, round_allocation, stage_budget, stage_budgets)  # from here)
 from jaxbandits.algorithms.glm import logistic_mle
@@ -152,17 +152,17 @@ class GSE(Algorithm):
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "design_tol", "irls_reg")
     integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
-    budget: int
+    budget: int = hyperparameter(low=0.0, pulls=True)
     eta: float = 2.0
     design: str = "fwg"
     estimator: str = "linear"
     projection: str = "span"
     memory: bool = False
-    design_iters: int | None = None
-    design_tol: float = 1e-2
+    design_iters: int | None = hyperparameter(None, count=1)
+    design_tol: float = hyperparameter(1e-2, low=0.0)
     warm_start: bool = True
-    irls_iters: int = 50
-    irls_reg: float = 1e-6
+    irls_iters: int = hyperparameter(50, count=1)
+    irls_reg: float = hyperparameter(1e-6, low=0.0, low_open=False)
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True

@@ -11,7 +11,7 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
 from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
@@ -89,12 +89,12 @@ class LinUCB(_MostPulledBaseline):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "reg", "alpha", "delta", "theta_norm", "sigma")
-    budget: int
-    reg: float = 1.0
+    budget: int = hyperparameter(low=0.0, pulls=True)
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
     alpha: float | None = None
-    delta: float = 0.05
-    theta_norm: float = 1.0
-    sigma: float | None = None
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    theta_norm: float = hyperparameter(1.0, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0)
 
     def radius(self, t, instance):
         X = instance.arms

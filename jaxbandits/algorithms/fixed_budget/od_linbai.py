@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim, hyperparameter
 from jaxbandits.algorithms.stages import keep_top, projected_least_squares, round_allocation
 from jaxbandits.design.gopt import g_optimal
 from jaxbandits.environment import pull_counts
@@ -85,9 +85,9 @@ class ODLinBAI(Algorithm):
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "design_tol")
     integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
-    budget: int
-    design_iters: int = 1000
-    design_tol: float = 1e-2
+    budget: int = hyperparameter(low=0.0, pulls=True)
+    design_iters: int = hyperparameter(1000, count=1)
+    design_tol: float = hyperparameter(1e-2, low=0.0)
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True

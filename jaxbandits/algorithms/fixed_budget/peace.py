@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim, hyperparameter
 from jaxbandits.algorithms.stages import halving_schedule, keep_top, projected_least_squares, round_allocation, stage_budget
 from jaxbandits.design.core import null_projector
 from jaxbandits.environment import pull_counts
@@ -115,10 +115,10 @@ class Peace(Algorithm):
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "b")
     integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
-    budget: int
+    budget: int = hyperparameter(low=0.0, pulls=True)
     eta: float = 2.0
-    md_iters: int = 100
-    md_samples: int = 1
+    md_iters: int = hyperparameter(100, count=1)
+    md_samples: int = hyperparameter(1, count=1)
     b: float = 1.0
 
     needs_span: ClassVar[bool] = False

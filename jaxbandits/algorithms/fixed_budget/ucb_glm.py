@@ -12,6 +12,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from jaxbandits.algorithms.base import hyperparameter
 from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.algorithms.fixed_budget.linucb import UCBState, _gram, _MostPulledBaseline, _ucb_pick
 from jaxbandits.algorithms.glm import logistic_mle
@@ -42,14 +43,14 @@ class UCBGLM(_MostPulledBaseline):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "alpha", "kappa", "delta", "reg", "sigma")
-    budget: int
-    tau: int | None = None
+    budget: int = hyperparameter(low=0.0, pulls=True)
+    tau: int | None = hyperparameter(None, count=0)
     alpha: float | None = None
-    kappa: float = 0.1
-    delta: float = 0.05
-    reg: float = 1e-3
-    irls_iters: int = 10
-    sigma: float | None = None
+    kappa: float = hyperparameter(0.1, low=0.0)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    reg: float = hyperparameter(1e-3, low=0.0, low_open=False)
+    irls_iters: int = hyperparameter(10, count=1)
+    sigma: float | None = hyperparameter(None, low=0.0)
     width: str = "norm"
 
     def __post_init__(self):

@@ -47,7 +47,7 @@ import numpy as np
 
 from jaxbandits.batching import current_policy, solve_where
 from jaxbandits.design.gopt import g_optimal
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
 from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.algorithms.common import check_sigma, require_linear_rewards
 from jaxbandits.algorithms.elimination import single_answer
@@ -96,13 +96,13 @@ class ALBA(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "growth", "norm_bound", "design_cutoff", "design_tol")
-    delta: float = 0.05
-    sigma: Optional[float] = None
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    sigma: Optional[float] = hyperparameter(None, low=0.0)
     growth: float = 1.1
-    norm_bound: Optional[float] = None
-    design_cutoff: float = 1e-5
-    design_tol: float = 1e-3
-    design_iters: int = 2000
+    norm_bound: Optional[float] = hyperparameter(None, low=0.0)
+    design_cutoff: float = hyperparameter(1e-5, low=0.0, low_open=False)
+    design_tol: float = hyperparameter(1e-3, low=0.0)
+    design_iters: int = hyperparameter(2000, count=1)
 
     # padded arms (= items): never active, never in the design set (a zero arm lies in every span)
     supports_padding: ClassVar[bool] = True

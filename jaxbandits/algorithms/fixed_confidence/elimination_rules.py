@@ -91,7 +91,7 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, Wrapper, answer_mask, concrete
+from jaxbandits.algorithms.base import Algorithm, Outcome, Wrapper, answer_mask, concrete, hyperparameter
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules import elimination
 from jaxbandits.rules.elimination import RULES, LinearStatistics, MaskedSampling, pairwise_evidence  # noqa: F401
@@ -132,7 +132,7 @@ class Eliminate(Wrapper):
     at_stopping: bool = True
     at_sampling: bool = False
     rule: str = "computational"
-    sigma: float | None = None
+    sigma: float | None = hyperparameter(None, low=0.0)
 
     def __post_init__(self):
         if not isinstance(self.base, Algorithm):

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 
 from jaxbandits import presets
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, with_cache
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, with_cache, hyperparameter
 from jaxbandits.algorithms import glr
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
@@ -67,12 +67,12 @@ class FixedWeightsOracle(Algorithm):
       design_tol, design_iters: tolerance (relative duality gap) and iteration cap of w*'s solve.
     """
 
-    delta: float = 0.01
+    delta: float = hyperparameter(0.01, low=0.0, high=1.0)
     threshold: str = "log_t"
-    reg: float = 1.0
-    sigma: float | None = None
-    design_tol: float = 1e-6
-    design_iters: int = 20_000
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
+    sigma: float | None = hyperparameter(None, low=0.0)
+    design_tol: float = hyperparameter(1e-6, low=0.0)
+    design_iters: int = hyperparameter(20_000, count=1)
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "reg", "sigma", "design_tol")
 

@@ -82,6 +82,7 @@ import dataclasses
 
 import jax
 
+from jaxbandits.algorithms.base import hyperparameter
 from jaxbandits import presets
 from jaxbandits.algorithms import glr
 from jaxbandits.design.games import EXACT_GAME_GAP, is_square  # noqa: F401 (also used from here)
@@ -125,15 +126,15 @@ class FWS(Composed):
         certificate).
     """
 
-    delta: float = 0.05
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
     threshold: str = "heuristic"
-    reg: float = 1.0
-    r_scale: float = 1.0
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
+    r_scale: float = hyperparameter(1.0, low=0.0)
     r_exponent: float = 0.9
     forced: str = "squares"
-    max_active: int = 8
-    game_iters: int = 64
-    sigma: float | None = None
+    max_active: int = hyperparameter(8, count=1)
+    game_iters: int = hyperparameter(64, count=1)
+    sigma: float | None = hyperparameter(None, low=0.0)
     glr_form: str = "envelope"
     game: str = "hedge"
 

@@ -99,7 +99,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, display_name
+from jaxbandits.algorithms.base import Algorithm, Outcome, display_name, hyperparameter
 from jaxbandits.algorithms.common import glr_statistic_inv, inverse_gram, topm_mask
 from jaxbandits.design.games import hedge_update, hedge_weights  # noqa: F401 (also used from here)
 from jaxbandits.environment import pull, pull_counts
@@ -230,15 +230,15 @@ class LinGame(Algorithm):
     """
 
     m: int = 1
-    delta: float = 0.05
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
     threshold: str = "heuristic"
     tracking: str = "C"
-    reg: float = 1.0
-    S: float | None = None
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
+    S: float | None = hyperparameter(None, low=0.0)
     clip_gains: bool = True
-    hedge_delta0: float = 0.01
-    learner_slots: int = 16
-    sigma: float | None = None
+    hedge_delta0: float = hyperparameter(0.01, low=0.0)
+    learner_slots: int = hyperparameter(16, count=1)
+    sigma: float | None = hyperparameter(None, low=0.0)
     best_response: str = "agent"
     width: str = "squared"
     learners: str = "per_answer"

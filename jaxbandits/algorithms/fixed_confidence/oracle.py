@@ -36,6 +36,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from jaxbandits.algorithms.base import hyperparameter
 from jaxbandits import presets
 from jaxbandits.algorithms.common import noise_scale, safe_cholesky
 from jaxbandits.algorithms.elimination import gram_from_counts
@@ -63,9 +64,9 @@ class Oracle(XYOracle):
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "gamma", "design_cutoff", "design_tol")
     #: the released XY_ORACLE that produced seed 000 Table 1 (its Frank-Wolfe design, App F, included)
     released_settings: ClassVar[dict] = presets.ORACLE_RELEASED.settings
-    index_stride: int = 1
+    index_stride: int = hyperparameter(1, count=1)
     check: str = "empirical"
-    max_support: int = 128
+    max_support: int = hyperparameter(128, count=1)
 
     def round_counts(self, key: jax.Array, lam: jax.Array, n: jax.Array) -> tuple[jax.Array, jax.Array]:
         """(Multinomial(n, lam) counts, unfinished binomial draws), drawn exactly in O(S) instead

@@ -38,8 +38,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits import design
-from jaxbandits.algorithms.base import (Algorithm, CachedInstance, Outcome, answer_mask, instance_cache,  # noqa: F401
-                                       map_instances, with_cache)
+from jaxbandits.algorithms.base import (Algorithm, CachedInstance, Outcome, answer_mask,  # noqa: F401
+                                       hyperparameter, instance_cache, map_instances, with_cache)
 from jaxbandits.batching import current_policy
 
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky  # noqa: F401 (re-exported)
@@ -120,13 +120,13 @@ class RAGE(Algorithm):
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "rounding_eps", "log_factor", "design_cutoff", "design_tol")
     #: float32 runs keep float64's distribution (two-sample tests, docs/design.md, Numerics)
     float32_validated: ClassVar[bool] = True
-    delta: float = 0.05
-    sigma: float | None = None
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    sigma: float | None = hyperparameter(None, low=0.0)
     rounding_eps: float = 0.1
     log_factor: float = 1.0
-    design_cutoff: float = 1e-5
-    design_tol: float = 1e-3
-    design_iters: int = 5000
+    design_cutoff: float = hyperparameter(1e-5, low=0.0, low_open=False)
+    design_tol: float = hyperparameter(1e-3, low=0.0)
+    design_iters: int = hyperparameter(5000, count=1)
     design_method: str = "paper"
     compact: bool = True
     cache_first_design: bool = True

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance, make_instance, validate_instance
 from jaxbandits.rules import thresholds
@@ -95,9 +95,9 @@ class SphereBAI(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "sigma")
-    epsilon: float = 0.1
-    delta: float = 0.05
-    sigma: float | None = None
+    epsilon: float = hyperparameter(0.1, low=0.0, low_open=False)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    sigma: float | None = hyperparameter(None, low=0.0)
 
     @property
     def slack(self):

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from jaxbandits import presets
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
 from jaxbandits.algorithms.elimination import eliminate, gram_from_counts, single_answer
 from jaxbandits.algorithms.fixed_confidence.rage import RAGE
 from jaxbandits.environment import pull_counts
@@ -55,9 +55,9 @@ class CumulativeRAGE(RAGE):
     Defaults: delta = 0.01 and ``log_factor=2`` (the released code's log(2 |Z|^2 / delta_p)).
     """
 
-    delta: float = 0.01
+    delta: float = hyperparameter(0.01, low=0.0, high=1.0)
     log_factor: float = 2.0
-    reg: float = 1.0
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
 
     dynamic_fields: ClassVar[tuple[str, ...]] = RAGE.dynamic_fields + ("reg",)
     supports_padding: ClassVar[bool] = False
@@ -122,11 +122,11 @@ class GlobalXYAdaptive(Algorithm):
         is multiplied by it.
     """
 
-    delta: float = 0.01
+    delta: float = hyperparameter(0.01, low=0.0, high=1.0)
     alpha: float = 0.1
-    reg: float = 1.0
-    block: int = 10
-    sigma: float | None = None
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
+    block: int = hyperparameter(10, count=1)
+    sigma: float | None = hyperparameter(None, low=0.0)
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "alpha", "reg", "sigma")
 

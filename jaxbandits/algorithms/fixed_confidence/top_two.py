@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from jaxbandits.algorithms.base import hyperparameter
 from jaxbandits.algorithms import glr
 from jaxbandits.rules import recommend, sampling, stopping
 from jaxbandits.rules.composition import Composed, Composition
@@ -95,18 +96,18 @@ class TopTwo(Composed):
       sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`).
     """
 
-    delta: float = 0.05
-    epsilon: float = 0.0
-    beta: float = 0.5
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    epsilon: float = hyperparameter(0.0, low=0.0, low_open=False)
+    beta: float = hyperparameter(0.5, low=0.0, high=1.0)
     leader: str = "EB"
     answer: str = "furthest"
     allocation: str = "design"
-    design_iters: int = 16
+    design_iters: int = hyperparameter(16, count=1)
     threshold: str = "heuristic"
-    reg: float = 0.0
-    fa_candidates: int = 16
+    reg: float = hyperparameter(0.0, low=0.0, low_open=False)
+    fa_candidates: int = hyperparameter(16, count=1)
     initial: str = "all"
-    sigma: float | None = None
+    sigma: float | None = hyperparameter(None, low=0.0)
 
     dynamic_fields = ("delta", "epsilon", "beta", "reg", "sigma")
 

@@ -106,7 +106,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete, hyperparameter
 from jaxbandits.algorithms.common import columns_dot
 from jaxbandits.algorithms.common import (glr_statistic_inv, glr_threshold_small, inverse_gram,  # noqa: F401 (also
                                          lambda_min_small, random_spanning_set)  # imported from here by older code)
@@ -487,22 +487,22 @@ class LazyTrackAndStop(Algorithm):
     #: added to A_t as a reward-free prior, u = 0.1, threshold beta(delta, t) (no union over t),
     #: Frank-Wolfe of seed 001 App F restarted from uniform at every update (1000 iterations max)
     released_settings: ClassVar[dict] = RELEASED_CODE
-    delta: float = 0.05
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
     averaging: bool = True
     schedule: str = "exponential"
     factor: float = 2.0
-    period: int = 10
-    first_update: int | None = None
+    period: int = hyperparameter(10, count=1)
+    first_update: int | None = hyperparameter(None, count=1)
     a0_prior: bool = False
-    u: float = 1.0
+    u: float = hyperparameter(1.0, low=0.0)
     anytime: bool = True
     method: str = "paper"
-    tol: float = 1e-3
-    max_iters: int = 1000
+    tol: float = hyperparameter(1e-3, low=0.0)
+    max_iters: int = hyperparameter(1000, count=1)
     warm_start: bool = True
-    solve_capacity: int | None = None
-    pause_trips: int = 8
-    sigma: float | None = None
+    solve_capacity: int | None = hyperparameter(None, count=1)
+    pause_trips: int = hyperparameter(8, count=1)
+    sigma: float | None = hyperparameter(None, low=0.0)
     threshold: str = "prop2"
 
     # padded arms: zero allocation, never in A_0, never tracked; padded items: not in Z(t)

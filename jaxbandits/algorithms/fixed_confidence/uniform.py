@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+from jaxbandits.algorithms.base import hyperparameter
 from jaxbandits.rules import sampling, stopping
 from jaxbandits.rules.composition import Composed, Composition
 
@@ -37,9 +38,9 @@ class UniformGLR(Composed):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "u", "sigma")
-    delta: float = 0.05
-    u: float = 1.0
-    sigma: float | None = None
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    u: float = hyperparameter(1.0, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0)
 
     supports_padding: ClassVar[bool] = True  # round robin over the real arms, GLR over the real items
 

@@ -67,7 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits import design
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, map_instances, with_cache
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, map_instances, with_cache, hyperparameter
 from jaxbandits.batching import ALL_LANES, current_policy, in_smallest_bucket, item_buckets, solve_where
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
@@ -202,16 +202,16 @@ class XYStatic(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "gamma", "design_cutoff", "design_tol")
-    delta: float = 0.05
-    sigma: float | None = None
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    sigma: float | None = hyperparameter(None, low=0.0)
     gamma: float = 1.35
     sampling: str = "multinomial"
-    design_cutoff: float = 1e-5
-    design_tol: float = 1e-4
-    design_iters: int | None = None
+    design_cutoff: float = hyperparameter(1e-5, low=0.0, low_open=False)
+    design_tol: float = hyperparameter(1e-4, low=0.0)
+    design_iters: int | None = hyperparameter(None, count=1)
     design_method: str = "certified"
-    polish_iters: int = 300
-    polish_max_directions: int = 50_000
+    polish_iters: int = hyperparameter(300, count=0)
+    polish_max_directions: int = hyperparameter(50_000, count=1)
 
     # padded arms: zero design weight (never drawn); padded items: not in Y(Z), never z'; |Z| real
     supports_padding: ClassVar[bool] = True
@@ -496,10 +496,10 @@ class XYAdaptive(Algorithm):
     """
 
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "alpha")
-    delta: float = 0.05
-    sigma: float | None = None
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    sigma: float | None = hyperparameter(None, low=0.0)
     alpha: float = 0.1
-    pulls_per_step: int = 32
+    pulls_per_step: int = hyperparameter(32, count=1)
 
     # padded arms: never the greedy pick; padded items: never active; |Z| the real count
     supports_padding: ClassVar[bool] = True

@@ -106,7 +106,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, concrete, display_name
+from jaxbandits.algorithms.base import Algorithm, Outcome, concrete, display_name, hyperparameter
 from jaxbandits.algorithms.common import (TOPK_ITERATIVE_MAX, argmax_fast, mth_largest, noise_scale,  # noqa: F401
                                          top_indices, top_values, topm_mask)
 from jaxbandits.algorithms.top_m.complexity import min_l1_representation
@@ -232,8 +232,8 @@ class GIFA(Algorithm):
     dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "epsilon", "reg", "S", "sigma")
     released_settings: ClassVar[dict] = RELEASED_CODE  # the released code's stopping pair and threshold tail
     m: int = 1
-    delta: float = 0.05
-    epsilon: float = 0.0
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    epsilon: float = hyperparameter(0.0, low=0.0, low_open=False)
     index: str = "paired"
     threshold: str = "theoretical"
     compute_J: str = "empirical"
@@ -241,10 +241,10 @@ class GIFA(Algorithm):
     selection: str = "largest_variance"
     stopping: str = "lucb"
     initialization: bool = True
-    reg: float | None = None
-    S: float | None = None
+    reg: float | None = hyperparameter(None, low=0.0, low_open=False)
+    S: float | None = hyperparameter(None, low=0.0)
     tie_break: str = "random"
-    sigma: float | None = None
+    sigma: float | None = hyperparameter(None, low=0.0)
     stopping_pair: str = "post_pull"
     threshold_tail: str = "sqrt_lambda"
     name: str = display_name("GIFA")
