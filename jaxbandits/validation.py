@@ -23,100 +23,11 @@ from jaxbandits.instances.base import check_bernoulli_means, check_instance_shap
 #: relative gap under which two item values count as tied (float64 rounding of z^T theta)
 TIE_RTOL = 1e-12
 
-#: the largest count the compiled programs hold: steps, task ids, budgets, pull and sample counts
-#: of the algorithms' states are 32-bit integers (2**31 - 1 = 2147483647)
-INT32_MAX = 2**31 - 1
-
-
-# ------------------------------------------------------------------------------------------------
-# scalars
-# ------------------------------------------------------------------------------------------------
-def _show(value: Any) -> str:
-    r = repr(value)
-    return r if len(r) <= 80 else r[:77] + "..."
-
-
-def _is_tracer(value) -> bool:
-    import jax
-
-    return isinstance(value, jax.core.Tracer)
-
-
-def _limit(maximum: int) -> str:
-    return "2**31 - 1 = 2147483647" if maximum == INT32_MAX else str(maximum)
-
-
-def as_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None,
-           allow_none: bool = False, why: str = "") -> int | None:
-    """``value`` as a Python int (an int, a NumPy integer or a 0-d integer array; never a bool, a
-    float or a string), at least ``minimum`` and at most ``maximum`` (``why``: the reason for the
-    maximum, shown with it)."""
-    if value is None and allow_none:
-        return None
-    if maximum is not None:
-        allowed = f"an integer in [{minimum}, {_limit(maximum)}]" if minimum is not None else \
-            f"an integer <= {_limit(maximum)}"
-    else:
-        allowed = "an integer" + (f" >= {minimum}" if minimum is not None else "")
-    allowed += " or None" if allow_none else ""
-    v = value
-    if isinstance(v, np.ndarray) and v.ndim == 0:
-        v = v.item()
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
-        raise TypeError(f"{name} must be {allowed}, got {_show(value)} ({type(value).__name__})")
-    v = int(v)
-    if minimum is not None and v < minimum:
-        raise ValueError(f"{name} must be {allowed}, got {v}")
-    if maximum is not None and v > maximum:
-        raise ValueError(f"{name} must be {allowed}{' (' + why + ')' if why else ''}, got {v}")
-    return v
-
-
-#: why counts stop at :data:`INT32_MAX`
-INT32_WHY = "the compiled programs count in 32-bit integers"
-
-
-def as_count(name: str, value: Any, *, minimum: int | None = 1, allow_none: bool = False,
-             why: str = INT32_WHY) -> int | None:
-    """:func:`as_int` with the maximum :data:`INT32_MAX`: a count, size or index that the compiled
-    programs hold in a 32-bit integer."""
-    return as_int(name, value, minimum=minimum, maximum=INT32_MAX, allow_none=allow_none, why=why)
-
-
-def as_real(name: str, value: Any, *, low: float | None = None, high: float | None = None,
-            low_open: bool = True, high_open: bool = True, allow_none: bool = False) -> float | None:
-    """``value`` as a finite float (an int, a float, a NumPy scalar or a 0-d array; never a bool or
-    a string) inside the interval given by ``low`` / ``high`` (open ends by default)."""
-    if value is None and allow_none:
-        return None
-    if low is not None and high is not None:
-        rng = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-    elif low is not None:
-        rng = f"{'>' if low_open else '>='} {low:g}"
-    elif high is not None:
-        rng = f"{'<' if high_open else '<='} {high:g}"
-    else:
-        rng = "finite"
-    allowed = f"a number {rng}" + (" or None" if allow_none else "")
-    if _is_tracer(value):  # a traced value inside a user's jit: checked when concrete
-        return value
-    v = value
-    if hasattr(v, "shape") and hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0:
-        v = np.asarray(v).item()
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
-        raise TypeError(f"{name} must be {allowed}, got {_show(value)} ({type(value).__name__})")
-    try:
-        v = float(v)
-    except OverflowError:  # an int beyond float64's range
-        raise ValueError(f"{name} must be {allowed}, got {_show(value)}") from None
-    bad = not math.isfinite(v)
-    if low is not None:
-        bad |= v <= low if low_open else v < low
-    if high is not None:
-        bad |= v >= high if high_open else v > high
-    if bad:
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
-    return v
+# the scalar checks and the hyperparameter checks live below the algorithms (the contract's
+# ``validate`` runs them); re-exported here, where every entry point's checks are
+from jaxbandits.arguments import (BUDGET_WHY, CONVENTIONS, INT32_MAX, INT32_WHY, as_count, as_int,  # noqa: F401
+                                  as_real, check_fields)
+from jaxbandits.arguments import is_tracer as _is_tracer, limit as _limit, show as _show  # noqa: F401
 
 
 def as_key(value: Any, name: str = "key"):
@@ -149,22 +60,7 @@ def as_key(value: Any, name: str = "key"):
 # ------------------------------------------------------------------------------------------------
 # algorithms
 # ------------------------------------------------------------------------------------------------
-#: the contract's conventional fields (docs/adding_an_algorithm.md): an algorithm of yours that has
-#: them without declaring their ranges (:func:`~jaxbandits.algorithms.base.hyperparameter`) gets these;
-#: every field of the library's algorithms and rules declares its own
-CONVENTIONS: dict[str, dict] = {
-    "delta": dict(range=dict(low=0.0, high=1.0)),
-    "sigma": dict(range=dict(low=0.0)),
-    "epsilon": dict(range=dict(low=0.0, low_open=False)),
-    "budget": dict(range=dict(low=0.0), pulls=True),
-    "m": dict(count=1),
-}
-
-#: why a budget stops at :data:`INT32_MAX`
-BUDGET_WHY = "a budget is a number of pulls, and pull and sample counts are 32-bit integers"
-
-
-def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
+def check_algorithm(algorithm: Any, name: str = "algorithm", *, fields: bool = True) -> None:
     """``algorithm`` is a configured :class:`~jaxbandits.algorithms.base.Algorithm` whose numeric
     hyperparameters are numbers in their ranges: the range each field declares beside itself
     (:func:`~jaxbandits.algorithms.base.hyperparameter`), else the contract's conventions for
@@ -181,43 +77,8 @@ def check_algorithm(algorithm: Any, name: str = "algorithm") -> None:
     if not isinstance(algorithm, Algorithm):
         raise TypeError(f"{name} must be an Algorithm (e.g. jaxbandits.algorithms.RAGE()), got "
                         f"{_show(algorithm)} ({type(algorithm).__name__})")
-    _check_fields(algorithm, name)
-
-
-def _check_fields(algorithm, name: str) -> None:
-    """The fields of an algorithm or of a rule it is composed of (:func:`check_algorithm`)."""
-    from jaxbandits.algorithms.base import Algorithm, Configurable
-
-    cls = type(algorithm).__name__
-    for f in dataclasses.fields(algorithm):
-        v = getattr(algorithm, f.name)
-        label = f"{cls}.{f.name}" if name == "algorithm" else f"{name}.{f.name}"
-        if isinstance(v, Algorithm):
-            check_algorithm(v, f"{cls}.{f.name}")
-            continue
-        if isinstance(v, Configurable):  # a rule of a composition (jaxbandits.rules)
-            _check_fields(v, label)
-            continue
-        if v is None or _is_tracer(v):
-            continue
-        declared = f.metadata or CONVENTIONS.get(f.name, {})
-        if "count" in declared:
-            as_count(label, v, minimum=declared["count"])
-        elif "range" in declared:
-            as_real(label, v, **declared["range"])
-            if declared.get("pulls") and float(v) != int(float(v)):
-                raise ValueError(f"{label} must be a whole number of pulls, got {v!r}")
-            if declared.get("pulls") and float(v) > INT32_MAX:
-                raise ValueError(f"{label} must be at most {_limit(INT32_MAX)} ({BUDGET_WHY}), got {_show(v)}")
-        elif f.name in algorithm.dynamic_fields:
-            a = np.asarray(v) if not isinstance(v, (str, bytes)) else None
-            if a is None or isinstance(v, (bool, np.bool_)) or not np.issubdtype(a.dtype, np.number):
-                raise TypeError(f"{label} must be a number, got {_show(v)} ({type(v).__name__})")
-            if np.any(np.isnan(a)):
-                raise ValueError(f"{label} must be a number, got {v!r}")
-        elif isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) and abs(int(v)) > INT32_MAX:
-            raise ValueError(f"{label} must be an integer of magnitude at most {_limit(INT32_MAX)} ({INT32_WHY}), "
-                             f"got {int(v)}")
+    if fields:  # simulate leaves them to the algorithm's validate: one check per run
+        check_fields(algorithm, name, nested=True)
 
 
 def check_instances(instances: Any, name: str = "instances") -> None:
@@ -268,10 +129,11 @@ def check_ties(algorithm, instances, allow_ties: bool, name: str = "instances") 
 def check_simulate(algorithm, instances, n_reps, max_steps, *, lanes=None, chunk_size=None, refill_min=None,
                    devices=None, tasks=None, progress=None, stall_timeout=None, buckets=None,
                    record_pulls=True, allow_ties=False) -> None:
-    """Every argument of :func:`jaxbandits.engine.simulate`, checked before anything runs."""
+    """Every argument of :func:`jaxbandits.engine.simulate`, checked before anything runs, each once
+    (the algorithm's hyperparameters by its ``validate``, last)."""
     from jaxbandits.instances.base import Buckets
 
-    check_algorithm(algorithm)
+    check_algorithm(algorithm, fields=False)
     check_instances(instances)
     as_count("n_reps", n_reps, why="replications are numbered by 32-bit task ids")
     as_count("max_steps", max_steps, why="steps are counted in 32-bit integers")

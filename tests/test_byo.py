@@ -211,14 +211,15 @@ def test_cli_dispatch(tmp_path, capsys):
     assert "60 of 60 runs read back from" in last and "rows.csv" in last and "s when computed" in last
 
 
-def test_tutorial_excerpts_are_the_file():
-    """Every code block of docs/adding_an_algorithm.md headed ``# docs/examples/gopt_tracking.py``
-    is a verbatim excerpt of that file."""
+@pytest.mark.parametrize("example", ["gopt_tracking.py", "compose_rules.py"])
+def test_tutorial_excerpts_are_the_file(example):
+    """Every code block of docs/adding_an_algorithm.md headed ``# docs/examples/<example>`` is a
+    verbatim excerpt of that file."""
     import re
 
     doc = (ROOT / "docs" / "adding_an_algorithm.md").read_text()
-    src = (ROOT / "docs" / "examples" / "gopt_tracking.py").read_text()
-    blocks = re.findall(r"```python\n# docs/examples/gopt_tracking.py\n(.*?)```", doc, re.S)
+    src = (ROOT / "docs" / "examples" / example).read_text()
+    blocks = re.findall(rf"```python\n# docs/examples/{re.escape(example)}\n(.*?)```", doc, re.S)
     assert len(blocks) >= 3
     for b in blocks:
         assert b in src, b[:200]

@@ -34,7 +34,7 @@ def test_budget_below_K_raises():
     GSE(budget=8).validate(inst)
     with pytest.raises(ValueError, match="unknown design"):
         GSE(budget=10, design="nope")
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match=r"GSE.budget must be a number > 0"):
         GSE(budget=0).validate(inst)
 
 

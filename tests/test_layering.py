@@ -9,7 +9,8 @@ package; and no import from one algorithm module into another except along a dec
 Layers, lowest first (a module may import from its own layer and below):
 
 0. infrastructure: precision, stats, watchdog, compilation_cache, programs, store, progress, and
-   the presets (data: the settings of papers and released code, :mod:`jaxbandits.presets`)
+   the presets (data: the settings of papers and released code, :mod:`jaxbandits.presets`), and the
+   argument checks every layer shares (:mod:`jaxbandits.arguments`)
 1. the instance type (``instances.base``)
 2. the environment (reward models) and execution helpers: environment, batching, distributed
 3. design (optimal-design solvers, lower bounds), and the instance catalogue built on it
@@ -42,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "jaxbandits"
 
 LAYERS = [
-    ("precision", "stats", "watchdog", "compilation_cache", "programs", "store", "progress", "presets"),
+    ("precision", "stats", "watchdog", "compilation_cache", "programs", "store", "progress", "presets", "arguments"),
     ("instances.base",),
     ("environment", "batching", "distributed"),
     ("design", "instances"),

@@ -115,7 +115,8 @@ def test_the_structural_check_sees_a_data_dependent_loop():
     class Looping(A.UniformGLR):
         def step(self, key, state, instance):
             n = jax.lax.while_loop(lambda c: c < state.t, lambda c: c + 1.0, 0.0)
-            return super().step(key, state, instance)._replace(t=state.t + 0.0 * n)
+            out = super().step(key, state, instance)
+            return out._replace(stopped=out.stopped | (n < 0))
 
     loops = data_dependent_loops(Looping(), seeds.sphere_calibrated(jax.random.key(0), 6, 3))
     where = [w for w, _ in loops]

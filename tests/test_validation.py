@@ -241,3 +241,27 @@ def test_cpu_device_count_is_bounded_by_the_cores():
     assert "270 s" in msg and msg.endswith("pass --oversubscribe to run it anyway")
     with pytest.raises(ValueError, match="--devices"):
         validation.check_cpu_device_count(0)
+
+
+def test_a_simulate_call_checks_each_hyperparameter_once(monkeypatch):
+    """One implementation (jaxbandits.arguments.check_fields), run once per simulate call: by the
+    algorithm's validate; and it names a composition's rule fields by their path."""
+    from jaxbandits import arguments
+    from jaxbandits.algorithms import base as algorithms_base
+    from jaxbandits.algorithms import UniformGLR
+
+    calls = []
+    original = arguments.check_fields
+
+    def counting(obj, *args, **kwargs):
+        calls.append(type(obj).__name__)
+        return original(obj, *args, **kwargs)
+
+    monkeypatch.setattr(algorithms_base, "check_fields", counting)
+    from jaxbandits import validation
+
+    monkeypatch.setattr(validation, "check_fields", counting)
+    jb.simulate(UniformGLR(delta=0.1), inst(), 0, n_reps=2, max_steps=5)
+    assert calls == ["UniformGLR"]
+    with pytest.raises(ValueError, match=r"UniformGLR.delta must be a number in \(0, 1\), got 1.5"):
+        jb.simulate(UniformGLR(delta=1.5), inst(), 0, n_reps=2, max_steps=5)

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits import programs
+from jaxbandits.arguments import check_fields
 from jaxbandits.instances.base import Instance, validate_instance
 
 
@@ -306,10 +307,11 @@ class Algorithm(Configurable):
         return 0.0
 
     def validate(self, instance: Instance) -> None:
-        """Host-side checks of the algorithm against an instance, run before compiling; raise
-        ``ValueError`` on bad input.  The ranges of the hyperparameters themselves (delta, a budget,
-        sigma, ...) are checked once, before this, by :func:`jaxbandits.validation.check_algorithm`
-        (``simulate``, ``sweep``, ``calibrate`` and ``benchmark`` call it)."""
+        """Host-side checks, run before compiling; raise ``ValueError`` on bad input: every
+        hyperparameter against the range declared beside its field
+        (:func:`jaxbandits.arguments.check_fields`: once per ``simulate`` call), then the algorithm
+        against the instance.  A subclass extends it with ``super().validate(instance)``."""
+        check_fields(self)
         validate_instance(instance, need_span=self.needs_span)
         m = self.top_m
         M = int(jnp.min(jnp.asarray(instance.true_num_items())))
@@ -363,6 +365,7 @@ class Wrapper(Algorithm):
         return self.wrapped.prepare(instances)
 
     def validate(self, instance: Instance) -> None:
+        check_fields(self)  # the wrapper's own fields; the wrapped algorithm's in its validate
         self.wrapped.validate(instance)
 
     @property

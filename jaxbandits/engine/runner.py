@@ -61,7 +61,7 @@ def _with_precision(fn):
 
     @functools.wraps(fn)
     def wrapper(algorithm, instances, *args, precision: str | None = None, **kwargs):
-        validation.check_algorithm(algorithm)  # input checks (jaxbandits.validation) before any cast
+        validation.check_algorithm(algorithm, fields=False)  # its type before any cast; its fields in validate
         validation.check_instances(instances)
         prec = precision_policy.resolve(precision, algorithm, instances)
         with precision_policy.context(prec):
