@@ -92,6 +92,9 @@ class Composed(Algorithm):
     def done(self, state: ComposedState) -> jax.Array:
         return self.rules().done(state)
 
+    def prepare(self, instances: Instance) -> Instance:
+        return self.rules().sampling.prepare(instances)
+
     def outcome(self, state: ComposedState, instance: Instance) -> Outcome:
         return self.rules().outcome(state, instance)
 

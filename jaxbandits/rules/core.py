@@ -124,6 +124,11 @@ class SamplingRule(Configurable):
     def validate(self, instance: Instance) -> None:
         """Host-side checks of the rule against an instance (raise ``ValueError``)."""
 
+    def prepare(self, instances: Instance) -> Instance:
+        """Per-instance work shared by every replication, once per run (the contract's
+        ``prepare``; the batch of instances in, the instances, possibly with a cache, out)."""
+        return instances
+
     def converged(self, state: Any) -> jax.Array | None:
         """False when a solver with a fixed trip count that the rule relied on ended before its
         certificate (:attr:`jaxbandits.algorithms.base.Outcome.converged`); None: no such solver."""

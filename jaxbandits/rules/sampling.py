@@ -2,6 +2,8 @@
 
 * :class:`RoundRobin`: the arms in turn (seed 000 Sec 3.4's reference rule).
 * :class:`Stateless`: a rule of your own from one pure function ``(keys, belief, ctx) -> arm``.
+* :class:`Tracking`: track an allocation fixed per instance (:class:`GOptimal`, :class:`XYDesign`,
+  :class:`OracleWeights`), D-tracking with forced exploration (Garivier & Kaufmann 2016).
 * :class:`Initial`: pull a fixed set of arms first (each arm once, as the experiments of Top Two and
   FWS do, or d arms of a random spanning set, seed 000 Lemma 5's A_0), then hand over to another
   rule, which starts tracking from the counts of the initialisation.
@@ -36,7 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms import common, glr
-from jaxbandits.algorithms.base import Configurable, hyperparameter
+from jaxbandits import design
+from jaxbandits.algorithms.base import Configurable, hyperparameter, instance_cache, map_instances, with_cache
 from jaxbandits.design.copt import c_optimal
 from jaxbandits.design.games import EXACT_GAME_GAP, is_square, matrix_game, matrix_game_certified, matrix_game_exact
 from jaxbandits.instances.base import Instance
@@ -88,6 +91,84 @@ class Stateless(SamplingRule):
 
     def update(self, keys, state, belief: Belief, ctx: Context):
         return self.choose(keys, belief, ctx), state
+
+
+# -- tracking of a per-instance allocation --------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class GOptimal(Configurable):
+    """The G-optimal design of the arms, min_w max_x ||x||^2 in A(w)^-1 (Kiefer-Wolfowitz; seed 002
+    Sec 6; :func:`jaxbandits.design.g_optimal`): it does not depend on the rewards."""
+
+    def __call__(self, instance: Instance) -> jax.Array:
+        return design.g_optimal(instance.arms, arm_mask=instance.arm_mask).allocation
+
+
+@dataclasses.dataclass(frozen=True)
+class XYDesign(Configurable):
+    """The XY design over every pair of items, min_w max_{z, z'} ||z - z'||^2 in A(w)^-1 (seed 001
+    Sec 2.2, XY-static's; :func:`jaxbandits.design.xy_allocation`): it does not depend on the
+    rewards."""
+
+    def __call__(self, instance: Instance) -> jax.Array:
+        return design.xy_allocation(instance.arms, instance.items, item_mask=instance.item_mask,
+                                    arm_mask=instance.arm_mask).allocation
+
+
+@dataclasses.dataclass(frozen=True)
+class OracleWeights(Configurable):
+    """The optimal allocation w*(theta) of the instance's true parameter, the maximiser of seed
+    000 eq. (1) (seed 001 Thm 1; :func:`jaxbandits.design.oracle_allocation`): an oracle baseline,
+    which no algorithm can use, that shows what the lower bound's allocation costs with a given
+    stopping rule."""
+
+    def __call__(self, instance: Instance) -> jax.Array:
+        return design.oracle_allocation(instance.arms, instance.items, instance.theta, item_mask=instance.item_mask,
+                                        arm_mask=instance.arm_mask).allocation
+
+
+@dataclasses.dataclass(frozen=True)
+class Tracking(SamplingRule):
+    """Track an allocation w [K] fixed per instance (computed once per run, in ``prepare``): pull
+    argmin_k N_k(t) - t w_k, D-tracking (Garivier & Kaufmann, COLT 2016, Sec 3.1; with a fixed w,
+    C-tracking's cumulative target sum_{s <= t} w is the same), with forced exploration: while
+    some arm has fewer than sqrt(t) - K/2 pulls, the least pulled one (their D-tracking rule, so
+    that every arm is pulled about sqrt(t) times and A_t grows in every direction: the
+    precondition A_t >= c I of seed 000's stopping rule is then met even when w has fewer than d
+    arms in its support).
+
+    Attributes:
+      allocation: what to track, per instance: :class:`GOptimal`, :class:`XYDesign`,
+        :class:`OracleWeights`, or any ``Configurable`` with ``__call__(instance) -> w [K]``.
+      forced: forced exploration (False: pure tracking).
+    """
+
+    reads: ClassVar[tuple[str, ...]] = ()
+    allocation: Configurable = GOptimal()
+    forced: bool = True
+
+    def __post_init__(self):
+        if not callable(self.allocation):
+            raise TypeError(f"Tracking.allocation must be a callable instance -> w [K] (jaxbandits.rules.sampling."
+                            f"GOptimal, XYDesign, OracleWeights), got {self.allocation!r}")
+
+    def prepare(self, instances: Instance) -> Instance:
+        return with_cache(instances, map_instances(self.allocation, "__call__", instances))
+
+    def update(self, keys, state, belief: Belief, ctx: Context):
+        instance = ctx.instance
+        w = instance_cache(instance)
+        w = self.allocation(instance) if w is None else w
+        dt = instance.arms.dtype
+        counts = belief.stats.counts
+        t = belief.t.astype(dt)
+        real = instance.valid_arms()
+        arm = common.argmax_fast(jnp.where(real, t * w - counts, -jnp.inf))
+        if self.forced:
+            pulled = jnp.where(real, counts, jnp.inf)
+            K = jnp.asarray(instance.true_num_arms(), dt)
+            starved = jnp.min(pulled) < jnp.sqrt(t) - K / 2.0
+            arm = jnp.where(starved, common.argmax_fast(-pulled), arm)
+        return arm, state
 
 
 # -- initialisation ------------------------------------------------------------------------------
@@ -155,6 +236,9 @@ class Initial(SamplingRule):
 
     def converged(self, state: InitialState):
         return self.then.converged(state.then)
+
+    def prepare(self, instances: Instance) -> Instance:
+        return self.then.prepare(instances)
 
 
 # -- Frank-Wolfe sampling ------------------------------------------------------------------------
