@@ -133,13 +133,19 @@ def concrete(value) -> bool:
 
 def hyperparameter(default=dataclasses.MISSING, *, low: float | None = None, high: float | None = None,
                    low_open: bool = True, high_open: bool = True, count: int | None = None,
-                   pulls: bool = False):
-    """A dataclass field with its allowed values declared beside it: a real in the interval
-    (``low``, ``high``) (closed ends with ``low_open`` / ``high_open`` False); with ``pulls`` also a
-    whole number of pulls, at most 2^31 - 1 (a budget); or with ``count`` an integer >= ``count``
-    (an iteration count or a size, static: it shapes the program).  No ``default``: a required
-    field.  :func:`jaxbandits.validation.check_algorithm` reads the declaration, before anything
-    compiles, and names the field, its value and the allowed range in its error."""
+                   pulls: bool = False, traced: bool = False):
+    """A dataclass field with its allowed values and its role declared beside it.
+
+    Values: a real in the interval (``low``, ``high``) (closed ends with ``low_open`` /
+    ``high_open`` False; no bounds: any finite number); with ``pulls`` also a whole number of
+    pulls, at most 2^31 - 1 (a budget); or with ``count`` an integer >= ``count`` (an iteration
+    count or a size, static: it shapes the program).  No ``default``: a required field.
+    :func:`jaxbandits.arguments.check_fields` reads the declaration, before anything compiles, and
+    names the field, its value and the allowed range in its error.
+
+    Role: ``traced`` puts the field in the class's ``dynamic_fields`` (the engine passes it to the
+    compiled program as a traced argument, so a sweep over it compiles once; with ``pulls``, as an
+    integer, ``integer_fields``).  :class:`Configurable` collects them when the class is defined."""
     if count is not None:
         meta = {"count": int(count)}
     else:
@@ -147,6 +153,10 @@ def hyperparameter(default=dataclasses.MISSING, *, low: float | None = None, hig
                 | {"low_open": low_open, "high_open": high_open}}
         if pulls:
             meta["pulls"] = True
+    if traced:
+        if count is not None:
+            raise ValueError("a count shapes the program: it cannot be traced")
+        meta["traced"] = True
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -163,6 +173,18 @@ class Configurable:
     dynamic_fields: ClassVar[tuple[str, ...]] = ()
     integer_fields: ClassVar[tuple[str, ...]] = ()
     none_traced: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        """``dynamic_fields`` (and ``integer_fields``): the base class's, and the fields this class
+        declares with ``hyperparameter(..., traced=True)`` (with ``pulls``: integers), unless the
+        class sets the tuple itself."""
+        super().__init_subclass__(**kwargs)
+        own = {k: v for k, v in vars(cls).items() if isinstance(v, dataclasses.Field) and v.metadata.get("traced")}
+        if own and "dynamic_fields" not in vars(cls):
+            cls.dynamic_fields = tuple(dict.fromkeys(cls.dynamic_fields + tuple(own)))
+        integer = tuple(k for k, v in own.items() if v.metadata.get("pulls"))
+        if integer and "integer_fields" not in vars(cls):
+            cls.integer_fields = tuple(dict.fromkeys(cls.integer_fields + integer))
 
     def split_dynamic(self) -> tuple["Configurable", dict]:
         """(this configuration with every dynamic field set to None, {field: value as an array}).

@@ -127,13 +127,12 @@ class Composition(Composed):
       name: a label for tables and plots (not part of the configuration's identity).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "epsilon", "sigma")
     sampling: SamplingRule
     stopping: StoppingRule
     eliminate: Elimination | None = None
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    epsilon: float = hyperparameter(0.0, low=0.0, low_open=False)
-    sigma: float | None = hyperparameter(None, low=0.0)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    epsilon: float = hyperparameter(0.0, low=0.0, low_open=False, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
     name: str = display_name("composition")
 
     def __post_init__(self):

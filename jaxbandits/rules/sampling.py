@@ -270,10 +270,9 @@ class FrankWolfe(SamplingRule):
       game: "hedge", "certified" (Hedge and its duality-gap certificate) or "exact" (simplex).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("r_scale", "r_exponent")
     reads: ClassVar[tuple[str, ...]] = ("theta",)
-    r_scale: float = 1.0
-    r_exponent: float = 0.9
+    r_scale: float = hyperparameter(1.0, traced=True)
+    r_exponent: float = hyperparameter(0.9, traced=True)
     forced: str = "squares"
     max_active: int = hyperparameter(8, count=1)
     game_iters: int = hyperparameter(64, count=1)
@@ -432,8 +431,7 @@ class LeaderCoin(Configurable):
       beta: the leader's probability, in (0, 1) (Top Two revisited: 1/2).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("beta",)
-    beta: float = hyperparameter(0.5, low=0.0, high=1.0)
+    beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
 
     def init(self, instance: Instance):
         return ()

@@ -54,8 +54,7 @@ class GLR(StoppingRule):
       u: the constant u of Prop 2.
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("u",)
-    u: float = hyperparameter(1.0, low=0.0)
+    u: float = hyperparameter(1.0, low=0.0, traced=True)
 
     def beta(self, stats: common.LinearStats, t: jax.Array, ctx: Context):
         c = jnp.max(jnp.sum(ctx.instance.arms**2, axis=-1))
@@ -84,10 +83,9 @@ class TransportGLR(StoppingRule):
         :class:`~jaxbandits.rules.recommend.EmpiricalBest`).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("reg",)
     epsilon_good: ClassVar[bool] = True
     threshold: str = "heuristic"
-    reg: float = hyperparameter(0.0, low=0.0, low_open=False)
+    reg: float = hyperparameter(0.0, low=0.0, low_open=False, traced=True)
     recommend: Configurable = FurthestAnswer()
 
     def __post_init__(self):
@@ -144,9 +142,8 @@ class EmpiricalGLR(StoppingRule):
         inverse in the norm, Tirinzoni & Degenne's ``runit.jl``).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("reg",)
     threshold: str = "heuristic"
-    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False, traced=True)
     form: str = "envelope"
 
     def __post_init__(self):

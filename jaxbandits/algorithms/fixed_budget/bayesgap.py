@@ -123,16 +123,14 @@ class BayesGap(Algorithm):
     Hoffman et al.'s.
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "length_scale", "prior_std", "noise_var", "eps", "beta", "sigma")
-    integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
-    budget: int = hyperparameter(low=0.0, pulls=True)
+    budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
     kernel: str = "linear"
-    length_scale: float = hyperparameter(1.0, low=0.0)
-    prior_std: float = hyperparameter(1.0, low=0.0)
-    noise_var: float | None = hyperparameter(None, low=0.0)
-    eps: float = hyperparameter(0.01, low=0.0, low_open=False)
-    beta: float | None = hyperparameter(None, low=0.0)
-    sigma: float | None = hyperparameter(None, low=0.0)
+    length_scale: float = hyperparameter(1.0, low=0.0, traced=True)
+    prior_std: float = hyperparameter(1.0, low=0.0, traced=True)
+    noise_var: float | None = hyperparameter(None, low=0.0, traced=True)
+    eps: float = hyperparameter(0.01, low=0.0, low_open=False, traced=True)
+    beta: float | None = hyperparameter(None, low=0.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
     features: str = "root"
     rule: str = "hoffman"
 

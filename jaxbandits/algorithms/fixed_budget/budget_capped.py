@@ -27,12 +27,10 @@ class BudgetCapped(Wrapper):
     """
 
     inner: Any
-    budget: int = hyperparameter(low=0.0, pulls=True)
+    budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
-    integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)

@@ -150,19 +150,17 @@ class GSE(Algorithm):
     alone); the stage budgets n_t are computed in the program (:func:`stage_budget`).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "design_tol", "irls_reg")
-    integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
-    budget: int = hyperparameter(low=0.0, pulls=True)
+    budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
     eta: float = 2.0
     design: str = "fwg"
     estimator: str = "linear"
     projection: str = "span"
     memory: bool = False
     design_iters: int | None = hyperparameter(None, count=1)
-    design_tol: float = hyperparameter(1e-2, low=0.0)
+    design_tol: float = hyperparameter(1e-2, low=0.0, traced=True)
     warm_start: bool = True
     irls_iters: int = hyperparameter(50, count=1)
-    irls_reg: float = hyperparameter(1e-6, low=0.0, low_open=False)
+    irls_reg: float = hyperparameter(1e-6, low=0.0, low_open=False, traced=True)
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True

@@ -47,8 +47,6 @@ class _MostPulledBaseline(Algorithm):
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget",)  # traced: a budget sweep compiles once
-    integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -88,13 +86,12 @@ class LinUCB(_MostPulledBaseline):
         misspecified, as GSE-Lin is on purpose in seed 002 Sec 8.4.
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "reg", "alpha", "delta", "theta_norm", "sigma")
-    budget: int = hyperparameter(low=0.0, pulls=True)
-    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
-    alpha: float | None = None
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    theta_norm: float = hyperparameter(1.0, low=0.0)
-    sigma: float | None = hyperparameter(None, low=0.0)
+    budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False, traced=True)
+    alpha: float | None = hyperparameter(None, traced=True)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    theta_norm: float = hyperparameter(1.0, low=0.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
 
     def radius(self, t, instance):
         X = instance.arms

@@ -83,11 +83,9 @@ class ODLinBAI(Algorithm):
         the error of rounding the design to m pulls, see :class:`jaxbandits.algorithms.fixed_budget.gse.GSE`).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "design_tol")
-    integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
-    budget: int = hyperparameter(low=0.0, pulls=True)
+    budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
     design_iters: int = hyperparameter(1000, count=1)
-    design_tol: float = hyperparameter(1e-2, low=0.0)
+    design_tol: float = hyperparameter(1e-2, low=0.0, traced=True)
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True

@@ -113,13 +113,11 @@ class Peace(Algorithm):
       b: the offset b of the Gaussian-width ratio (1 in the authors' release).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "b")
-    integer_fields: ClassVar[tuple[str, ...]] = ("budget",)
-    budget: int = hyperparameter(low=0.0, pulls=True)
+    budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
     eta: float = 2.0
     md_iters: int = hyperparameter(100, count=1)
     md_samples: int = hyperparameter(1, count=1)
-    b: float = 1.0
+    b: float = hyperparameter(1.0, traced=True)
 
     needs_span: ClassVar[bool] = False
     fixed_budget: ClassVar[bool] = True

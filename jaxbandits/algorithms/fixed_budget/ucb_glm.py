@@ -42,15 +42,14 @@ class UCBGLM(_MostPulledBaseline):
     (Bernoulli rewards with a linear mean are accepted, the logistic link then misspecified).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("budget", "alpha", "kappa", "delta", "reg", "sigma")
-    budget: int = hyperparameter(low=0.0, pulls=True)
+    budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
     tau: int | None = hyperparameter(None, count=0)
-    alpha: float | None = None
-    kappa: float = hyperparameter(0.1, low=0.0)
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    reg: float = hyperparameter(1e-3, low=0.0, low_open=False)
+    alpha: float | None = hyperparameter(None, traced=True)
+    kappa: float = hyperparameter(0.1, low=0.0, traced=True)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    reg: float = hyperparameter(1e-3, low=0.0, low_open=False, traced=True)
     irls_iters: int = hyperparameter(10, count=1)
-    sigma: float | None = hyperparameter(None, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
     width: str = "norm"
 
     def __post_init__(self):

@@ -95,13 +95,12 @@ class ALBA(Algorithm):
       design_tol, design_iters: G-optimal solver settings.
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "growth", "norm_bound", "design_cutoff", "design_tol")
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    sigma: Optional[float] = hyperparameter(None, low=0.0)
-    growth: float = 1.1
-    norm_bound: Optional[float] = hyperparameter(None, low=0.0)
-    design_cutoff: float = hyperparameter(1e-5, low=0.0, low_open=False)
-    design_tol: float = hyperparameter(1e-3, low=0.0)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    sigma: Optional[float] = hyperparameter(None, low=0.0, traced=True)
+    growth: float = hyperparameter(1.1, traced=True)
+    norm_bound: Optional[float] = hyperparameter(None, low=0.0, traced=True)
+    design_cutoff: float = hyperparameter(1e-5, low=0.0, low_open=False, traced=True)
+    design_tol: float = hyperparameter(1e-3, low=0.0, traced=True)
     design_iters: int = hyperparameter(2000, count=1)
 
     # padded arms (= items): never active, never in the design set (a zero arm lies in every span)

@@ -126,13 +126,12 @@ class Eliminate(Wrapper):
     """
 
     wrapped_field: ClassVar[str] = "base"
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("sigma",)
 
     base: Algorithm
     at_stopping: bool = True
     at_sampling: bool = False
     rule: str = "computational"
-    sigma: float | None = hyperparameter(None, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
 
     def __post_init__(self):
         if not isinstance(self.base, Algorithm):

@@ -67,14 +67,13 @@ class FixedWeightsOracle(Algorithm):
       design_tol, design_iters: tolerance (relative duality gap) and iteration cap of w*'s solve.
     """
 
-    delta: float = hyperparameter(0.01, low=0.0, high=1.0)
+    delta: float = hyperparameter(0.01, low=0.0, high=1.0, traced=True)
     threshold: str = "log_t"
-    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
-    sigma: float | None = hyperparameter(None, low=0.0)
-    design_tol: float = hyperparameter(1e-6, low=0.0)
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+    design_tol: float = hyperparameter(1e-6, low=0.0, traced=True)
     design_iters: int = hyperparameter(20_000, count=1)
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "reg", "sigma", "design_tol")
 
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "FixedWeightsOracle":

@@ -126,19 +126,18 @@ class FWS(Composed):
         certificate).
     """
 
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
     threshold: str = "heuristic"
-    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
-    r_scale: float = hyperparameter(1.0, low=0.0)
-    r_exponent: float = 0.9
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False, traced=True)
+    r_scale: float = hyperparameter(1.0, low=0.0, traced=True)
+    r_exponent: float = hyperparameter(0.9, traced=True)
     forced: str = "squares"
     max_active: int = hyperparameter(8, count=1)
     game_iters: int = hyperparameter(64, count=1)
-    sigma: float | None = hyperparameter(None, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
     glr_form: str = "envelope"
     game: str = "hedge"
 
-    dynamic_fields = ("delta", "reg", "r_scale", "r_exponent", "sigma")
 
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "FWS":

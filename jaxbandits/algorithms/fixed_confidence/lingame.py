@@ -230,22 +230,21 @@ class LinGame(Algorithm):
     """
 
     m: int = 1
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
     threshold: str = "heuristic"
     tracking: str = "C"
-    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False, traced=True)
     S: float | None = hyperparameter(None, low=0.0)
     clip_gains: bool = True
-    hedge_delta0: float = hyperparameter(0.01, low=0.0)
+    hedge_delta0: float = hyperparameter(0.01, low=0.0, traced=True)
     learner_slots: int = hyperparameter(16, count=1)
-    sigma: float | None = hyperparameter(None, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
     best_response: str = "agent"
     width: str = "squared"
     learners: str = "per_answer"
     optimism: bool = True
     name: str = display_name("LinGame")
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "reg", "hedge_delta0", "sigma")
     #: the LinGame run of seed 003's released code (the run behind seed 003 Fig. 1b / Table 3):
     #: D-tracking, ridge (sigma_0 / 20)^2 with sigma_0 = 1/2, Gaussian(1) formulas (``sigma=1``, so
     #: at noise 1/2 the threshold is 4x conservative in units of sigma^2), nature's best response

@@ -61,7 +61,6 @@ class Oracle(XYOracle):
         category (exact; see :meth:`round_counts`).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "gamma", "design_cutoff", "design_tol")
     #: the released XY_ORACLE that produced seed 000 Table 1 (its Frank-Wolfe design, App F, included)
     released_settings: ClassVar[dict] = presets.ORACLE_RELEASED.settings
     index_stride: int = hyperparameter(1, count=1)

@@ -117,15 +117,14 @@ class RAGE(Algorithm):
         instance in :meth:`prepare` instead of once per replication.  Speed only.
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "rounding_eps", "log_factor", "design_cutoff", "design_tol")
     #: float32 runs keep float64's distribution (two-sample tests, docs/design.md, Numerics)
     float32_validated: ClassVar[bool] = True
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    sigma: float | None = hyperparameter(None, low=0.0)
-    rounding_eps: float = 0.1
-    log_factor: float = 1.0
-    design_cutoff: float = hyperparameter(1e-5, low=0.0, low_open=False)
-    design_tol: float = hyperparameter(1e-3, low=0.0)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+    rounding_eps: float = hyperparameter(0.1, traced=True)
+    log_factor: float = hyperparameter(1.0, traced=True)
+    design_cutoff: float = hyperparameter(1e-5, low=0.0, low_open=False, traced=True)
+    design_tol: float = hyperparameter(1e-3, low=0.0, traced=True)
     design_iters: int = hyperparameter(5000, count=1)
     design_method: str = "paper"
     compact: bool = True

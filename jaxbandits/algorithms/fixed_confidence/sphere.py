@@ -94,10 +94,9 @@ class SphereBAI(Algorithm):
       sigma: noise scale (default: the instance's).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("epsilon", "delta", "sigma")
-    epsilon: float = hyperparameter(0.1, low=0.0, low_open=False)
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    sigma: float | None = hyperparameter(None, low=0.0)
+    epsilon: float = hyperparameter(0.1, low=0.0, low_open=False, traced=True)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
 
     @property
     def slack(self):

@@ -55,11 +55,10 @@ class CumulativeRAGE(RAGE):
     Defaults: delta = 0.01 and ``log_factor=2`` (the released code's log(2 |Z|^2 / delta_p)).
     """
 
-    delta: float = hyperparameter(0.01, low=0.0, high=1.0)
-    log_factor: float = 2.0
-    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
+    delta: float = hyperparameter(0.01, low=0.0, high=1.0, traced=True)
+    log_factor: float = hyperparameter(2.0, traced=True)
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False, traced=True)
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = RAGE.dynamic_fields + ("reg",)
     supports_padding: ClassVar[bool] = False
 
     @classmethod
@@ -122,13 +121,12 @@ class GlobalXYAdaptive(Algorithm):
         is multiplied by it.
     """
 
-    delta: float = hyperparameter(0.01, low=0.0, high=1.0)
-    alpha: float = 0.1
-    reg: float = hyperparameter(1.0, low=0.0, low_open=False)
+    delta: float = hyperparameter(0.01, low=0.0, high=1.0, traced=True)
+    alpha: float = hyperparameter(0.1, traced=True)
+    reg: float = hyperparameter(1.0, low=0.0, low_open=False, traced=True)
     block: int = hyperparameter(10, count=1)
-    sigma: float | None = hyperparameter(None, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "alpha", "reg", "sigma")
 
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "GlobalXYAdaptive":

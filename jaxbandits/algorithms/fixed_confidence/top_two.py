@@ -96,20 +96,19 @@ class TopTwo(Composed):
       sigma: sub-Gaussian noise scale (default :func:`common.noise_scale`).
     """
 
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    epsilon: float = hyperparameter(0.0, low=0.0, low_open=False)
-    beta: float = hyperparameter(0.5, low=0.0, high=1.0)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    epsilon: float = hyperparameter(0.0, low=0.0, low_open=False, traced=True)
+    beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
     leader: str = "EB"
     answer: str = "furthest"
     allocation: str = "design"
     design_iters: int = hyperparameter(16, count=1)
     threshold: str = "heuristic"
-    reg: float = hyperparameter(0.0, low=0.0, low_open=False)
+    reg: float = hyperparameter(0.0, low=0.0, low_open=False, traced=True)
     fa_candidates: int = hyperparameter(16, count=1)
     initial: str = "all"
-    sigma: float | None = hyperparameter(None, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
 
-    dynamic_fields = ("delta", "epsilon", "beta", "reg", "sigma")
 
     def __post_init__(self):
         glr.check_threshold(self.threshold)

@@ -482,27 +482,26 @@ class LazyTrackAndStop(Algorithm):
         delta-correct).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "u", "sigma", "factor", "tol")
     #: the released LT&S code (lazy_ts.py) where it differs from the text: the Gram matrix of A_0
     #: added to A_t as a reward-free prior, u = 0.1, threshold beta(delta, t) (no union over t),
     #: Frank-Wolfe of seed 001 App F restarted from uniform at every update (1000 iterations max)
     released_settings: ClassVar[dict] = RELEASED_CODE
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
     averaging: bool = True
     schedule: str = "exponential"
-    factor: float = 2.0
+    factor: float = hyperparameter(2.0, traced=True)
     period: int = hyperparameter(10, count=1)
     first_update: int | None = hyperparameter(None, count=1)
     a0_prior: bool = False
-    u: float = hyperparameter(1.0, low=0.0)
+    u: float = hyperparameter(1.0, low=0.0, traced=True)
     anytime: bool = True
     method: str = "paper"
-    tol: float = hyperparameter(1e-3, low=0.0)
+    tol: float = hyperparameter(1e-3, low=0.0, traced=True)
     max_iters: int = hyperparameter(1000, count=1)
     warm_start: bool = True
     solve_capacity: int | None = hyperparameter(None, count=1)
     pause_trips: int = hyperparameter(8, count=1)
-    sigma: float | None = hyperparameter(None, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
     threshold: str = "prop2"
 
     # padded arms: zero allocation, never in A_0, never tracked; padded items: not in Z(t)

@@ -37,10 +37,9 @@ class UniformGLR(Composed):
       sigma: sub-Gaussian noise scale (default: taken from the instance).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "u", "sigma")
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    u: float = hyperparameter(1.0, low=0.0)
-    sigma: float | None = hyperparameter(None, low=0.0)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    u: float = hyperparameter(1.0, low=0.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
 
     supports_padding: ClassVar[bool] = True  # round robin over the real arms, GLR over the real items
 

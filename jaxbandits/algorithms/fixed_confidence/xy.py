@@ -201,13 +201,12 @@ class XYStatic(Algorithm):
         direction set it is run on ("certified" only).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "gamma", "design_cutoff", "design_tol")
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    sigma: float | None = hyperparameter(None, low=0.0)
-    gamma: float = 1.35
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+    gamma: float = hyperparameter(1.35, traced=True)
     sampling: str = "multinomial"
-    design_cutoff: float = hyperparameter(1e-5, low=0.0, low_open=False)
-    design_tol: float = hyperparameter(1e-4, low=0.0)
+    design_cutoff: float = hyperparameter(1e-5, low=0.0, low_open=False, traced=True)
+    design_tol: float = hyperparameter(1e-4, low=0.0, traced=True)
     design_iters: int | None = hyperparameter(None, count=1)
     design_method: str = "certified"
     polish_iters: int = hyperparameter(300, count=0)
@@ -495,10 +494,9 @@ class XYAdaptive(Algorithm):
         except through the step count).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "sigma", "alpha")
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    sigma: float | None = hyperparameter(None, low=0.0)
-    alpha: float = 0.1
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+    alpha: float = hyperparameter(0.1, traced=True)
     pulls_per_step: int = hyperparameter(32, count=1)
 
     # padded arms: never the greedy pick; padded items: never active; |Z| the real count

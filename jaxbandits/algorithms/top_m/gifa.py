@@ -229,11 +229,10 @@ class GIFA(Algorithm):
       name: label.
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("delta", "epsilon", "reg", "S", "sigma")
     released_settings: ClassVar[dict] = RELEASED_CODE  # the released code's stopping pair and threshold tail
     m: int = 1
-    delta: float = hyperparameter(0.05, low=0.0, high=1.0)
-    epsilon: float = hyperparameter(0.0, low=0.0, low_open=False)
+    delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
+    epsilon: float = hyperparameter(0.0, low=0.0, low_open=False, traced=True)
     index: str = "paired"
     threshold: str = "theoretical"
     compute_J: str = "empirical"
@@ -241,10 +240,10 @@ class GIFA(Algorithm):
     selection: str = "largest_variance"
     stopping: str = "lucb"
     initialization: bool = True
-    reg: float | None = hyperparameter(None, low=0.0, low_open=False)
-    S: float | None = hyperparameter(None, low=0.0)
+    reg: float | None = hyperparameter(None, low=0.0, low_open=False, traced=True)
+    S: float | None = hyperparameter(None, low=0.0, traced=True)
     tie_break: str = "random"
-    sigma: float | None = hyperparameter(None, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
     stopping_pair: str = "post_pull"
     threshold_tail: str = "sqrt_lambda"
     name: str = display_name("GIFA")
