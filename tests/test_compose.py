@@ -222,3 +222,45 @@ def test_tracking_computes_its_allocation_once_per_instance():
     np.testing.assert_allclose(w[0], w[1])
     np.testing.assert_allclose(w[0], np.asarray(jb.design.g_optimal(inst.arms).allocation), atol=1e-12)
     assert np.asarray(simulate(alg, inst, 0, n_reps=8, max_steps=20_000).stopped).all()
+
+
+@pytest.mark.parametrize("rule", [sampling.GreedyG(), sampling.GreedyXY()], ids=["G", "XY"])
+def test_greedy_design_pulls_with_glr_stop(rule):
+    """The greedy G and XY pulls, after one pull of each arm, with seed 000's GLR stop: every run
+    stops and the error rate is not above delta (binomial test, 100 replications)."""
+    delta, n = 0.1, 100
+    inst = jb.seeds.soare_benchmark(2, omega=0.3, theta_scale=1.0)
+    res = simulate(compose(sampling.Initial(rule), stopping.GLR(), delta=delta), inst, 0, n_reps=n,
+                   max_steps=100_000)
+    assert np.asarray(res.stopped).all()
+    assert binomial_test_upper(int(np.sum(~np.asarray(res.correct))), n, delta) > 1e-3
+
+
+def test_greedy_pulls_are_the_brute_force_argmins():
+    """At random data, GreedyG's arm is argmax_k ||x_k||^2 in V^-1 and GreedyXY's is
+    argmin_x max_j ||z_best - z_j||^2 in (V + x x^T)^-1 over the active j, both computed here
+    with explicit inverses (the rules use V^-1 and Sherman-Morrison)."""
+    from jaxbandits.algorithms import common
+    from jaxbandits.rules.core import Belief, Context
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(7, 3))
+    Z = rng.normal(size=(5, 3))
+    inst = jb.make_instance(X, rng.normal(size=3), 1.0, items=Z)
+    for trial in range(6):
+        counts = rng.integers(1, 9, size=7).astype(float)
+        stats = common.add_counts(common.init_stats(inst), inst, counts, jnp.zeros(7))
+        V = np.asarray(stats.gram)
+        theta = rng.normal(size=3)
+        best = int(np.argmax(Z @ theta))
+        active = np.ones(5, bool)
+        active[(best + 1 + trial % 4) % 5] = trial % 2 == 0    # a masked challenger half the time
+        belief = Belief(stats, jnp.asarray(int(counts.sum()), jnp.int32), jnp.asarray(theta), None,
+                        jnp.asarray(np.linalg.inv(V)), jnp.asarray(best, jnp.int32))
+        ctx = Context(inst, 0.1, 0.0, 1.0, jnp.asarray(active))
+        g, _ = sampling.GreedyG().update((), (), belief, ctx)
+        assert int(g) == int(np.argmax(np.einsum("kd,de,ke->k", X, np.linalg.inv(V), X)))
+        xy, _ = sampling.GreedyXY().update((), (), belief, ctx)
+        Y = [Z[best] - Z[j] for j in range(5) if j != best and active[j]]
+        worst = [max(y @ np.linalg.inv(V + np.outer(x, x)) @ y for y in Y) for x in X]
+        assert int(xy) == int(np.argmin(worst))

@@ -2,6 +2,8 @@
 
 * :class:`RoundRobin`: the arms in turn (seed 000 Sec 3.4's reference rule).
 * :class:`Stateless`: a rule of your own from one pure function ``(keys, belief, ctx) -> arm``.
+* :class:`GreedyG`, :class:`GreedyXY`: one greedy pull of the G-optimal design, or of the XY design
+  of the current answer's directions (Soare et al. 2014's XY-adaptive selection).
 * :class:`Tracking`: track an allocation fixed per instance (:class:`GOptimal`, :class:`XYDesign`,
   :class:`OracleWeights`), D-tracking with forced exploration (Garivier & Kaufmann 2016).
 * :class:`Initial`: pull a fixed set of arms first (each arm once, as the experiments of Top Two and
@@ -91,6 +93,42 @@ class Stateless(SamplingRule):
 
     def update(self, keys, state, belief: Belief, ctx: Context):
         return self.choose(keys, belief, ctx), state
+
+
+# -- greedy design pulls ----------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class GreedyG(SamplingRule):
+    """Pull the arm whose mean is least known, argmax_k ||x_k||^2 in V_t^-1: the greedy step of the
+    G-optimal design (the arm that most increases log det V_t; Fedorov-Wynn), one pull at a time."""
+
+    reads: ClassVar[tuple[str, ...]] = ("chol", "inv")
+
+    def update(self, keys, state, belief: Belief, ctx: Context):
+        X = ctx.instance.arms
+        widths = jnp.sum((X @ belief.inverse()) * X, axis=-1)
+        return common.argmax_fast(jnp.where(ctx.instance.valid_arms(), widths, -jnp.inf)), state
+
+
+@dataclasses.dataclass(frozen=True)
+class GreedyXY(SamplingRule):
+    """The greedy XY pull (Soare, Lazaric & Munos, NeurIPS 2014, XY-adaptive's arm selection, with
+    the directions of the current answer): the arm x that minimises
+    max_j ||z_best - z_j||^2 in (V_t + x x^T)^-1 over the active items j != best, by
+    Sherman-Morrison, ||y||^2_{V^-1} - (y^T V^-1 x)^2 / (1 + x^T V^-1 x).  O(K M d) per pull."""
+
+    def update(self, keys, state, belief: Belief, ctx: Context):
+        instance = ctx.instance
+        X, Z = instance.arms, instance.items
+        Vinv = belief.inverse()
+        Y = Z[belief.answer][None, :] - Z                          # [M, d]
+        keep = ctx.active & instance.valid_items() & jnp.any(Y != 0, axis=-1)
+        VY = Y @ Vinv                                              # [M, d]
+        base = jnp.sum(VY * Y, axis=-1)                            # ||y||^2_{V^-1}
+        cross = X @ VY.T                                           # [K, M]: x^T V^-1 y
+        q = jnp.sum((X @ Vinv) * X, axis=-1)                       # x^T V^-1 x
+        after = base[None, :] - cross * cross / (1.0 + q)[:, None]
+        worst = jnp.max(jnp.where(keep[None, :], after, -jnp.inf), axis=-1)
+        return common.argmax_fast(jnp.where(instance.valid_arms(), -worst, -jnp.inf)), state
 
 
 # -- tracking of a per-instance allocation --------------------------------------------------------
