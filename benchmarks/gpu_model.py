@@ -288,6 +288,11 @@ def compile_for_h100(w, lanes: int | None, n_tasks: int):
     chunk = policy.CHUNK_LANES * L
     S = policy.choose_block_steps("gpu") if hasattr(policy, "choose_block_steps") else 1
     static, dynamic = alg.split_dynamic()
+    try:  # the policy is the configuration's own (Algorithm.batching), as the engine sets it
+        from jaxbandits.algorithms.base import with_batching
+        static = with_batching(static, batching.solve_for("gpu", L))
+    except ImportError:  # a library from before that field
+        pass
     rmin = max(1, L // 16)
     try:
         from jaxbandits.engine.lanes import make_chunk_runner

@@ -12,9 +12,12 @@ How those lanes are served is a property of the device, not of the algorithm:
   (measured on an H100: LT&S at K = 1000 went from 16 to 1,459 replications per second when its
   solves were batched across 4096 lanes).
 
-The engine sets the policy (:func:`policy`) while it traces a program; the kernels call
-:func:`solve_where` without choosing, and an explicit ``capacity`` / ``batched_solve`` argument
-still wins.
+The policy is a static field of the algorithm's configuration
+(:attr:`jaxbandits.algorithms.base.Algorithm.batching`), set by the engine from the device and the
+lanes; the algorithm's contract methods run under it (:func:`policy`, entered by
+:func:`jaxbandits.algorithms.base.under_own_policy`), so the kernels call :func:`solve_where`
+without choosing and a caller's context never reaches them; an explicit ``capacity`` /
+``batched_solve`` argument still wins.
 """
 from __future__ import annotations
 

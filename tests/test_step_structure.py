@@ -18,6 +18,7 @@ import pytest
 
 from jaxbandits import algorithms as A
 from jaxbandits import batching
+from jaxbandits.algorithms.base import with_batching
 from jaxbandits.algorithms.fixed_confidence.sphere import sphere_instance
 from jaxbandits.engine import instance_at
 from jaxbandits.instances import seeds
@@ -91,9 +92,11 @@ def data_dependent_loops(algorithm, instance, lanes: int = 4):
     # shapes only: nothing is compiled or run but the traced step
     one = jax.eval_shape(lambda b: instance_at(algorithm.prepare(b), jnp.zeros((), jnp.int32)), as_batch(instance))
     keys = jax.random.split(jax.random.key(0), lanes)
-    with batching.policy(batching.solve_for("gpu", lanes)):  # init too: a state may depend on the policy
-        state = jax.eval_shape(jax.vmap(algorithm.init, in_axes=(0, None)), keys, one)
-        jaxpr = jax.make_jaxpr(jax.vmap(algorithm.step, in_axes=(0, 0, None)))(keys, state, one)
+    # the accelerator policy as the engine passes it, the configuration's own (Algorithm.batching);
+    # init too: a state may depend on the policy
+    algorithm = with_batching(algorithm, batching.solve_for("gpu", lanes))
+    state = jax.eval_shape(jax.vmap(algorithm.init, in_axes=(0, None)), keys, one)
+    jaxpr = jax.make_jaxpr(jax.vmap(algorithm.step, in_axes=(0, 0, None)))(keys, state, one)
     out = []
     _inner(jaxpr.jaxpr, None, None, out)
     return out

@@ -55,6 +55,7 @@ def test_xy_adaptive_cpu_and_accelerator_paths_agree():
     # start on Soare's d = 4 instance (ties, phase ends and eliminations all happen there): the
     # same states.
     from jaxbandits import batching
+    from jaxbandits.algorithms.base import with_batching
     from jaxbandits.environment import uniform_at
 
     key = jax.random.key(3)
@@ -65,7 +66,7 @@ def test_xy_adaptive_cpu_and_accelerator_paths_agree():
     alg = XYAdaptive(delta=0.1, pulls_per_step=8)
     keys = jax.random.split(jax.random.key(4), 8)
 
-    def make_run():  # a fresh function per policy: jit caches traces by function, and the policy is read while tracing
+    def make_run(alg=alg):  # the policy is the configuration's own (Algorithm.batching)
         def run(keys):
             st = jax.vmap(lambda k: alg.init(k, inst))(keys)
             step = jax.vmap(lambda k, s: alg.step(k, s, inst))
@@ -76,8 +77,8 @@ def test_xy_adaptive_cpu_and_accelerator_paths_agree():
         return jax.jit(run)
 
     cpu, n_active = make_run()(keys)
-    with batching.policy(batching.solve_for("gpu", 8)):
-        acc, _ = make_run()(keys)
+    with batching.policy(batching.solve_for("cpu", 8)):  # the caller's context is not the kernels' policy
+        acc, _ = make_run(with_batching(alg, batching.solve_for("gpu", 8)))(keys)
     assert int(jnp.max(cpu.phase)) > 2 and int(jnp.min(jnp.sum(cpu.active, axis=1))) < 3
     # on a CPU, lanes with two active items (one pair) pull on H narrowed to that pair and the
     # others over every pair: steps with both kinds of lanes occur here

@@ -27,6 +27,7 @@ engine's compile key.  :class:`Wrapper` is the base of algorithms built around a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from functools import partial
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
@@ -35,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits import programs
+from jaxbandits import batching, programs
 from jaxbandits.arguments import check_fields
 from jaxbandits.instances.base import Instance, validate_instance
 
@@ -122,6 +123,30 @@ class _ReleasedCode:
 
         released_code.__doc__ = _ReleasedCode.__doc__
         return released_code
+
+
+def under_own_policy(fn):
+    """``fn`` (a method of an algorithm) run under the algorithm's own ``policy``: the context
+    :func:`jaxbandits.batching.current_policy` reads while it is traced is set from the
+    configuration, never inherited from the caller's, so ``init`` and ``step`` are functions of the
+    configuration and their arguments alone."""
+    @functools.wraps(fn)
+    def method(self, *args, **kwargs):
+        with batching.policy(self.policy):
+            return fn(self, *args, **kwargs)
+
+    method._under_policy = True
+    return method
+
+
+def with_batching(algorithm: "Algorithm", policy) -> "Algorithm":
+    """``algorithm`` with ``policy`` as its ``batching``, and so every algorithm held in its fields
+    (a wrapper's)."""
+    nested = {f.name: with_batching(getattr(algorithm, f.name), policy) for f in dataclasses.fields(algorithm)
+              if isinstance(getattr(algorithm, f.name), Algorithm)}
+    if algorithm.batching == policy and all(nested[k] is getattr(algorithm, k) for k in nested):
+        return algorithm
+    return dataclasses.replace(algorithm, batching=policy, **nested)
 
 
 def concrete(value) -> bool:
@@ -277,6 +302,32 @@ class Algorithm(Configurable):
     released_settings: ClassVar[dict | None] = None
     float32_validated: ClassVar[bool] = False
     released_code = _ReleasedCode()
+
+    #: how the kernels batch their solves and loops (:class:`jaxbandits.batching.SolvePolicy`):
+    #: a static, keyword-only field that the engine sets on the configuration it compiles, from the
+    #: device and the lanes (:func:`with_batching`); None is the CPU policy.  Not shown in ``repr``
+    #: (the store's labels), part of ``==`` and ``hash`` (the compiled program's key).
+    batching: Any = dataclasses.field(default=None, kw_only=True, repr=False)
+
+    #: the contract's methods that run under the configuration's own policy
+    _UNDER_POLICY: ClassVar[tuple[str, ...]] = ("init", "step", "step_masked", "done", "outcome", "rounds",
+                                                "prepare")
+
+    def __init_subclass__(cls, **kwargs):
+        """The contract's methods a class defines run under its ``batching`` policy
+        (:func:`under_own_policy`): its kernels, and the helpers they call
+        (:func:`jaxbandits.batching.solve_where`, the reductions, the samplers), see the
+        configuration's policy, whatever the caller's context."""
+        super().__init_subclass__(**kwargs)
+        for name in Algorithm._UNDER_POLICY:
+            fn = vars(cls).get(name)
+            if callable(fn) and not getattr(fn, "_under_policy", False):
+                setattr(cls, name, under_own_policy(fn))
+
+    @property
+    def policy(self) -> "batching.SolvePolicy":
+        """The policy this configuration's kernels run under (``batching``, else the CPU policy)."""
+        return self.batching if self.batching is not None else batching.SolvePolicy()
 
     # -- the contract --------------------------------------------------------------------------
     def init(self, key: jax.Array, instance: Instance) -> Any:

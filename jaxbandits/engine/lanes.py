@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms.base import Algorithm, is_correct
-from jaxbandits.batching import current_policy, solve_where
+from jaxbandits.batching import solve_where
 from jaxbandits.instances.base import Instance
 
 
@@ -182,7 +182,7 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
             task keeps its last, finished state: its steps are discarded, and a finished state is
             the one the algorithm has least left to do in (a fresh state would, for example, run
             XY-adaptive's first-phase pulls over every pair each step)."""
-            if current_policy().batched:
+            if static_algorithm.policy.batched:
                 fresh = lane_init(slots, task_ids, instances, key)
                 fresh = fresh._replace(state=_select(fresh.active, fresh.state, lanes_.state))
                 return _select(free, fresh, lanes_)

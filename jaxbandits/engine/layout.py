@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits import batching
-from jaxbandits.algorithms.base import Algorithm
+from jaxbandits.algorithms.base import Algorithm, with_batching
 from jaxbandits.engine.lanes import instance_at
 from jaxbandits.instances.base import Instance
 
@@ -95,8 +95,8 @@ def lane_bytes(algorithm: Algorithm, instances: Instance, platform: str = "cpu")
     bookkeeping, and, with several instances, the instance a lane gathers each step.  Instances
     themselves are shared by all lanes, never copied per lane."""
     one = instance_at(instances, jnp.zeros((), jnp.int32))
-    with batching.policy(batching.solve_for(platform, 1)):
-        st = jax.eval_shape(algorithm.init, jax.random.key(0), one)
+    configured = with_batching(algorithm, batching.solve_for(platform, 1))  # as the engine traces it
+    st = jax.eval_shape(configured.init, jax.random.key(0), one)
     nbytes = sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(st))
     K, M = instances.num_arms, instances.num_items
     nbytes += 8 * (K + M) + 64

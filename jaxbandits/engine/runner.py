@@ -15,7 +15,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxbandits import batching, distributed, programs
 from jaxbandits import precision as precision_policy
-from jaxbandits.algorithms.base import Algorithm
+from jaxbandits.algorithms.base import Algorithm, with_batching
 from jaxbandits.engine.lanes import make_chunk_runner
 from jaxbandits.engine.layout import (CHUNK_LANES, Layout, _pow2_floor, choose_block_steps, choose_lanes,
                                       free_memory, lane_bytes)
@@ -40,13 +40,15 @@ def _compiled_runner(static_algorithm, dynamic, instances, key, n_reps, max_step
            jax.tree.structure(dynamic), tuple((v.shape, v.dtype) for v in jax.tree.leaves(dynamic)))
 
     def build():
-        run = make_chunk_runner(static_algorithm, lanes, chunk_per_dev, record_pulls, refill_min, block_steps)
+        # the policy is the configuration's: its kernels are traced under it (Algorithm.batching)
+        run = make_chunk_runner(with_batching(static_algorithm, solve), lanes, chunk_per_dev, record_pulls, refill_min,
+                                block_steps)
         if D > 1:
             mesh = Mesh(np.asarray(devices), ("d",))
             run = jax.shard_map(run, mesh=mesh, in_specs=(P("d"), P(), P(), P(), P(), P()),
                                 out_specs=(P("d"), P("d")), check_vma=False)
         tasks_proto = jnp.zeros((D * chunk_per_dev,), jnp.int32)
-        with batching.policy(solve):  # solve_where reads it while the kernels are traced
+        with batching.policy(solve):  # the engine's own refill code (the kernels set their own)
             lowered = jax.jit(run).lower(tasks_proto, instances, key, dynamic, max_steps, n_reps)
         return programs.compile_interruptibly(lowered)
 

@@ -75,35 +75,40 @@ class Composed(Algorithm):
     def rules(self) -> "Composition":
         raise NotImplementedError
 
+    def composition(self) -> "Composition":
+        """:meth:`rules` under this configuration's ``batching`` policy."""
+        comp = self.rules()
+        return comp if comp.batching == self.batching else dataclasses.replace(comp, batching=self.batching)
+
     def validate(self, instance: Instance) -> None:
         Algorithm.validate(self, instance)
-        self.rules().validate_rules(instance)
+        self.composition().validate_rules(instance)
 
     def init(self, key, instance: Instance) -> ComposedState:
-        return self.rules().init(key, instance)
+        return self.composition().init(key, instance)
 
     def step(self, key, state: ComposedState, instance: Instance) -> ComposedState:
         # through step_masked, so that a subclass that overrides it changes every step
-        return self.step_masked(key, state, instance, self.rules().active(state, instance))
+        return self.step_masked(key, state, instance, self.composition().active(state, instance))
 
     def step_masked(self, key, state: ComposedState, instance: Instance, active: jax.Array) -> ComposedState:
-        return self.rules().step_masked(key, state, instance, active)
+        return self.composition().step_masked(key, state, instance, active)
 
     def done(self, state: ComposedState) -> jax.Array:
-        return self.rules().done(state)
+        return self.composition().done(state)
 
     def prepare(self, instances: Instance) -> Instance:
-        return self.rules().sampling.prepare(instances)
+        return self.composition().sampling.prepare(instances)
 
     def outcome(self, state: ComposedState, instance: Instance) -> Outcome:
-        return self.rules().outcome(state, instance)
+        return self.composition().outcome(state, instance)
 
     def linear_stats(self, state: ComposedState) -> common.LinearStats:
         return state.belief.stats
 
     def stopping_threshold(self, state: ComposedState, instance: Instance):
         """(sigma^2 beta(t, delta), ready) of the last pull's stopping test."""
-        return self.rules().stopping_threshold(state, instance)
+        return self.composition().stopping_threshold(state, instance)
 
     @property
     def slack(self):

@@ -168,5 +168,5 @@ class FWS(Composed):
     def frank_wolfe_direction(self, state, instance: Instance, active: jax.Array):
         """(z(t) [K], forced, game) of Algorithm 1 at the current state (module docstring), the
         pieces ranging over the ``active`` items."""
-        comp = self.rules()
+        comp = self.composition()
         return comp.sampling.then.direction(state.sampling.then, state.belief, comp.context(instance, active))[:3]

@@ -132,7 +132,7 @@ class TopTwo(Composed):
     def leader_challenger(self, key, state, instance, active):
         """(B_t, C_t) of the module docstring at the current state, the challenger over the
         ``active`` items."""
-        comp = self.rules()
+        comp = self.composition()
         ctx = comp.context(instance, active)
         lead = comp.sampling.then.leader(key, state.belief, ctx)
         return lead, sampling.tc_challenger(lead, state.belief, ctx)
