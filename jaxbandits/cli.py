@@ -82,7 +82,8 @@ def _algorithm(spec: str, params: dict, parser, arg: str = "algorithm"):
     except LoadError as e:
         parser.error(f"argument {arg}: {e}")
     if params and dataclasses.is_dataclass(obj):
-        fields = [f.name for f in dataclasses.fields(obj) if f.init]
+        # the hyperparameters (the engine's batching policy is not one: not shown, not settable here)
+        fields = [f.name for f in dataclasses.fields(obj) if f.init and f.repr]
         bad = [k for k in params if k not in fields]
         if bad:
             parser.error(f"argument --param: {name_of(obj)} has no field {', '.join(map(repr, bad))}; "
