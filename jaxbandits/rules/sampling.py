@@ -10,6 +10,8 @@
   FWS do, or d arms of a random spanning set, seed 000 Lemma 5's A_0), then hand over to another
   rule, which starts tracking from the counts of the initialisation.
 * :class:`FrankWolfe`: Frank-Wolfe Sampling's rule (Wang, Tzeng & Proutiere, NeurIPS 2021).
+* :class:`Game`: LinGame's agent (AdaHedge) against nature's best response, C-tracked (Degenne et
+  al. 2020).
 * :class:`TopTwo`: leader / challenger sampling (Jourdan, Degenne, Baudry, de Heide, Kaufmann,
   "Top Two algorithms revisited", NeurIPS 2022, Algorithm 1; its linear form, Jourdan & Degenne,
   ICML 2022, Sec 4-5), built from three pieces:
@@ -43,7 +45,8 @@ from jaxbandits.algorithms import common, glr
 from jaxbandits import design
 from jaxbandits.algorithms.base import Configurable, hyperparameter, instance_cache, map_instances, with_cache
 from jaxbandits.design.copt import c_optimal
-from jaxbandits.design.games import EXACT_GAME_GAP, is_square, matrix_game, matrix_game_certified, matrix_game_exact
+from jaxbandits.design.games import (EXACT_GAME_GAP, hedge_update, hedge_weights, is_square, matrix_game,
+                                     matrix_game_certified, matrix_game_exact)
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.core import Belief, Context, SamplingRule
 
@@ -386,6 +389,73 @@ class FrankWolfe(SamplingRule):
     def converged(self, state: FrankWolfeState):
         # the exact game's pivot cap reached before the optimum shows as a gap above rounding
         return state.game_gap <= EXACT_GAME_GAP if self.game == "exact" else None
+
+
+# -- a game learner against nature's best response --------------------------------------------------
+class GameState(NamedTuple):
+    losses: jax.Array    # [K] AdaHedge's cumulative losses
+    gap: jax.Array       # AdaHedge's cumulative mixability gap
+    cum: jax.Array       # [K] sum of the played allocations (C-tracking; starts at the initial counts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Game(SamplingRule):
+    """The agent-nature game of LinGame (Degenne, Menard, Shang & Valko, ICML 2020, Sec 3), one
+    learner for every answer (as Tirinzoni & Degenne's code runs it): AdaHedge
+    (:func:`jaxbandits.design.games.hedge_weights`) plays w_t; nature best-responds with the
+    closest piece of the alternative of the recommended answer in the V_{w_t} norm, over the
+    active items, lambda_t = theta_hat - (y^T theta_hat / ||y||^2_{V_w^-1}) V_w^-1 y; the learner's
+    loss is minus the optimistic gains
+    U_k = (|x_k^T (theta_hat - lambda_t)| / sigma + sqrt(2 log t ||x_k||^2_{V_t^-1}))^2 / 2
+    (``optimism``; clipped at log t with ``clip``); the arm is C-tracked, argmax_k sum_s w_k(s) - N_k(t).
+    :class:`jaxbandits.algorithms.LinGame` is the paper's algorithm with every option (learners per
+    answer, D-tracking, Top-m); this rule is the game as a piece to compose with any stopping rule.
+
+    Attributes:
+      hedge_delta0: AdaHedge's initial mixability gap (0.01 in the experiments' code).
+      optimism: optimistic gains; False: the plain gains.
+      clip: clip the gains at log t.
+    """
+
+    dynamic_fields: ClassVar[tuple[str, ...]] = ("hedge_delta0",)
+    hedge_delta0: float = hyperparameter(0.01, low=0.0)
+    optimism: bool = True
+    clip: bool = True
+
+    def init(self, key, instance: Instance) -> GameState:
+        K = instance.num_arms
+        dt = instance.arms.dtype
+        return GameState(jnp.zeros((K,), dt), jnp.asarray(self.hedge_delta0, dt), jnp.zeros((K,), dt))
+
+    def update(self, keys, state: GameState, belief: Belief, ctx: Context):
+        instance = ctx.instance
+        X, Z = instance.arms, instance.items
+        dt = X.dtype
+        tf = jnp.maximum(belief.t.astype(dt), 1.0)
+        theta, Vinv = belief.theta, belief.inverse()
+        w = hedge_weights(state.losses, state.gap)
+        w = jnp.where(instance.valid_arms(), w, 0.0)
+        # nature: the closest piece {lambda : lambda^T (z_j - z_i) >= 0} of Alt(i), i the answer
+        Vw_inv = common.inverse_gram((X.T * w) @ X)
+        D = Z - Z[belief.answer][None, :]                           # y_j = z_j - z_i  [M, d]
+        norms = jnp.sum((D @ Vw_inv) * D, axis=-1)
+        gaps = D @ theta                                             # <= 0 for the answer's pieces
+        valid = ctx.active & instance.valid_items() & jnp.any(D != 0, axis=-1)
+        cost = jnp.where(valid, gaps * gaps / (2.0 * jnp.maximum(norms, 1e-300)), jnp.inf)
+        j = common.argmax_fast(-cost)
+        y = D[j]
+        lam = theta - (y @ theta) / jnp.maximum(y @ Vw_inv @ y, 1e-300) * (Vw_inv @ y)
+        # the agent's gains, in units of sigma^2
+        h = jnp.log(tf) if self.optimism else jnp.zeros((), dt)
+        q = jnp.maximum(jnp.sum((X @ Vinv) * X, axis=-1), 0.0)
+        gains = 0.5 * (jnp.abs(X @ (theta - lam)) / ctx.sigma + jnp.sqrt(2.0 * h * q)) ** 2
+        if self.clip:
+            gains = jnp.minimum(gains, jnp.log(tf))
+        losses, gap = hedge_update(state.losses, state.gap, jnp.where(instance.valid_arms(), -gains, 0.0))
+        base = jnp.where(belief.t == ctx.start, belief.stats.counts, state.cum)  # tracking from the initial counts
+        cum = base + w
+        arm = common.argmax_fast(jnp.where(instance.valid_arms(), cum - belief.stats.counts, -jnp.inf))
+        return arm, GameState(losses, gap, cum)
 
 
 # -- Top Two -------------------------------------------------------------------------------------
