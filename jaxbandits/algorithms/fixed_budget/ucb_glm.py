@@ -7,7 +7,6 @@ the most-pulled arm, as :class:`~jaxbandits.algorithms.fixed_budget.linucb.LinUC
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
 
 import jax
 import jax.numpy as jnp

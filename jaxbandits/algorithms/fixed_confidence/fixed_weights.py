@@ -19,7 +19,7 @@ XY-oracle with its K-dependent elimination-style stop (seed 000 Table 1).
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
