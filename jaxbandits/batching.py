@@ -295,3 +295,13 @@ def _fold(v: jax.Array, op) -> jax.Array:
     for i in range(1, rows):
         out = op(out, y[i * cols:(i + 1) * cols])
     return out
+
+
+def columns_dot(M: jax.Array, u: jax.Array) -> jax.Array:
+    """M @ u for a matrix with a static, small number of columns, as the sum of its columns scaled
+    by u (in column order): elementwise, so it fuses with what reads it (an argmax, a max) into one
+    pass, where a matrix-vector product is a kernel of its own."""
+    out = M[:, 0] * u[0]
+    for i in range(1, M.shape[1]):
+        out = out + M[:, i] * u[i]
+    return out

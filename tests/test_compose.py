@@ -13,6 +13,7 @@ import pytest
 
 import jaxbandits as jb
 from jaxbandits.algorithms import RAGE, Eliminate, TopTwo, UniformGLR
+from jaxbandits.algorithms.fixed_confidence.fixed_weights import FixedWeightsOracle
 from jaxbandits import engine
 from jaxbandits.engine import programs_compiled, simulate
 from jaxbandits.rules import Elimination, compose, recommend, sampling, stopping
@@ -39,8 +40,10 @@ def _run(alg, inst, n=16, seed=3):
 
 # -- the named compositions are their rules ---------------------------------------------------------
 @pytest.mark.parametrize("alg", [UniformGLR(u=0.5), TopTwo(leader="TS", allocation="greedy"),
-                                 TopTwo(initial="spanning", answer="best", threshold="lts")],
-                         ids=["uniform", "top-two-ts-greedy", "top-two-spanning"])
+                                 TopTwo(initial="spanning", answer="best", threshold="lts"),
+                                 jb.algorithms.LinGame(tracking="D", learners="single"),
+                                 FixedWeightsOracle(delta=0.1)],
+                         ids=["uniform", "top-two-ts-greedy", "top-two-spanning", "lingame", "fixed-weights-oracle"])
 def test_named_composition_is_its_rules(alg):
     """A named algorithm and the composition its options make give the same replications."""
     inst = _inst()
@@ -57,6 +60,20 @@ def test_top_two_written_out():
                                          recommend=recommend.FurthestAnswer(candidates=16)),
                    delta=0.05)
     _same(_run(TopTwo(), inst), _run(mine, inst))
+
+
+def test_lingame_top_m_written_out_and_top_m_elimination_refused():
+    """LinGame for Top-m (m = 2) written out rule by rule (each arm once before the first step,
+    the game, LinGame's GLR): the same replications, answers of two items; elimination (m = 1
+    only) is refused with a message before anything compiles."""
+    inst = jb.seeds.topm_classic()
+    mine = compose(sampling.Initial(sampling.Game(m=2), first="batch"), stopping.GameGLR(m=2), delta=0.05)
+    ours = _run(jb.algorithms.LinGame(m=2), inst)
+    _same(ours, _run(mine, inst))
+    assert np.all(np.asarray(ours.answer).sum(-1) == 2)
+    bad = compose(sampling.Initial(sampling.Game(m=2), first="batch"), stopping.GameGLR(m=2), eliminate=Elimination())
+    with pytest.raises(ValueError, match="m = 1"):
+        simulate(bad, inst, 0, n_reps=2, max_steps=10)
 
 
 @pytest.mark.parametrize("at_sampling", [False, True])

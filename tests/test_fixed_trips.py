@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.design import minimax
+from jaxbandits.design import app_f, minimax
 from jaxbandits.design.gopt import g_optimal
 from jaxbandits.design.rounding import round_design
 
@@ -56,7 +56,7 @@ def test_paper_frank_wolfe_stops_within_its_trip_bound_and_fixed_trips_agree():
         X = jnp.asarray(rng.normal(size=(K, d)))
         Z = jnp.asarray(rng.normal(size=(M, d)))
         st = _paper_start(X, Z)
-        bound = minimax.paper_fw_trip_bound(K)
+        bound = app_f.trip_bound(K)
         a = _paper_iterate(X, Z, st, max_iters=5000)
         b = _paper_iterate(X, Z, st, max_iters=5000, trips=min(5000, bound))
         assert 1 < int(a.k) < min(5000, bound) and int(a.k) == int(b.k)

@@ -49,8 +49,9 @@ def test_contract_shapes_jit_vmap_and_step_is_step_masked_all_active():
 
     keys = jax.random.split(jax.random.key(2), 3)
     st, st2, last, same = jax.jit(jax.vmap(one))(keys)
-    assert st.losses.shape == (3, 6, 4) and st.keys.shape == (3, 6)  # C(4, 2) = 6 answers, a learner each
-    assert st.answer.dtype == bool and np.all(np.asarray(st.t) == 4)
+    game = st.sampling.then  # the game's state inside the initialisation rule's
+    assert game.losses.shape == (3, 6, 4) and game.keys.shape == (3, 6)  # C(4, 2) = 6 answers, a learner each
+    assert st.belief.answer.dtype == bool and np.all(np.asarray(st.t) == 4)
     assert jax.tree.map(lambda a: (a.shape, a.dtype), st2) == jax.tree.map(lambda a: (a.shape, a.dtype), st)
     o = jax.vmap(alg.outcome, in_axes=(0, None))(st2, inst)
     assert o.answer.shape == (3, 4) and np.all(np.asarray(o.answer).sum(1) == 2)
@@ -276,13 +277,14 @@ def test_learner_slots_lookup_and_lru_eviction():
     """One learner per answer while slots last; a new answer then evicts the least recently used."""
     inst = topm_hard_top1()
     alg = LinGame(learner_slots=2)
-    st = alg.init(jax.random.key(0), inst)
+    game = alg.rules().sampling.then
+    st = alg.init(jax.random.key(0), inst).sampling.then
     assert st.keys.shape == (2,)
     st = st._replace(keys=jnp.asarray([0, 2]), used=jnp.asarray([7, 5], jnp.int32),
                      losses=jnp.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), gap=jnp.asarray([0.5, 0.7]))
-    slot, losses, gap = alg._lookup(st, jnp.asarray(2))  # a hit keeps its learner
+    slot, losses, gap = game.lookup(st, jnp.asarray(2))  # a hit keeps its learner
     assert int(slot) == 1 and np.allclose(losses, [4.0, 5.0, 6.0]) and float(gap) == 0.7
-    slot, losses, gap = alg._lookup(st, jnp.asarray(1))  # a miss evicts slot 1 (used at 5 < 7), fresh
+    slot, losses, gap = game.lookup(st, jnp.asarray(1))  # a miss evicts slot 1 (used at 5 < 7), fresh
     assert int(slot) == 1 and np.allclose(losses, 0.0) and float(gap) == alg.hedge_delta0
     st = st._replace(keys=jnp.asarray([0, -1]))
-    assert int(alg._lookup(st, jnp.asarray(1))[0]) == 1  # an empty slot first
+    assert int(game.lookup(st, jnp.asarray(1))[0]) == 1  # an empty slot first

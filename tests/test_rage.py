@@ -87,7 +87,7 @@ def test_fast_elimination_and_compacted_design_match_reference():
     from jaxbandits.algorithms.common import safe_cholesky
     from jaxbandits.algorithms.fixed_confidence.rage import (compacted_xy_design, eliminate, eliminate_all_pairs,
                                             item_buckets)
-    from jaxbandits.design import minimax
+    from jaxbandits.design import app_f, minimax
 
     assert item_buckets(1000) == (16, 64, 256, 1000) and item_buckets(10) == (10,)
     rng = np.random.default_rng(0)
@@ -116,8 +116,8 @@ def test_fast_elimination_and_compacted_design_match_reference():
     # over the materialised [M*M] table.
     perp, _ = design.core.null_projector(X, jnp.ones(8, bool))
     dirs = minimax._pairs(Z, act)
-    lam_a, k_a = minimax._paper_fw(X, jnp.ones(8, bool), init, perp, dirs, 5000)
-    lam_b, k_b = minimax._paper_fw(X, jnp.ones(8, bool), init, perp, dirs._replace(best=None), 5000)
+    lam_a, k_a = app_f.dense_solve(X, jnp.ones(8, bool), init, perp, dirs, 5000)
+    lam_b, k_b = app_f.dense_solve(X, jnp.ones(8, bool), init, perp, dirs._replace(best=None), 5000)
     assert int(k_a) == int(k_b)
     np.testing.assert_allclose(np.asarray(lam_a), np.asarray(lam_b), rtol=1e-9, atol=1e-12)
 
@@ -148,7 +148,8 @@ def test_batched_paper_design_matches_per_lane_solves(monkeypatch):
     assert min(iters) <= elimination.BATCHED_FW_ITERS < max(iters)   # both parts are exercised
     for pol in (SolvePolicy(batched=False, capacity=1), SolvePolicy(batched=True, capacity=None)):
         with policy(pol):
-            lam, rho = jax.jit(jax.vmap(lambda a, i: elimination.compacted_xy_design(X, Z, a, i, **kw)))(acts, inits)
+            lam, rho = jax.jit(jax.vmap(lambda a, i: elimination.compacted_xy_design(
+                X, Z, a, i, fixed_trips=pol.batched, **kw)))(acts, inits)
         for lane in range(4):
             ref = design.xy_allocation(X, Z, item_mask=acts[lane], init=inits[lane], method="paper")
             np.testing.assert_allclose(np.asarray(lam[lane]), np.asarray(ref.allocation), rtol=1e-9, atol=1e-12)

@@ -252,7 +252,7 @@ def test_fixed_weights_oracle_tracks_w_star():
     t = counts.sum(1, keepdims=True)
     # D-tracking: N_k(t) >= t w_k - (K - 1) and N_k <= max(1, t w_k) + 1 (Garivier & Kaufmann 2016, Lemma 7)
     assert np.all(counts >= t * w - 4) and np.all(counts <= np.maximum(1, t * w) + 2)
-    assert np.all(np.asarray(st.stopped)) and np.all(np.asarray(st.best) == 0)
+    assert np.all(np.asarray(st.stopped)) and np.all(np.asarray(st.belief.answer) == 0)
 
 
 def test_cumulative_rage_and_global_xy():

@@ -86,7 +86,7 @@ def test_stopping_shortcut_gives_the_full_pass_decisions():
 
     def stops(th, Ainv, beta, ready, near):
         values, top, best = common.empirical_best(th, Z, mask)
-        return LazyTrackAndStop._stops(Ainv, Z, mask, values, top, best, beta, ready, near)
+        return LazyTrackAndStop()._stops(Ainv, Z, mask, values, top, best, beta, ready, near)
 
     got, near2 = jax.jit(jax.vmap(stops))(th, Ainv, beta, ready, near)
     want = np.asarray(ready & (zmin > beta))

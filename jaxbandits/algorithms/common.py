@@ -16,7 +16,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.batching import argmax_fast, max_argmax  # noqa: F401 (also used from here)
+from jaxbandits.batching import argmax_fast, columns_dot, max_argmax  # noqa: F401 (also used from here)
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.thresholds import anytime_delta, log_det_ratio  # noqa: F401 (also used from here)
 from jaxbandits.rules.thresholds import prop2 as glr_threshold  # noqa: F401 (its old name and home)
@@ -248,16 +248,6 @@ def lambda_min_small(A: jax.Array) -> jax.Array:
         b = 0.5 * (A[0, 1] + A[1, 0])
         return h - jnp.sqrt(q * q + b * b)
     return lambda_min(A)
-
-
-def columns_dot(M: jax.Array, u: jax.Array) -> jax.Array:
-    """M @ u for a matrix with a static, small number of columns, as the sum of its columns scaled
-    by u (in column order): elementwise, so it fuses with what reads it (an argmax, a max) into one
-    pass, where a matrix-vector product is a kernel of its own."""
-    out = M[:, 0] * u[0]
-    for i in range(1, M.shape[1]):
-        out = out + M[:, i] * u[i]
-    return out
 
 
 def glr_statistic_inv(theta_hat: jax.Array, Ainv: jax.Array, items: jax.Array, item_mask=None):

@@ -17,10 +17,12 @@ import jax.numpy as jnp
 
 from jaxbandits import design
 from jaxbandits.batching import in_smallest_bucket, item_buckets
+from jaxbandits.design import app_f
 from jaxbandits.design.core import pair_table
 from jaxbandits.instances.base import Instance
 
-def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=None, arm_mask=None):
+def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=None, arm_mask=None,
+                        fixed_trips: bool = False):
     """(lambda, rho) of the XY design over Y(Z_active) (:func:`jaxbandits.design.xy_allocation`),
     solved on the active items gathered into the smallest buffer of :func:`item_buckets` that
     holds them.
@@ -32,6 +34,8 @@ def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=N
     :func:`jaxbandits.batching.solve_where`, so a lane pays only for its own
     bucket, each lane's solve runs its own number of iterations, and a bucket no lane needs costs
     nothing.  ``arm_mask``: the real arms of a padded instance (padded ones get weight 0).
+    ``fixed_trips``: App F's runs as loops of trip counts known at compile time (the caller's
+    accelerator policy, :attr:`jaxbandits.batching.SolvePolicy.batched`), the same designs.
     """
     from jaxbandits.batching import solve_where
 
@@ -43,7 +47,8 @@ def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=N
     lo = 0
     for B in buckets:
         if method == "paper" and B <= BATCHED_FW_MAX_ITEMS:
-            out = _paper_bucket(X, Z, active, init, B, (count > lo) & (count <= B), max_iters, arm_mask, out)
+            out = _paper_bucket(X, Z, active, init, B, (count > lo) & (count <= B), max_iters, arm_mask, out,
+                                fixed_trips)
             lo = B
             continue
 
@@ -66,7 +71,7 @@ BATCHED_FW_ITERS = 32
 BATCHED_FW_MAX_ITEMS = 64
 
 
-def _paper_bucket(X, Z, active, init, B, here, max_iters, arm_mask, out):
+def _paper_bucket(X, Z, active, init, B, here, max_iters, arm_mask, out, fixed: bool):
     """(lambda, rho) of App F's Frank-Wolfe over the active items gathered into a buffer of B,
     where ``here``, else ``out``: the XY design of :func:`compacted_xy_design` with
     ``method="paper"``, whose iteration count depends on the data.
@@ -80,18 +85,16 @@ def _paper_bucket(X, Z, active, init, B, here, max_iters, arm_mask, out):
     seed 001 benchmark most rounds after the first have two active items and stop within ~12
     iterations, so the serial part is rare; a small buffer keeps the lanes' batched iterations
     cheap (``BATCHED_FW_MAX_ITEMS``).  Only the design and its value are computed (RAGE reads no
-    certificate; :func:`jaxbandits.design.minimax.xy_paper_value`).  Under an accelerator policy
-    (:func:`jaxbandits.batching.current_policy`) both parts are loops of a trip count known at
-    compile time: ``BATCHED_FW_ITERS`` iterations, then the continuation to the iteration by which
-    the run has surely stopped (:func:`jaxbandits.design.minimax.paper_fw_trip_bound`), the
+    certificate; :func:`jaxbandits.design.minimax.xy_paper_value`).  With ``fixed`` (the accelerator
+    policy) both parts are loops of a trip count known at compile time: ``BATCHED_FW_ITERS`` iterations, then the continuation to the iteration by which
+    the run has surely stopped (:func:`jaxbandits.design.app_f.trip_bound`), the
     iterations after the stop leaving the design unchanged: the same designs.
     """
-    from jaxbandits.batching import current_policy, solve_where
+    from jaxbandits.batching import solve_where
     from jaxbandits.design import minimax
 
-    fixed = current_policy().batched
     first = min(int(max_iters), BATCHED_FW_ITERS)
-    rest = min(int(max_iters), minimax.paper_fw_trip_bound(X.shape[0])) - first
+    rest = min(int(max_iters), app_f.trip_bound(X.shape[0])) - first
 
     idx = jnp.nonzero(active, size=B, fill_value=0)[0]
     Zb = Z[idx]
@@ -105,7 +108,7 @@ def _paper_bucket(X, Z, active, init, B, here, max_iters, arm_mask, out):
         return minimax.xy_paper_iterate(X, Zb, st, item_mask=im, arm_mask=arm_mask, max_iters=max_iters,
                                         trips=max(rest, 1) if fixed else None)
 
-    st = solve_where(here & minimax.paper_fw_running(st, max_iters), more, (X, Zb, im, arm_mask, st), st)
+    st = solve_where(here & app_f.paper_fw_running(st, max_iters), more, (X, Zb, im, arm_mask, st), st)
     lam, rho = minimax.xy_paper_value(X, Zb, st, item_mask=im, arm_mask=arm_mask)
     return jnp.where(here, lam.astype(X.dtype), out[0]), jnp.where(here, rho.astype(X.dtype), out[1])
 

@@ -138,3 +138,17 @@ def masked_argmax(v: jax.Array, mask: jax.Array) -> jax.Array:
 
 def masked_argmin(v: jax.Array, mask: jax.Array) -> jax.Array:
     return masked_argmax(-v, mask)
+
+
+def oracle_directions(Z, theta, item_mask):
+    """Directions (z* - z) / |(z* - z)^T theta| for active z != z* (seed 001 eq. (1))."""
+    vals = Z @ theta
+    star = masked_argmax(vals, item_mask)
+    diff = Z[star][None, :] - Z
+    gaps = diff @ theta
+    ym = item_mask & (jnp.arange(Z.shape[0]) != star)
+    safe = jnp.where(ym & (gaps > 0), gaps, 1.0)
+    Y = diff / safe[:, None]
+    # a tie with z* (gap 0) makes psi* infinite; keep it as a direction of huge weight
+    Y = jnp.where((ym & (gaps <= 0))[:, None], diff * 1e150, Y)
+    return Y, ym

@@ -31,7 +31,6 @@ direction's partial gradient.
 """
 from __future__ import annotations
 
-import math
 from functools import partial
 from typing import Callable, NamedTuple, Optional
 
@@ -39,8 +38,10 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.batching import fixed_trip_while
-from jaxbandits.design.core import (DesignSolution, as_float, design_matrix, full_mask, initial_design,
-                                    inverse_design, masked_argmax, masked_argmin, null_projector, pair_table, quad_norms)
+from jaxbandits.design.app_f import PaperFW, dense_iterate, dense_solve, finish
+from jaxbandits.design.core import (DesignSolution, as_float, full_mask, initial_design,
+                                    inverse_design, masked_argmax, masked_argmin, null_projector, oracle_directions,  # noqa: F401
+                                    pair_table, quad_norms)
 from jaxbandits.stats import kl_bernoulli
 
 _TOPK = 512
@@ -371,84 +372,6 @@ def _smooth_fw(X, mask, lam0, perp, dirs: _Directions, tol, max_iters, s0=10.0, 
     return lam, k, lb, mu_best
 
 
-class PaperFW(NamedTuple):
-    """Iterate of App F's Frank-Wolfe (:func:`_paper_fw`): design, iterations run, last relative
-    change of the design (inf before the first iteration)."""
-
-    lam: jax.Array
-    k: jax.Array
-    rel: jax.Array
-
-
-def _paper_body(X, mask, perp, dirs: _Directions, state: PaperFW) -> PaperFW:
-    """One iteration of App F's Frank-Wolfe (step 2/(k+2), Danskin gradient of the max direction)."""
-    dtype = X.dtype
-    lam, k, _ = state
-    Ainv = inverse_design(lam, X, perp)
-    if dirs.best is not None:
-        _, ymax = dirs.best(Ainv)
-        y = dirs.rows(ymax[None])[0]
-        v = X @ (Ainv @ y)
-        h = v * v  # minus the gradient: (x^T A^-1 y_max)^2
-    else:
-        g = dirs.norms(Ainv)
-        ymax = jnp.argmax(g)
-        mu = jax.nn.one_hot(ymax, g.shape[0], dtype=dtype)
-        B = dirs.bmat(mu)
-        W = X @ Ainv
-        h = jnp.sum((W @ B) * W, axis=-1)
-    j = masked_argmax(h, mask)
-    gam = 2.0 / (k.astype(dtype) + 3.0)  # the reference code counts iterations from 1
-    lam_new = (1.0 - gam) * lam
-    lam_new = lam_new.at[j].add(gam)
-    rel = jnp.linalg.norm(lam_new - lam) / jnp.linalg.norm(lam)
-    return PaperFW(lam_new, k + 1, rel)
-
-
-def paper_fw_running(state: PaperFW, max_iters) -> jax.Array:
-    """App F's continuation rule: fewer than ``max_iters`` iterations and a relative change of
-    the design of at least 1 %."""
-    return (state.k < max_iters) & (state.rel >= 0.01)
-
-
-def paper_fw_trip_bound(num_arms: int) -> int:
-    """Iterations after which App F's Frank-Wolfe has surely stopped, whatever the data: the
-    relative change of iteration k is ||gamma (e_j - lambda)|| / ||lambda|| <= gamma sqrt(2) /
-    (1 / sqrt(K)) with gamma = 2 / (k + 3), below App F's 1 % once k + 3 > 200 sqrt(2 K)."""
-    return int(math.ceil(200.0 * math.sqrt(2.0 * num_arms)))
-
-
-def _paper_iterate(X, mask, perp, dirs, state: PaperFW, max_iters, trips: int | None = None) -> PaperFW:
-    """App F's iterations while :func:`paper_fw_running`; with ``trips`` (a Python int at least
-    the iterations the run can still make) as a loop of exactly that many iterations, the ones
-    after the stop leaving the state unchanged: the same iterate, with no loop whose trip count
-    depends on data (:func:`jaxbandits.batching.fixed_trip_while`)."""
-    cond = lambda st: paper_fw_running(st, max_iters)  # noqa: E731
-    body = lambda st: _paper_body(X, mask, perp, dirs, st)  # noqa: E731
-    if trips is not None:
-        return fixed_trip_while(cond, body, state, int(trips))
-    return jax.lax.while_loop(cond, body, state)
-
-
-def _paper_finish(X, perp, lam):
-    """App F's cutoff: lambda < 1e-5 set to 0 and renormalised."""
-    thr = jnp.where(lam < 1e-5, 0.0, lam)
-    thr = thr / jnp.sum(thr)
-    # keep the thresholded design unless it lost invertibility (then the paper's pinv would give
-    # a design that cannot estimate every direction; we keep the unthresholded one instead)
-    ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(design_matrix(thr, X) + perp)))
-    return jnp.where(ok, thr, lam)
-
-
-def _paper_fw(X, mask, lam0, perp, dirs: _Directions, max_iters, trips: int | None = None):
-    """Seed 001 App F: Frank-Wolfe with step 2/(k+2) on f, Danskin gradient of the max direction,
-    stop when ||lambda_{k+1} - lambda_k||_2 / ||lambda_k||_2 < 0.01 or after 5000 iterations, then
-    set lambda < 1e-5 to 0 and renormalise.  ``trips``: as :func:`_paper_iterate`."""
-    start = PaperFW(lam0, jnp.array(0, jnp.int32), jnp.asarray(jnp.inf, X.dtype))
-    st = _paper_iterate(X, mask, perp, dirs, start, max_iters, trips)
-    return _paper_finish(X, perp, st.lam), st.k
-
-
 def _xy_setup(X, Z, item_mask, arm_mask):
     X, Z = as_float(X), as_float(Z)
     mask = full_mask(arm_mask, X.shape[0])
@@ -469,10 +392,10 @@ def xy_paper_start(X, Z, *, item_mask=None, arm_mask=None, init=None) -> PaperFW
 
 def xy_paper_iterate(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None, max_iters=5_000,
                      trips: int | None = None) -> PaperFW:
-    """Continue App F's Frank-Wolfe from ``state`` while :func:`paper_fw_running`; ``trips``: a
-    loop of that many iterations known at compile time instead (:func:`_paper_iterate`)."""
+    """Continue App F's Frank-Wolfe from ``state`` while :func:`~jaxbandits.design.app_f.paper_fw_running`; ``trips``: a
+    loop of that many iterations known at compile time instead (:func:`~jaxbandits.design.app_f.dense_iterate`)."""
     X, mask, perp, dirs = _xy_setup(X, Z, item_mask, arm_mask)
-    return _paper_iterate(X, mask, perp, dirs, state, max_iters, trips)
+    return dense_iterate(X, mask, perp, dirs, state, max_iters, trips)
 
 
 def xy_paper_value(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None):
@@ -480,7 +403,7 @@ def xy_paper_value(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None):
     (the ``allocation`` and ``value`` of :func:`xy_allocation`, bit for bit; no certificate: its
     ``gap`` is not computed)."""
     X, mask, perp, dirs = _xy_setup(X, Z, item_mask, arm_mask)
-    lam = _paper_finish(X, perp, state.lam)
+    lam = finish(X, state.lam, perp)
     return lam, jnp.max(dirs.norms(inverse_design(lam, X, perp)))
 
 
@@ -495,7 +418,7 @@ def _solve(X, mask, init, perp, dirs, tol, max_iters, method, trips: int | None 
         lb = jnp.maximum(lb, lb2)
         mu = jnp.where(use2, mu2, mu)
     elif method == "paper":
-        lam, k = _paper_fw(X, mask, lam0, perp, dirs, max_iters, trips)
+        lam, k = dense_solve(X, mask, lam0, perp, dirs, max_iters, trips)
         f, lb, mu = _certificate(X, mask, lam, perp, dirs)
     else:
         raise ValueError(f"unknown method {method!r}; expected 'smooth' or 'paper'")
@@ -565,20 +488,6 @@ def xy_allocation(X, Z=None, *, item_mask=None, arm_mask=None, init=None, tol: f
     lam, k, f, lb, mu = _solve(Xs, mask, init, perp, _pairs(Zs, im), tol, max_iters, method)
     value = _value(lam, mu, X, perp, _pairs(Z, im).bmat, f)
     return _solution(lam, k, f, lb, value, tol)
-
-
-def oracle_directions(Z, theta, item_mask):
-    """Directions (z* - z) / |(z* - z)^T theta| for active z != z* (seed 001 eq. (1))."""
-    vals = Z @ theta
-    star = masked_argmax(vals, item_mask)
-    diff = Z[star][None, :] - Z
-    gaps = diff @ theta
-    ym = item_mask & (jnp.arange(Z.shape[0]) != star)
-    safe = jnp.where(ym & (gaps > 0), gaps, 1.0)
-    Y = diff / safe[:, None]
-    # a tie with z* (gap 0) makes psi* infinite; keep it as a direction of huge weight
-    Y = jnp.where((ym & (gaps <= 0))[:, None], diff * 1e150, Y)
-    return Y, ym
 
 
 @partial(jax.jit, static_argnames=("method", "fixed_trips"))

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, display_name, hyperparameter
-from jaxbandits.environment import pull
+from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.core import Belief, Context, SamplingRule, StoppingRule
 from jaxbandits.rules.elimination import Elimination
@@ -115,6 +115,11 @@ class Composed(Algorithm):
         eps = getattr(self.rules(), "epsilon", 0.0)
         return 0.0 if eps is None else eps  # None: the static part of a split
 
+    @property
+    def top_m(self) -> int:
+        """The size of the answer: the stopping rule's ``m`` (1 unless it identifies a Top-m set)."""
+        return int(getattr(self.rules().stopping, "m", 1))
+
 
 @dataclasses.dataclass(frozen=True)
 class Composition(Composed):
@@ -163,8 +168,8 @@ class Composition(Composed):
             if eps > 0 and not self.stopping.epsilon_good:
                 raise ValueError(f"epsilon = {eps} needs a stopping rule that certifies epsilon-best answers; "
                                  f"{type(self.stopping).__name__} identifies the best arm (epsilon = 0)")
-        if self.eliminate is not None and self.eliminate.on and not (eps is None or eps == 0):
-            raise ValueError("elimination covers exact best-arm identification (epsilon = 0)")
+        if self.eliminate is not None and self.eliminate.on and (not (eps is None or eps == 0) or self.top_m != 1):
+            raise ValueError("elimination covers exact best-arm identification (m = 1, epsilon = 0)")
         self.sampling.validate(instance)
         self.stopping.validate(instance)
 
@@ -197,8 +202,18 @@ class Composition(Composed):
     # -- contract ------------------------------------------------------------------------------
     def init(self, key, instance: Instance) -> ComposedState:
         elim = self.eliminate.init(instance) if self._eliminating() else ()
-        return ComposedState(self._carried(self.stopping.prior(instance)), self.sampling.init(key, instance),
-                             jnp.zeros((), bool), elim)
+        sampling = self.sampling.init(key, instance)
+        belief = self.stopping.prior(instance)
+        counts = self.sampling.initial_counts(instance)
+        if counts is None:
+            return ComposedState(self._carried(belief), sampling, jnp.zeros((), bool), elim)
+        # pulls made all at once before the first step (their rewards from this key), then a decision
+        stats = common.add_counts(belief.stats, instance, counts, pull_counts(key, instance, counts))
+        t = jnp.asarray(counts.shape[0], jnp.int32)
+        ctx = self.context(instance, jnp.ones((instance.num_items,), bool))
+        dec = self.stopping.decide(stats, t, ctx)
+        stopped = dec.ready & (dec.statistic > dec.beta)
+        return ComposedState(self._carried(dec.belief), sampling, stopped, elim)
 
     def active(self, state: ComposedState, instance: Instance) -> jax.Array:
         """[M] the answers the sampling rule's closest-alternative computations range over: the
@@ -228,7 +243,8 @@ class Composition(Composed):
         stopped = ready & (dec.statistic > dec.beta)
         elim = state.elimination
         if self._eliminating():
-            elim = self.eliminate.update(elim, stats, dec.beta, ready, instance.items, self.stopping.reg)
+            elim = self.eliminate.update(elim, stats, self.stopping.elimination_beta(dec, ctx), ready, instance.items,
+                                         self.stopping.reg)
         return ComposedState(self._carried(dec.belief), sampling, stopped, elim)
 
     def done(self, state: ComposedState) -> jax.Array:
@@ -237,7 +253,8 @@ class Composition(Composed):
         return state.stopped
 
     def outcome(self, state: ComposedState, instance: Instance) -> Outcome:
-        answer = answer_mask(state.belief.answer, instance.num_items)
+        answer = state.belief.answer
+        answer = answer if answer.ndim else answer_mask(answer, instance.num_items)  # Top-m: a mask already
         if self._eliminating():
             own = state.elimination.stopped & ~state.stopped
             answer = jnp.where(own, answer_mask(state.elimination.answer, instance.num_items), answer)

@@ -18,6 +18,8 @@ the manner of optax's ``(init, update)`` pairs:
   the threshold and whether the rule's other preconditions hold; and ``beta(stats, t, ctx)``, the
   threshold and preconditions alone.  A sampling rule declares the parts of the belief it
   reads (``reads``), so a composition carries no more state per lane than its rules need.
+  ``initial_counts(instance)`` (None by default) says which arms a rule pulls all at once before
+  its first step, as the released codes of LinGame and of Tirinzoni & Degenne's experiments do.
 
 What every rule may read, :class:`Context`: the instance, the confidence level, the slack
 epsilon, the noise scale and the active answers (all True unless elimination at sampling is on).
@@ -66,7 +68,8 @@ class Belief(NamedTuple):
       chol: the Cholesky factor of the (regularised) design matrix, or None where the stopping
         rule works with the inverse.
       inv: the inverse of the (regularised) design matrix, or None where it works with the factor.
-      answer: the recommended answer (an int32 item index).
+      answer: the recommended answer: an int32 item index, or for Top-m a bool mask [M] of the
+        m items.
     """
 
     stats: common.LinearStats
@@ -117,9 +120,16 @@ class SamplingRule(Configurable):
         raise NotImplementedError
 
     def initial_pulls(self, instance: Instance) -> int:
-        """Pulls of the rule's initialisation (static): the stopping rule is not ready before."""
+        """Pulls of the rule's initialisation made one per step (static): the stopping rule is not
+        ready before."""
         del instance
         return 0
+
+    def initial_counts(self, instance: Instance) -> jax.Array | None:
+        """[K] pulls per arm made all at once before the first step, their rewards drawn together
+        (from the key of ``init``), after which the stopping rule decides; None (default): none."""
+        del instance
+        return None
 
     def validate(self, instance: Instance) -> None:
         """Host-side checks of the rule against an instance (raise ``ValueError``)."""
@@ -159,6 +169,12 @@ class StoppingRule(Configurable):
         """(sigma^2 beta(t, delta), ready) alone: what ``decide`` compares the statistic with (the
         elimination protocol's ``stopping_threshold``)."""
         raise NotImplementedError
+
+    def elimination_beta(self, decision: Decision, ctx: Context) -> jax.Array:
+        """The threshold elimination compares the unit-variance GLR with, from a decision: its
+        ``beta`` (a rule that compares a statistic in other units says how to convert)."""
+        del ctx
+        return decision.beta
 
     def validate(self, instance: Instance) -> None:
         """Host-side checks of the rule against an instance (raise ``ValueError``)."""

@@ -35,6 +35,7 @@ reproduce their replications bit for bit.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, ClassVar, NamedTuple
 
 import jax
@@ -48,6 +49,7 @@ from jaxbandits.design.copt import c_optimal
 from jaxbandits.design.games import (EXACT_GAME_GAP, hedge_update, hedge_weights, is_square, matrix_game,
                                      matrix_game_certified, matrix_game_exact)
 from jaxbandits.instances.base import Instance
+from jaxbandits.rules.alternative import answer_rank, closest_piece
 from jaxbandits.rules.core import Belief, Context, SamplingRule
 
 
@@ -160,11 +162,19 @@ class OracleWeights(Configurable):
     """The optimal allocation w*(theta) of the instance's true parameter, the maximiser of seed
     000 eq. (1) (seed 001 Thm 1; :func:`jaxbandits.design.oracle_allocation`): an oracle baseline,
     which no algorithm can use, that shows what the lower bound's allocation costs with a given
-    stopping rule."""
+    stopping rule.
+
+    Attributes:
+      tol: relative duality gap at which the solver stops.
+      iters: the solver's iteration cap.
+    """
+
+    tol: float = hyperparameter(1e-3, low=0.0, traced=True)
+    iters: int = hyperparameter(2_000, count=1)
 
     def __call__(self, instance: Instance) -> jax.Array:
         return design.oracle_allocation(instance.arms, instance.items, instance.theta, item_mask=instance.item_mask,
-                                        arm_mask=instance.arm_mask).allocation
+                                        arm_mask=instance.arm_mask, tol=self.tol, max_iters=self.iters).allocation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,7 +223,7 @@ class Tracking(SamplingRule):
 
 
 # -- initialisation ------------------------------------------------------------------------------
-INITS = ("all", "spanning")
+INITS = ("all", "spanning", "batch")
 
 
 class InitialState(NamedTuple):
@@ -231,9 +241,11 @@ class Initial(SamplingRule):
 
     Attributes:
       then: the sampling rule that takes over.
-      first: "all" (each arm once: K pulls, which make V_t invertible when the arms span) or
-        "spanning" (d arms drawn at random among those that increase the rank, seed 000 Lemma 5's
-        A_0, :func:`jaxbandits.algorithms.common.random_spanning_set`).
+      first: "all" (each arm once: K pulls, which make V_t invertible when the arms span, one per
+        step), "spanning" (d arms drawn at random among those that increase the rank, seed 000
+        Lemma 5's A_0, :func:`jaxbandits.algorithms.common.random_spanning_set`) or "batch" (each
+        arm once, all before the first step, their K rewards drawn together: the initialisation
+        of LinGame's and of Tirinzoni & Degenne's released code, ``initial_counts``).
     """
 
     then: SamplingRule = RoundRobin()
@@ -254,17 +266,27 @@ class Initial(SamplingRule):
         return self.then.reads
 
     def initial_pulls(self, instance: Instance) -> int:
-        return instance.dim if self.first == "spanning" else instance.num_arms
+        return {"spanning": instance.dim, "all": instance.num_arms, "batch": 0}[self.first]
+
+    def initial_counts(self, instance: Instance) -> jax.Array | None:
+        if self.first != "batch":
+            return None
+        return jnp.ones((instance.num_arms,), instance.arms.dtype)
 
     def init(self, key, instance: Instance) -> InitialState:
         K = instance.num_arms
         first = None  # "all": the arm of pull t < K is t, carried by no state
+        if self.first == "batch":  # the key draws the initial rewards (Composition.init)
+            return InitialState(first, self.then.init(jax.random.fold_in(key, 1), instance))
         if self.first == "spanning":
             first = jnp.resize(common.random_spanning_set(key, instance.arms).astype(jnp.int32), (K,))
         return InitialState(first, self.then.init(key, instance))
 
     def update(self, keys, state: InitialState, belief: Belief, ctx: Context):
         n0 = self.initial_pulls(ctx.instance)
+        if self.first == "batch":  # the initial pulls are over before the first step
+            arm, then = self.then.update(keys, state.then, belief, ctx._replace(start=ctx.instance.num_arms))
+            return arm, InitialState(state.first, then)
         arm, then = self.then.update(keys, state.then, belief, ctx._replace(start=n0))
         warm = belief.t < n0
         K = ctx.instance.num_arms
@@ -392,70 +414,145 @@ class FrankWolfe(SamplingRule):
 
 
 # -- a game learner against nature's best response --------------------------------------------------
+GAME_LEARNERS = ("per_answer", "single")
+GAME_TRACKINGS = ("C", "D")
+BEST_RESPONSES = ("agent", "counts")
+GAME_WIDTHS = ("squared", "norm")
+
+
 class GameState(NamedTuple):
-    losses: jax.Array    # [K] AdaHedge's cumulative losses
-    gap: jax.Array       # AdaHedge's cumulative mixability gap
-    cum: jax.Array       # [K] sum of the played allocations (C-tracking; starts at the initial counts)
+    """State of :class:`Game`.
+
+    Attributes:
+      W: [K] cumulative allocations sum_s w(s) (C-tracking), from the counts of the initialisation.
+      keys: [S] the answer each learner slot belongs to (:func:`~jaxbandits.rules.alternative.answer_rank`; -1: empty).
+      used: [S] the round each slot was last used.
+      losses: [S, K] AdaHedge's cumulative losses.  gap: [S] its cumulative mixability gap.
+    """
+
+    W: jax.Array
+    keys: jax.Array
+    used: jax.Array
+    losses: jax.Array
+    gap: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
 class Game(SamplingRule):
-    """The agent-nature game of LinGame (Degenne, Menard, Shang & Valko, ICML 2020, Sec 3), one
-    learner for every answer (as Tirinzoni & Degenne's code runs it): AdaHedge
-    (:func:`jaxbandits.design.games.hedge_weights`) plays w_t; nature best-responds with the
-    closest piece of the alternative of the recommended answer in the V_{w_t} norm, over the
-    active items, lambda_t = theta_hat - (y^T theta_hat / ||y||^2_{V_w^-1}) V_w^-1 y; the learner's
-    loss is minus the optimistic gains
-    U_k = (|x_k^T (theta_hat - lambda_t)| / sigma + sqrt(2 log t ||x_k||^2_{V_t^-1}))^2 / 2
-    (``optimism``; clipped at log t with ``clip``); the arm is C-tracked, argmax_k sum_s w_k(s) - N_k(t).
-    :class:`jaxbandits.algorithms.LinGame` is the paper's algorithm with every option (learners per
-    answer, D-tracking, Top-m); this rule is the game as a piece to compose with any stopping rule.
+    """The agent-nature game of LinGame (Degenne, Menard, Shang & Valko, ICML 2020, Sec 3;
+    :mod:`jaxbandits.algorithms.fixed_confidence.lingame` has the algorithm in full):
+
+    1. the agent: the AdaHedge learner (de Rooij et al. 2014, :func:`jaxbandits.design.games.hedge_weights`)
+       of the recommended answer plays w_t;
+    2. nature best-responds: lambda_t = argmin_{lambda in Alt(answer)} ||theta_hat - lambda||^2_{V}
+       over the pieces whose challenger is active (:meth:`nature`), V = V_{w_t} (``"agent"``) or
+       V_{N_t} (``"counts"``);
+    3. the learner incurs minus the optimistic gains
+       U_k = (|x_k^T (theta_hat - lambda_t)| / sigma + sqrt(2 log t) ||x_k||_{V_t^-1})^2 / 2
+       (``optimism``; ``width="norm"`` puts ||x_k||^{1/2}, as seed 003's code), clipped at log t (``clip``);
+    4. the arm is tracked: C-tracking argmax_k sum_s w_k(s) - N_k(t), or D-tracking t w_k - N_k(t).
+
+    The estimate theta_hat and V_t^-1 are the stopping rule's (``reads``): LinGame's own
+    :class:`~jaxbandits.rules.stopping.GameGLR` keeps the ridge estimate.
 
     Attributes:
+      m: size of the answer (1: best-arm identification; Top-m answers are keyed by their rank).
       hedge_delta0: AdaHedge's initial mixability gap (0.01 in the experiments' code).
-      optimism: optimistic gains; False: the plain gains.
-      clip: clip the gains at log t.
+      learners: "per_answer" (one learner per answer, Sec 3) or "single" (one for every answer,
+        Tirinzoni & Degenne's code).
+      learner_slots: learners kept; with more answers the least recently used one restarts.
+      tracking: "C" or "D".
+      best_response: "agent" (V_{w_t}, Sec 3) or "counts" (V_{N_t}, seed 003's code).
+      width: "squared" (the paper's) or "norm" (seed 003's code).
+      optimism: optimistic gains; False: the plain gains (x_k^T (theta_hat - lambda_t))^2 / 2 sigma^2.
+      clip: clip the gains at log t (the experiments' code).
     """
 
-    dynamic_fields: ClassVar[tuple[str, ...]] = ("hedge_delta0",)
-    hedge_delta0: float = hyperparameter(0.01, low=0.0)
+    reads: ClassVar[tuple[str, ...]] = ("theta", "chol", "inv")
+    m: int = hyperparameter(1, count=1)
+    hedge_delta0: float = hyperparameter(0.01, low=0.0, traced=True)
+    learners: str = "per_answer"
+    learner_slots: int = hyperparameter(16, count=1)
+    tracking: str = "C"
+    best_response: str = "agent"
+    width: str = "squared"
     optimism: bool = True
     clip: bool = True
+
+    def __post_init__(self):
+        for field, allowed in (("learners", GAME_LEARNERS), ("tracking", GAME_TRACKINGS),
+                               ("best_response", BEST_RESPONSES), ("width", GAME_WIDTHS)):
+            if getattr(self, field) not in allowed:
+                raise ValueError(f"{field} must be one of {allowed}, got {getattr(self, field)!r}")
+
+    def validate(self, instance: Instance) -> None:
+        if math.comb(instance.num_items, int(self.m)) >= 2**62:
+            raise ValueError("too many answers to key the learners")
+
+    def slots(self, instance: Instance) -> int:
+        """The learner slots kept: ``learner_slots``, or the number of answers when that is fewer."""
+        return int(min(self.learner_slots, math.comb(instance.num_items, int(self.m))))
 
     def init(self, key, instance: Instance) -> GameState:
         K = instance.num_arms
         dt = instance.arms.dtype
-        return GameState(jnp.zeros((K,), dt), jnp.asarray(self.hedge_delta0, dt), jnp.zeros((K,), dt))
+        S = self.slots(instance)
+        return GameState(W=jnp.zeros((K,), dt), keys=jnp.full((S,), -1, jnp.int64), used=jnp.zeros((S,), jnp.int32),
+                         losses=jnp.zeros((S, K), dt), gap=jnp.full((S,), self.hedge_delta0, dt))
+
+    def lookup(self, state: GameState, key):
+        """(slot, losses, gap) of the learner of answer ``key``, fresh (losses 0, gap
+        ``hedge_delta0``) when new: an empty slot, else the least recently used one."""
+        hit = state.keys == key
+        found = jnp.any(hit)
+        lru = common.argmax_fast(-jnp.where(state.keys < 0, -1, state.used))
+        slot = jnp.where(found, common.argmax_fast(hit), lru)
+        fresh = ~found
+        losses = jnp.where(fresh, 0.0, state.losses[slot])
+        gap = jnp.where(fresh, jnp.asarray(self.hedge_delta0, state.gap.dtype), state.gap[slot])
+        return slot, losses, gap
+
+    def nature(self, theta, w, stats: common.LinearStats, instance: Instance, answer, active):
+        """Nature's best response lambda_t = argmin_{lambda in Alt(answer)} ||theta - lambda||^2_V
+        (V = V_w, or V_{N_t} with ``best_response="counts"``) over the pieces whose challenger j is
+        ``active``: (lambda_t, i, j), the piece being {lambda^T (z_j - z_i) >= 0}.  ``answer``: [M]
+        bool."""
+        X, Z = instance.arms, instance.items
+        Vinv = common.inverse_gram((X.T * w) @ X if self.best_response == "agent" else stats.gram)
+        _, i, j = closest_piece(theta, Vinv, Z, answer, active | answer, int(self.m))
+        y = Z[j] - Z[i]
+        # projection on {lambda^T y >= 0} in the V norm (closed form)
+        coef = (y @ theta) / jnp.maximum(y @ Vinv @ y, 1e-300)
+        return theta - coef * (Vinv @ y), i, j
 
     def update(self, keys, state: GameState, belief: Belief, ctx: Context):
         instance = ctx.instance
-        X, Z = instance.arms, instance.items
+        X = instance.arms
         dt = X.dtype
-        tf = jnp.maximum(belief.t.astype(dt), 1.0)
+        tf = belief.t.astype(dt)
         theta, Vinv = belief.theta, belief.inverse()
-        w = hedge_weights(state.losses, state.gap)
-        w = jnp.where(instance.valid_arms(), w, 0.0)
-        # nature: the closest piece {lambda : lambda^T (z_j - z_i) >= 0} of Alt(i), i the answer
-        Vw_inv = common.inverse_gram((X.T * w) @ X)
-        D = Z - Z[belief.answer][None, :]                           # y_j = z_j - z_i  [M, d]
-        norms = jnp.sum((D @ Vw_inv) * D, axis=-1)
-        gaps = D @ theta                                             # <= 0 for the answer's pieces
-        valid = ctx.active & instance.valid_items() & jnp.any(D != 0, axis=-1)
-        cost = jnp.where(valid, gaps * gaps / (2.0 * jnp.maximum(norms, 1e-300)), jnp.inf)
-        j = common.argmax_fast(-cost)
-        y = D[j]
-        lam = theta - (y @ theta) / jnp.maximum(y @ Vw_inv @ y, 1e-300) * (Vw_inv @ y)
-        # the agent's gains, in units of sigma^2
+        answer = belief.answer if belief.answer.ndim else jnp.arange(instance.num_items) == belief.answer
+        akey = answer_rank(answer, int(self.m))
+        if self.learners == "single":
+            akey = jnp.zeros_like(akey)
+        slot, losses, gap = self.lookup(state, akey)
+        w = hedge_weights(losses, gap)
+        lam, _, _ = self.nature(theta, w, belief.stats, instance, answer, ctx.active)
         h = jnp.log(tf) if self.optimism else jnp.zeros((), dt)
-        q = jnp.maximum(jnp.sum((X @ Vinv) * X, axis=-1), 0.0)
-        gains = 0.5 * (jnp.abs(X @ (theta - lam)) / ctx.sigma + jnp.sqrt(2.0 * h * q)) ** 2
+        q = jnp.maximum(jnp.sum((X @ Vinv) * X, axis=-1), 0.0)  # ||x_k||^2_{V_t^-1}
+        width = jnp.sqrt(2.0 * h * (q if self.width == "squared" else jnp.sqrt(q)))
+        gains = 0.5 * (jnp.abs(X @ (theta - lam)) / ctx.sigma + width) ** 2
         if self.clip:
             gains = jnp.minimum(gains, jnp.log(tf))
-        losses, gap = hedge_update(state.losses, state.gap, jnp.where(instance.valid_arms(), -gains, 0.0))
-        base = jnp.where(belief.t == ctx.start, belief.stats.counts, state.cum)  # tracking from the initial counts
-        cum = base + w
-        arm = common.argmax_fast(jnp.where(instance.valid_arms(), cum - belief.stats.counts, -jnp.inf))
-        return arm, GameState(losses, gap, cum)
+        losses, gap = hedge_update(losses, gap, -gains)
+        counts = belief.stats.counts
+        base = jnp.where(belief.t == ctx.start, counts, state.W)  # the allocations start at the initial counts
+        W = base + w
+        target = W if self.tracking == "C" else tf * w
+        arm = common.argmax_fast(target - counts)
+        t1 = belief.t + 1
+        return arm, GameState(W, state.keys.at[slot].set(akey), state.used.at[slot].set(t1),
+                              state.losses.at[slot].set(losses), state.gap.at[slot].set(gap))
 
 
 # -- Top Two -------------------------------------------------------------------------------------

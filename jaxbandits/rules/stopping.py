@@ -17,6 +17,10 @@
   of Wang et al.'s released FWS code (``"envelope"``, the alternative built with the ridge inverse
   and evaluated with A_t) or of Tirinzoni & Degenne's ``runit.jl`` (``"ridge"``, the ridge inverse
   in the norm), against any threshold of the GLR family.
+* :class:`GameGLR`: LinGame's GLR stopping rule (Degenne, Menard, Shang & Valko 2020, Sec 3 and
+  6), best-arm and Top-m: the ridge estimate, the statistic of the closest piece of the
+  alternative (:mod:`jaxbandits.rules.alternative`) in units of sigma^2 against
+  log((log t + 1) / delta), Abbasi-Yadkori's self-normalised bound, or log((t + 1) / delta).
 
 All are written as the algorithms that used them computed them (the same floating-point
 operations), so a composition reproduces those algorithms' replications bit for bit.
@@ -33,6 +37,7 @@ from jaxbandits.algorithms import common, glr
 from jaxbandits.algorithms.base import Configurable, hyperparameter
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules import thresholds
+from jaxbandits.rules.alternative import closest_piece
 from jaxbandits.rules.core import Belief, Context, Decision, StoppingRule
 from jaxbandits.rules.recommend import FurthestAnswer
 
@@ -167,3 +172,79 @@ class EmpiricalGLR(StoppingRule):
 
     def beta(self, stats: common.LinearStats, t: jax.Array, ctx: Context):
         return glr_threshold(self.threshold, stats, t, ctx), jnp.ones((), bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class GameGLR(StoppingRule):
+    """LinGame's GLR stopping rule (Degenne et al. 2020, Sec 3 / Sec 6): the ridge estimate
+    theta_hat = (V_{N_t} + reg I)^-1 b_t, the answer i*(theta_hat) (the m best items for Top-m),
+    and stop when Z(t) / sigma^2 > beta(t, delta), Z(t) the distance of theta_hat to the closest
+    piece of Alt(answer) (:func:`~jaxbandits.rules.alternative.closest_piece`).
+
+    ``threshold`` (:data:`jaxbandits.rules.thresholds.ALIASES` ``["lingame"]``): ``"heuristic"``
+    log((log t + 1) / delta) (Sec 6, after Garivier & Kaufmann 2016), with A = V_{N_t}
+    unregularised in Z, as the experiments' code; ``"theoretical"`` Abbasi-Yadkori et al.'s
+    self-normalised bound (2011, Thm 2) with A = V_t (delta-correct); ``"log_t"`` log((t + 1) /
+    delta) (Tirinzoni & Degenne 2022).  The belief keeps theta_hat and (V_{N_t} + reg I)^-1, the
+    optimistic gains' V_t^-1.
+
+    Attributes:
+      m: size of the answer (1: best-arm identification).
+      threshold: "heuristic", "theoretical" or "log_t".
+      reg: ridge regulariser (> 0).
+      S: bound on ||theta|| of the theoretical threshold (None: ||theta|| of the instance).
+    """
+
+    m: int = hyperparameter(1, count=1)
+    threshold: str = "heuristic"
+    reg: float = hyperparameter(1.0, low=0.0, traced=True)
+    S: float | None = hyperparameter(None, low=0.0)
+
+    def __post_init__(self):
+        thresholds.resolve("lingame", self.threshold)
+
+    def prior(self, instance: Instance) -> Belief:
+        d = instance.dim
+        dt = instance.arms.dtype
+        answer = (jnp.zeros((), jnp.int32) if int(self.m) == 1 else jnp.zeros((instance.num_items,), bool))
+        return Belief(common.init_stats(instance), jnp.zeros((), jnp.int32), jnp.zeros((d,), dt), None,
+                      jnp.eye(d, dtype=dt), answer)
+
+    def unit_beta(self, stats: common.LinearStats, tf, ctx: Context):
+        """beta(t, delta) in units of sigma^2."""
+        rule = thresholds.resolve("lingame", self.threshold)
+        if rule == "log_log_t":  # Sec 6 (Garivier & Kaufmann 2016 Sec 6)
+            return thresholds.log_log_t(tf, ctx.delta)
+        if rule == "log_t":  # Tirinzoni & Degenne 2022 (thresholds.jl)
+            return thresholds.log_t(tf, ctx.delta)
+        dt = ctx.instance.arms.dtype
+        S = jnp.linalg.norm(ctx.instance.theta) if self.S is None else jnp.asarray(self.S, dt)
+        return thresholds.abbasi_yadkori(stats.gram, ctx.delta, self.reg, S, ctx.sigma)  # Thm 2
+
+    def beta(self, stats: common.LinearStats, t: jax.Array, ctx: Context):
+        """(sigma^2 beta(t, delta), ready): the threshold of the unit-variance GLR, as elimination
+        compares it."""
+        return ctx.sigma**2 * self.unit_beta(stats, t.astype(ctx.instance.arms.dtype), ctx), jnp.ones((), bool)
+
+    def elimination_beta(self, decision: Decision, ctx: Context) -> jax.Array:
+        return ctx.sigma**2 * decision.beta
+
+    def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+        inst = ctx.instance
+        dt = inst.arms.dtype
+        d = stats.gram.shape[0]
+        Vinv = common.inverse_gram(stats.gram + self.reg * jnp.eye(d, dtype=stats.gram.dtype))
+        theta = Vinv @ stats.b
+        values = inst.items @ theta
+        m = int(self.m)
+        # heuristic: V_{N_t}^-1 (the experiments' code); otherwise the ridge inverse V_t^-1
+        Ainv = common.inverse_gram(stats.gram) if self.threshold == "heuristic" else Vinv
+        beta = self.unit_beta(stats, t.astype(dt), ctx)
+        if m == 1:  # seed 000 Lemma 7's statistic (the library's O(M d^2) form)
+            answer = common.argmax_fast(values).astype(jnp.int32)
+            z, _ = common.glr_statistic_inv(theta, Ainv, inst.items)
+        else:
+            answer = common.topm_mask(values, m)
+            z, _, _ = closest_piece(theta, Ainv, inst.items, answer, jnp.ones_like(answer), m)
+        z = z / ctx.sigma**2  # the Gaussian GLR is 1/(2 sigma^2) ||.||^2 (Sec 2)
+        return Decision(Belief(stats, t, theta, None, Vinv, answer), z, beta, jnp.ones((), bool))

@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.batching import current_policy, solve_where
+from jaxbandits.batching import solve_where
 from jaxbandits.design.gopt import g_optimal
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
 from jaxbandits.algorithms.common import noise_scale
@@ -144,7 +144,7 @@ class ALBA(Algorithm):
         if arm_mask is not None:
             smask = smask & arm_mask
         lam = g_optimal(X, arm_mask=smask, tol=tol, max_iters=int(self.design_iters),
-                        fixed_trips=current_policy().batched).allocation
+                        fixed_trips=self.policy.batched).allocation
         small = lam < cutoff
         dropped = jnp.sum(jnp.where(small, lam, 0.0))
         lam = jnp.where(small, 0.0, lam)

@@ -13,57 +13,39 @@ beta = log((t + 1) / delta) (``threshold="log_t"``, the paper's experiments) or 
 :mod:`.glr`; it returns the empirical best item z_hat, which can be wrong (the answer is not handed
 to it).
 
+As rules (:meth:`FixedWeightsOracle.rules`): :class:`~jaxbandits.rules.sampling.Tracking` of
+:class:`~jaxbandits.rules.sampling.OracleWeights` without forced exploration, after each arm once
+(:class:`~jaxbandits.rules.sampling.Initial` ``first="batch"``), stopped by
+:class:`~jaxbandits.rules.stopping.EmpiricalGLR` in its ``"ridge"`` form.
+
 This is not :class:`jaxbandits.algorithms.fixed_confidence.oracle.Oracle`, Fiez et al.'s phased
 XY-oracle with its K-dependent elimination-style stop (seed 000 Table 1).
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 
 from jaxbandits import presets
-from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, with_cache, hyperparameter
 from jaxbandits.algorithms import glr
-from jaxbandits.environment import pull, pull_counts
+from jaxbandits.algorithms.base import hyperparameter, instance_cache
 from jaxbandits.instances.base import Instance
-
-
-class FixedWeightsState(NamedTuple):
-    stats: common.LinearStats
-    t: jax.Array
-    best: jax.Array
-    stopped: jax.Array
-
-
-_SOLVERS: dict = {}
-
-
-def _allocation_solver(iters: int):
-    """The batched w* solver for ``iters`` Frank-Wolfe iterations, compiled once per process (every
-    ``prepare`` of every configuration with these iterations reuses it)."""
-    if iters not in _SOLVERS:
-        from jaxbandits.design import oracle_allocation
-
-        _SOLVERS[iters] = jax.jit(jax.vmap(
-            lambda X, Z, th, tol: oracle_allocation(X, Z, th, tol=tol, max_iters=iters).allocation,
-            in_axes=(0, 0, 0, None)))
-    return _SOLVERS[iters]
+from jaxbandits.rules import sampling, stopping
+from jaxbandits.rules.composition import Composed, Composition
 
 
 @dataclasses.dataclass(frozen=True)
-class FixedWeightsOracle(Algorithm):
-    """D-tracking of the true optimal allocation w* with the GLR stopping rule (module docstring).
+class FixedWeightsOracle(Composed):
+    """D-tracking of the true optimal allocation w* with the GLR stopping rule (module docstring):
+    the composition of :meth:`rules`.
 
     Attributes:
       delta: confidence level.
-      threshold: a threshold of :mod:`.glr` ("log_t": log((t + 1) / delta), the paper's; "lts":
+      threshold: a threshold of the GLR family ("log_t": log((t + 1) / delta), the paper's; "lts":
         seed 000 eq. (9) with the union over rounds, delta-correct).
       reg: ridge regulariser of the estimate and of the GLR (1 in the released code).
-      sigma: sub-Gaussian noise scale (None: :func:`common.noise_scale`); enters the threshold.
+      sigma: sub-Gaussian noise scale (None: the instance's); enters the threshold.
       design_tol, design_iters: tolerance (relative duality gap) and iteration cap of w*'s solve.
     """
 
@@ -74,7 +56,6 @@ class FixedWeightsOracle(Algorithm):
     design_tol: float = hyperparameter(1e-6, low=0.0, traced=True)
     design_iters: int = hyperparameter(20_000, count=1)
 
-
     @classmethod
     def tirinzoni_degenne(cls, **kw) -> "FixedWeightsOracle":
         """The Oracle row of Tirinzoni & Degenne 2022's Table 1 (the defaults); ``kw`` overrides."""
@@ -83,15 +64,12 @@ class FixedWeightsOracle(Algorithm):
     def __post_init__(self):
         glr.check_threshold(self.threshold)
 
-    def validate(self, instance: Instance) -> None:
-        super().validate(instance)
-        common.require_linear_rewards(instance, "FixedWeightsOracle")
-        common.check_sigma(self.sigma)
-
-    def prepare(self, instances: Instance) -> Instance:
-        solve = _allocation_solver(int(self.design_iters))
-        w = solve(instances.arms, instances.items, instances.theta, jnp.asarray(self.design_tol, instances.arms.dtype))
-        return with_cache(instances, w.astype(instances.arms.dtype))
+    def rules(self) -> Composition:
+        """Each arm once, then D-tracking of w* (no forced exploration), stopped by the ridge GLR."""
+        weights = sampling.OracleWeights(tol=self.design_tol, iters=self.design_iters)
+        return Composition(sampling.Initial(sampling.Tracking(weights, forced=False), first="batch"),
+                           stopping.EmpiricalGLR(threshold=self.threshold, reg=self.reg, form="ridge"),
+                           delta=self.delta, sigma=self.sigma, name="FixedWeightsOracle")
 
     def weights(self, instance: Instance) -> jax.Array:
         """w* [K] of this instance (computed in ``prepare``)."""
@@ -99,52 +77,3 @@ class FixedWeightsOracle(Algorithm):
         if w is None:
             raise ValueError("FixedWeightsOracle needs the instance prepared (prepare) to know w*")
         return w
-
-    # -- elimination protocol ------------------------------------------------------------------
-    def linear_stats(self, state: FixedWeightsState) -> common.LinearStats:
-        return state.stats
-
-    def stopping_threshold(self, state: FixedWeightsState, instance: Instance):
-        """(sigma^2 beta(t, delta), ready): the GLR stopping rule's threshold."""
-        sigma = common.noise_scale(self.sigma, instance)
-        c = jnp.max(jnp.sum(instance.arms * instance.arms, axis=-1))
-        beta = glr.stopping_threshold(self.threshold, state.stats.gram, state.t, self.delta, sigma, c)
-        return beta, jnp.ones((), bool)
-
-    def _decide(self, stats: common.LinearStats, t, instance: Instance):
-        Vinv = common.inverse_from_cholesky(common.safe_cholesky(common.regularized_gram(stats, self.reg)))
-        theta = Vinv @ stats.b
-        best = common.argmax_fast(instance.items @ theta)
-        z = jnp.min(glr.ridge_glr_row(theta, Vinv, instance.items, best))
-        sigma = common.noise_scale(self.sigma, instance)
-        c = jnp.max(jnp.sum(instance.arms * instance.arms, axis=-1))
-        beta = glr.stopping_threshold(self.threshold, stats.gram, t, self.delta, sigma, c)
-        return best.astype(jnp.int32), z > beta
-
-    # -- contract ------------------------------------------------------------------------------
-    def init(self, key, instance: Instance) -> FixedWeightsState:
-        X = instance.arms
-        counts = jnp.ones((X.shape[0],), X.dtype)
-        stats = common.add_counts(common.init_stats(instance), instance, counts, pull_counts(key, instance, counts))
-        t = jnp.asarray(X.shape[0], jnp.int32)
-        best, stop = self._decide(stats, t, instance)
-        return FixedWeightsState(stats, t, best, stop)
-
-    def step_masked(self, key, state: FixedWeightsState, instance: Instance, active: jax.Array) -> FixedWeightsState:
-        """One D-tracking pull (fixed weights: elimination at sampling changes nothing)."""
-        w = self.weights(instance)
-        tf = state.t.astype(instance.arms.dtype)
-        arm = common.argmax_fast(tf * w - state.stats.counts)
-        stats = common.add_pull(state.stats, instance, arm, pull(key, instance, arm))
-        t1 = state.t + 1
-        best, stop = self._decide(stats, t1, instance)
-        return FixedWeightsState(stats, t1, best, stop)
-
-    def step(self, key, state: FixedWeightsState, instance: Instance) -> FixedWeightsState:
-        return self.step_masked(key, state, instance, jnp.ones((instance.num_items,), bool))
-
-    def done(self, state: FixedWeightsState) -> jax.Array:
-        return state.stopped
-
-    def outcome(self, state: FixedWeightsState, instance: Instance) -> Outcome:
-        return Outcome(answer_mask(state.best, instance.num_items), state.t, state.stats.counts.astype(jnp.int32))

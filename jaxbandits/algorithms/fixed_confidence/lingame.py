@@ -91,119 +91,38 @@ Measured (2 shared CPU cores, load average 10-12 from other sessions; sigma = 1/
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, display_name, hyperparameter
-from jaxbandits.algorithms.common import glr_statistic_inv, inverse_gram, topm_mask
+from jaxbandits.algorithms.base import display_name, hyperparameter
 from jaxbandits.design.games import hedge_update, hedge_weights  # noqa: F401 (also used from here)
-from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 from jaxbandits import presets
-from jaxbandits.rules import thresholds
+from jaxbandits.rules import sampling, stopping, thresholds
+from jaxbandits.rules.alternative import answer_rank, closest_piece  # noqa: F401 (also used from here)
+from jaxbandits.rules.composition import Composed, Composition
 
 THRESHOLDS = thresholds.names("lingame")  # jaxbandits.rules.thresholds.ALIASES
-LEARNERS = ("per_answer", "single")
+LEARNERS = sampling.GAME_LEARNERS
 
 #: LinGame / MisLid in Tirinzoni & Degenne 2022's Table 1 (module docstring)
 TIRINZONI_DEGENNE = presets.TD_LINGAME.settings
-TRACKINGS = ("C", "D")
+TRACKINGS = sampling.GAME_TRACKINGS
 
 #: the LinGame run of seed 003's released code (Code/bandits.py ``LinGame``, ``LinGame_Heuristic``)
 SEED003_CODE = presets.LINGAME_SEED003.settings
-BEST_RESPONSES = ("agent", "counts")
-WIDTHS = ("squared", "norm")
-
-
-class LinGameState(NamedTuple):
-    """State of a LinGame run.
-
-    Attributes:
-      stats: sufficient statistics (counts, sums, A = V_{N_t}, b).
-      t: pulls so far.
-      W: [K] cumulative allocations (C-tracking), started at the initial counts.
-      keys: [S] answer key of each learner slot (-1: empty).  used: [S] last round it was used.
-      losses: [S, K] AdaHedge cumulative losses.  gap: [S] AdaHedge cumulative mixability gap.
-      answer: [M] bool, the empirical answer i*(theta_hat) of the current data.
-      stat: the GLR statistic Z(t) of the current data (in units of sigma^2).
-      stopped: Z(t) > beta(t, delta).
-    """
-
-    stats: common.LinearStats
-    t: jax.Array
-    W: jax.Array
-    keys: jax.Array
-    used: jax.Array
-    losses: jax.Array
-    gap: jax.Array
-    answer: jax.Array
-    stat: jax.Array
-    stopped: jax.Array
-
-
-# ------------------------------------------------------------------------------------------------
-# the alternative's pieces
-# ------------------------------------------------------------------------------------------------
-def closest_piece(theta: jax.Array, Ainv: jax.Array, items: jax.Array, answer: jax.Array,
-                  active: jax.Array, m: int):
-    """min over the pieces {lambda : lambda^T (z_j - z_i) >= 0} of Alt(answer) (i in the answer, j
-    not in it and ``active``) of (y^T theta)^2 / (2 ||y||^2_{A^-1}), y = z_j - z_i, and the
-    minimising (i, j): the GLR statistic (A = V_{N_t}) or nature's best response (A = V_w).
-
-    m = 1: the row of the answer item, O(M d^2).  Top-m: all pairs through G = Z A^-1 Z^T,
-    O(M^2 d).  Items identical to an answer item are skipped.
-    """
-    values = items @ theta
-    if m == 1:
-        return _row_piece(values, Ainv, items, common.argmax_fast(answer), active)
-    return _pieces(values, Ainv, items, answer, active)
-
-
-def _pieces(values, Ainv, items, answer, active):
-    M = items.shape[0]
-    G = items @ Ainv @ items.T
-    g = jnp.diagonal(G)
-    norms = g[:, None] + g[None, :] - 2.0 * G
-    gaps = values[:, None] - values[None, :]
-    valid = answer[:, None] & ~answer[None, :] & active[None, :] & (norms > 1e-12 * (g[:, None] + g[None, :]))
-    z = jnp.where(valid, gaps * gaps / (2.0 * jnp.maximum(norms, 1e-300)), jnp.inf)
-    flat = common.argmax_fast(-z.reshape(-1))
-    return z.reshape(-1)[flat], flat // M, flat % M
-
-
-def _row_piece(values, Ainv, items, best, active):
-    """The single-answer case of :func:`closest_piece`: O(M d^2)."""
-    diffs = items[best][None, :] - items
-    norms = jnp.sum((diffs @ Ainv) * diffs, axis=-1)
-    gaps = values[best] - values
-    same = jnp.all(diffs == 0, axis=-1)
-    z = jnp.where(active & ~same, gaps * gaps / (2.0 * jnp.maximum(norms, 1e-300)), jnp.inf)
-    j = common.argmax_fast(-z)
-    return z[j], best, j
-
-
-def answer_rank(answer: jax.Array, m: int) -> jax.Array:
-    """Rank of an m-subset (bool mask [M]) in the combinatorial number system,
-    sum_k C(p_k, k + 1) over its sorted positions p_0 < p_1 < ...: a distinct key per answer."""
-    M = answer.shape[0]
-    table = np.array([[math.comb(p, k) for k in range(m + 1)] for p in range(M)], np.int64)
-    order = jnp.cumsum(answer.astype(jnp.int32))  # k + 1 at the (k+1)-th member
-    vals = jnp.take_along_axis(jnp.asarray(table), jnp.clip(order, 0, m)[:, None], axis=1)[:, 0]
-    return jnp.sum(jnp.where(answer, vals, 0))
+BEST_RESPONSES = sampling.BEST_RESPONSES
+WIDTHS = sampling.GAME_WIDTHS
 
 
 # ------------------------------------------------------------------------------------------------
 # the algorithm
 # ------------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class LinGame(Algorithm):
+class LinGame(Composed):
     """LinGame (Degenne et al. 2020, Sec 3, the learners and stopping rule of Sec 6) for best-arm
-    identification (m = 1) and Top-m identification (m > 1).
+    identification (m = 1) and Top-m identification (m > 1): the composition of :meth:`rules`
+    (each arm once, the game of :class:`jaxbandits.rules.sampling.Game`, the GLR of
+    :class:`jaxbandits.rules.stopping.GameGLR`).
 
     Attributes:
       m: number of items to identify (1: best-arm identification).
@@ -276,161 +195,24 @@ class LinGame(Algorithm):
         name = "LinGame" if m == 1 else "MisLid"
         return cls(**presets.TD_LINGAME.apply(m=m, name=f"{name} [Tirinzoni & Degenne]", **kw))
 
-    def stopping_threshold(self, state: "LinGameState", instance: Instance):
-        """(sigma^2 beta(t, delta), ready) of the GLR stopping rule (module docstring, 6), for the
-        elimination wrapper (:class:`jaxbandits.algorithms.Eliminate`): its tests compare the
-        unit-variance GLR with this, as the stopping rule compares Z / sigma^2 with beta.  Ready
-        from the start (every arm is pulled once first)."""
-        dt = instance.arms.dtype
-        sigma = common.noise_scale(self.sigma, instance)
-        return sigma**2 * self._beta(state.stats, state.t.astype(dt), instance), jnp.ones((), bool)
-
-    def _beta(self, stats: common.LinearStats, tf, inst: Instance):
-        """beta(t, delta) of the stopping rule, in units of sigma^2 (module docstring, 6)."""
-        dt = inst.arms.dtype
-        rule = thresholds.resolve("lingame", self.threshold)
-        if rule == "log_log_t":  # Sec 6 (Garivier & Kaufmann 2016 Sec 6)
-            return thresholds.log_log_t(tf, self.delta)
-        if rule == "log_t":  # Tirinzoni & Degenne 2022 (thresholds.jl)
-            return thresholds.log_t(tf, self.delta)
-        sigma = common.noise_scale(self.sigma, inst)
-        S = jnp.linalg.norm(inst.theta) if self.S is None else jnp.asarray(self.S, dt)
-        return thresholds.abbasi_yadkori(stats.gram, self.delta, self.reg, S, sigma)  # Thm 2
+    def rules(self) -> Composition:
+        """Each arm once (all before the first step), then the game
+        (:class:`~jaxbandits.rules.sampling.Game`), stopped by :class:`~jaxbandits.rules.stopping.GameGLR`."""
+        game = sampling.Game(m=self.m, hedge_delta0=self.hedge_delta0, learners=self.learners,
+                             learner_slots=self.learner_slots, tracking=self.tracking,
+                             best_response=self.best_response, width=self.width, optimism=self.optimism,
+                             clip=self.clip_gains)
+        return Composition(sampling.Initial(game, first="batch"),
+                           stopping.GameGLR(m=self.m, threshold=self.threshold, reg=self.reg, S=self.S),
+                           delta=self.delta, sigma=self.sigma, name=self.name)
 
     def validate(self, instance: Instance) -> None:
         """Host-side checks: linear rewards (Sec 2), a positive sigma and regulariser, and a
         number of answers whose keys fit in int64."""
-        super().validate(instance)
-        common.require_linear_rewards(instance, "LinGame")
-        common.check_sigma(self.sigma)
         if isinstance(self.reg, (int, float)) and not self.reg > 0:
             raise ValueError(f"reg must be positive, got {self.reg}")
-        if math.comb(instance.num_items, self.m) >= 2**62:
-            raise ValueError("too many answers to key the learners")
+        super().validate(instance)
 
-    # -- pieces --------------------------------------------------------------------------------
-    def _slots(self, inst: Instance) -> int:
-        return int(min(self.learner_slots, math.comb(inst.num_items, self.m)))
-
-    def _answer(self, values):
-        if self.m == 1:
-            return jnp.arange(values.shape[0]) == common.argmax_fast(values)
-        return topm_mask(values, self.m)
-
-    def _estimate(self, stats: common.LinearStats):
-        """theta_hat = (V_{N_t} + reg I)^-1 b_t and (V_{N_t} + reg I)^-1 (Sec 2)."""
-        d = stats.gram.shape[0]
-        Vinv = inverse_gram(stats.gram + self.reg * jnp.eye(d, dtype=stats.gram.dtype))
-        return Vinv @ stats.b, Vinv
-
-    def _decide(self, stats: common.LinearStats, t, inst: Instance):
-        """(answer, Z(t), stop) of the current data: the GLR stopping rule (module docstring, 6)."""
-        dt = inst.arms.dtype
-        theta, Vinv = self._estimate(stats)
-        values = inst.items @ theta
-        answer = self._answer(values)
-        sigma = common.noise_scale(self.sigma, inst)
-        tf = t.astype(dt)
-        # heuristic: V_{N_t}^{-1} (the experiments' code); otherwise the ridge inverse V_t^{-1}
-        Ainv = inverse_gram(stats.gram) if self.threshold == "heuristic" else Vinv
-        beta = self._beta(stats, tf, inst)
-        if self.m == 1:  # seed 000 Lemma 7's statistic (the library's O(M d^2) form)
-            z, _ = glr_statistic_inv(theta, Ainv, inst.items)
-        else:
-            z, _, _ = closest_piece(theta, Ainv, inst.items, answer, jnp.ones_like(answer), self.m)
-        z = z / sigma**2  # the Gaussian GLR is 1/(2 sigma^2) ||.||^2 (Sec 2)
-        return answer, z, z > beta
-
-    def _lookup(self, state: LinGameState, key):
-        """Slot of the learner of answer ``key`` (reset when new: empty slot or least recently used)."""
-        hit = state.keys == key
-        found = jnp.any(hit)
-        lru = common.argmax_fast(-jnp.where(state.keys < 0, -1, state.used))
-        slot = jnp.where(found, common.argmax_fast(hit), lru)
-        fresh = ~found
-        losses = jnp.where(fresh, 0.0, state.losses[slot])
-        gap = jnp.where(fresh, jnp.asarray(self.hedge_delta0, state.gap.dtype), state.gap[slot])
-        return slot, losses, gap
-
-    def nature(self, theta, w, stats: common.LinearStats, inst: Instance, answer, active):
-        """Nature's best response lambda_t = argmin_{lambda in Alt(answer)} ||theta - lambda||^2_V
-        (Sec 3; V = V_w, or V_{N_t} with ``best_response="counts"``), over the pieces whose
-        challenger j is active: (lambda_t, i, j), the piece being {lambda^T (z_j - z_i) >= 0}."""
-        X, Z = inst.arms, inst.items
-        Vinv = inverse_gram((X.T * w) @ X if self.best_response == "agent" else stats.gram)
-        _, i, j = closest_piece(theta, Vinv, Z, answer, active | answer, self.m)
-        y = Z[j] - Z[i]
-        # projection on {lambda^T y >= 0} in the V norm (closed form)
-        coef = (y @ theta) / jnp.maximum(y @ Vinv @ y, 1e-300)
-        return theta - coef * (Vinv @ y), i, j
-
-    # -- the elimination protocol --------------------------------------------------------------
-    @staticmethod
-    def linear_stats(state: LinGameState) -> common.LinearStats:
-        """Counts, sums, V_{N_t} and b_t of every observation (the elimination protocol)."""
-        return state.stats
-
-    def step_masked(self, key, state: LinGameState, inst: Instance, active: jax.Array) -> LinGameState:
-        """One round in which nature's best response ranges over the pieces whose challenger j is
-        ``active`` [M] (members of the empirical answer always count as active)."""
-        X, Z = inst.arms, inst.items
-        K, d = X.shape
-        dt = X.dtype
-        sigma = common.noise_scale(self.sigma, inst)
-        tf = state.t.astype(dt)
-        theta, Vinv = self._estimate(state.stats)
-        answer = state.answer
-        # 2. the agent: AdaHedge of answer i_t
-        akey = answer_rank(answer, self.m)
-        if self.learners == "single":  # one learner for every answer (Tirinzoni & Degenne's code)
-            akey = jnp.zeros_like(akey)
-        slot, losses, gap = self._lookup(state, akey)
-        w = hedge_weights(losses, gap)
-        # 3. nature: the closest piece of Alt(i_t) in the V_w norm
-        lam, _, _ = self.nature(theta, w, state.stats, inst, answer, active)
-        # 4. optimistic gains over C_t = {||xi - theta_hat||^2_{V_t} <= 2 sigma^2 log t}, in units
-        # of sigma^2: (|x^T (theta_hat - lambda)| / sigma + sqrt(2 log t) ||x||_{V_t^-1})^2 / 2
-        h = jnp.log(tf) if self.optimism else jnp.zeros((), dt)
-        q = jnp.maximum(jnp.sum((X @ Vinv) * X, axis=-1), 0.0)  # ||x_k||^2_{V_t^-1}
-        width = jnp.sqrt(2.0 * h * (q if self.width == "squared" else jnp.sqrt(q)))
-        gains = 0.5 * (jnp.abs(X @ (theta - lam)) / sigma + width) ** 2
-        if self.clip_gains:
-            gains = jnp.minimum(gains, jnp.log(tf))
-        losses, gap = hedge_update(losses, gap, -gains)
-        # 5. tracking
-        counts = state.stats.counts
-        W = state.W + w
-        target = W if self.tracking == "C" else tf * w
-        arm = common.argmax_fast(target - counts)
-        reward = pull(key, inst, arm)
-        stats = common.add_pull(state.stats, inst, arm, reward)
-        t1 = state.t + 1
-        new_answer, z, stop = self._decide(stats, t1, inst)
-        return LinGameState(
-            stats=stats, t=t1, W=W, keys=state.keys.at[slot].set(akey), used=state.used.at[slot].set(t1),
-            losses=state.losses.at[slot].set(losses), gap=state.gap.at[slot].set(gap),
-            answer=new_answer, stat=z, stopped=stop)
-
-    # -- the contract --------------------------------------------------------------------------
-    def init(self, key, inst: Instance) -> LinGameState:
-        X = inst.arms
-        K, d = X.shape
-        dt = X.dtype
-        counts = jnp.ones((K,), dt)
-        stats = common.add_counts(common.init_stats(inst), inst, counts, pull_counts(key, inst, counts))
-        t = jnp.asarray(K, jnp.int32)
-        answer, z, stop = self._decide(stats, t, inst)
-        S = self._slots(inst)
-        return LinGameState(
-            stats=stats, t=t, W=counts, keys=jnp.full((S,), -1, jnp.int64), used=jnp.zeros((S,), jnp.int32),
-            losses=jnp.zeros((S, K), dt), gap=jnp.full((S,), self.hedge_delta0, dt),
-            answer=answer, stat=z, stopped=stop)
-
-    def step(self, key, state: LinGameState, inst: Instance) -> LinGameState:
-        return self.step_masked(key, state, inst, jnp.ones((inst.num_items,), bool))
-
-    def done(self, state: LinGameState) -> jax.Array:
-        return state.stopped
-
-    def outcome(self, state: LinGameState, inst: Instance) -> Outcome:
-        return Outcome(state.answer, state.t, state.stats.counts.astype(jnp.int32))
+    def nature(self, theta, w, stats, instance: Instance, answer, active):
+        """Nature's best response (:meth:`jaxbandits.rules.sampling.Game.nature`)."""
+        return self.composition().sampling.then.nature(theta, w, stats, instance, answer, active)

@@ -40,7 +40,6 @@ import jax.numpy as jnp
 from jaxbandits import design
 from jaxbandits.algorithms.base import (Algorithm, CachedInstance, Outcome, answer_mask,  # noqa: F401
                                        hyperparameter, instance_cache, map_instances, with_cache)
-from jaxbandits.batching import current_policy
 
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky  # noqa: F401 (re-exported)
 from jaxbandits.algorithms.elimination import (  # noqa: F401 (re-exported)
@@ -168,7 +167,8 @@ class RAGE(Algorithm):
             # does a finished state (one item left), which the engine may hold in an idle lane
             need = state.active if cached is None else state.active & (state.phase > 1)
             need = need & (jnp.sum(state.active) > 1)
-            alloc, rho = compacted_xy_design(X, Z, need, state.design, arm_mask=instance.arm_mask, **kw)
+            alloc, rho = compacted_xy_design(X, Z, need, state.design, arm_mask=instance.arm_mask,
+                                             fixed_trips=self.policy.batched, **kw)
         else:
             sol = design.xy_allocation(X, Z, item_mask=state.active, arm_mask=instance.arm_mask, init=state.design, **kw)
             alloc, rho = sol.allocation, sol.value
@@ -181,7 +181,7 @@ class RAGE(Algorithm):
         n, log_term = rage_phase_size(rho, state.phase, self.delta, instance.true_num_items(), support,
                                       self.rounding_eps, self.log_factor,
                                       noise_scale(self.sigma, instance))
-        counts = design.round_design(lam, n, fixed_trips=current_policy().batched)
+        counts = design.round_design(lam, n, fixed_trips=self.policy.batched)
         return lam, rho, n, counts, log_term
 
     def step(self, key: jax.Array, state: RAGEState, instance: Instance) -> RAGEState:

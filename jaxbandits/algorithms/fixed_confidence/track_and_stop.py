@@ -80,7 +80,7 @@ buffer, solves only those, and scatters the results back; steps where no lane up
 ``jnp.any``.  The released code's Frank-Wolfe (``method="paper"``) runs as
 :func:`paper_frank_wolfe`: the iterates of the general solver at O(K d + M d^2) per iteration
 (Sherman-Morrison, lazily scaled weights, O(1) stopping test).  Under the accelerator policy
-(:func:`jaxbandits.batching.current_policy`) a lane pauses for its update instead: the run goes
+(the configuration's ``batching``, :class:`jaxbandits.batching.SolvePolicy`) a lane pauses for its update instead: the run goes
 ``pause_trips`` iterations per step, carried in the state, and the lane plays no round
 until it ends (:meth:`LazyTrackAndStop._paused_update`; the same pulls and stopping times, the
 keys following :meth:`LazyTrackAndStop.rounds`), so no step waits for the slowest solve of the
@@ -103,17 +103,15 @@ from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete, hyperparameter
-from jaxbandits.algorithms.common import columns_dot
 from jaxbandits.algorithms.common import (glr_statistic_inv, glr_threshold_small, inverse_gram,  # noqa: F401 (also
                                          lambda_min_small, random_spanning_set)  # imported from here by older code)
 from jaxbandits.batching import current_policy, solve_where  # solve_where also re-exported: its old home
 from jaxbandits.design import oracle_allocation
-from jaxbandits.design.core import design_matrix, initial_design
-from jaxbandits.design.minimax import oracle_directions
+from jaxbandits.design import app_f
+from jaxbandits.design.app_f import FIXED_FW_TRIPS, paper_frank_wolfe  # noqa: F401 (also used from here)
 from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 from jaxbandits import presets
@@ -163,241 +161,6 @@ def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters:
     return oracle_allocation(X, Z, theta, init=init, tol=tol, max_iters=max_iters, method=method,
                              arm_mask=arm_mask, item_mask=item_mask,
                              fixed_trips=int(max_iters) if fixed else None).allocation
-
-
-_REFACTOR = 32  # Frank-Wolfe iterations between exact refactorisations of A(lambda)^-1
-
-#: Frank-Wolfe iterations every solve of ``paper_frank_wolfe(fixed_trips=True)`` (its default under
-#: the accelerator policy, outside LT&S's step, which pauses instead) runs before the runs still
-#: going continue on the lanes that need them (a multiple of ``_REFACTOR``).  On the many-arms instance
-#: of the released code (``seeds.many_arms_code``) at K = 1000, 4,096 solves from uniform at
-#: plug-in parameters of rounds 2 to 512 stopped after 112 / 208 / 229 / 247 iterations (median /
-#: p99 / p99.9 / max)
-FIXED_FW_TRIPS = 256
-
-
-def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mask=None, *,
-                      fixed_trips: bool | None = None, first_trips: int = FIXED_FW_TRIPS):
-    """The Frank-Wolfe of seed 001 App F (used by seed 000, App A.3) for the oracle allocation of
-    ``theta``: the iterates of ``oracle_allocation(X, Z, theta, init=init, method="paper")``
-    (same directions (z* - z) / Delta_z, step 2 / (k + 3) counted from the start of each solve,
-    stop when ||lambda_{k+1} - lambda_k||_2 / ||lambda_k||_2 < 0.01 or after ``max_iters``,
-    weights < 1e-5 set to 0 and renormalised unless that loses invertibility), computed in
-    O(K d + M d^2) per iteration with no O(K) copy:
-
-    * lambda_{k+1} = (1 - g) lambda_k + g e_j changes A(lambda) = sum lambda_x x x^T by a scaled
-      rank-one term, so A^-1 follows by Sherman-Morrison (float64), refactorised exactly from the
-      incrementally kept A every ``_REFACTOR`` iterations;
-    * lambda is stored as c * v (scale c, raw weights v): the update touches one entry;
-    * ||lambda||^2, hence the stopping test, is updated in O(1):
-      ||lambda_{k+1} - lambda_k||^2 = g^2 (||lambda_k||^2 - 2 lambda_kj + 1);
-    * the quadratic forms y^T A^-1 y over the M directions are one [M, d(d+1)/2] matrix-vector
-      product with the precomputed products y_a y_b;
-    * the Danskin gradient of the max direction y is -(x^T A^-1 y)^2: one [K, d] product.
-
-    ``fixed_trips`` (None: the :func:`jaxbandits.batching.current_policy` traced under, True under
-    the accelerator policy) runs the iterations with trip counts known at compile time instead of
-    a ``while_loop`` (:func:`_fixed_trip_run`): the same iterates, with no loop that asks the host
-    for its predicate.  ``first_trips``: the iterations every solve runs there before the runs
-    still going continue.
-
-    Requires arms spanning R^d (``LazyTrackAndStop.validate`` checks it: ``needs_span``), so the
-    null-space projector of the general solver is zero and is left out.  Masked (padded) arms
-    get weight 0 and are never the Frank-Wolfe vertex; masked items give no direction.
-    """
-    X = jnp.asarray(X)
-    Y, Yq, ym = _fw_directions(Z, theta, item_mask, X.dtype)
-    st0 = _fw_start(X, init, arm_mask)
-    fixed = current_policy().batched if fixed_trips is None else bool(fixed_trips)
-    if fixed:
-        v, c, *_ = _fixed_trip_run(X, Y, Yq, ym, arm_mask, st0, int(max_iters), int(first_trips))
-    else:
-        v, c, *_ = _fw_while(X, Y, Yq, ym, arm_mask, st0, max_iters)
-    return _fw_allocation(X, v, c)
-
-
-def _fw_directions(Z, theta, item_mask, dtype):
-    """(Y, Yq, ym): the directions z* - z of ``theta`` scaled by their gaps, their products
-    y_a y_b over the upper triangle (off-diagonal doubled), and the items that give one."""
-    item_mask = jnp.ones((Z.shape[0],), bool) if item_mask is None else item_mask
-    Y, ym = oracle_directions(Z, theta, item_mask)
-    ia, ib = np.triu_indices(Y.shape[1])
-    Yq = Y[:, ia] * Y[:, ib] * jnp.asarray(np.where(ia == ib, 1.0, 2.0), dtype)
-    return Y, Yq, ym
-
-
-def _fw_start(X, init, arm_mask):
-    """The Frank-Wolfe state (v, c, ||lambda||^2, A, A^-1, k, relative change) at ``init`` (None:
-    uniform over the unmasked arms)."""
-    dtype = X.dtype
-    mask = jnp.ones((X.shape[0],), bool) if arm_mask is None else arm_mask
-    lam0 = initial_design(mask, init, dtype)
-    A0 = design_matrix(lam0, X)
-    return (lam0, jnp.ones((), dtype), jnp.sum(lam0 * lam0), A0, _exact_inverse(A0), jnp.zeros((), jnp.int32),
-            jnp.asarray(jnp.inf, dtype))
-
-
-def _fw_allocation(X, v, c):
-    """App F's end of a run: weights < 1e-5 set to 0 and renormalised unless that loses
-    invertibility."""
-    lam = c * v
-    thr = jnp.where(lam < 1e-5, 0.0, lam)
-    thr = thr / jnp.sum(thr)
-    ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(design_matrix(thr, X))))
-    return jnp.where(ok, thr, lam)
-
-
-def _exact_inverse(A):
-    d = A.shape[0]
-    eye = jnp.eye(d, dtype=A.dtype)
-    A = A + (1e-13 * jnp.trace(A) / d) * eye
-    L = jnp.linalg.cholesky(A)
-    Linv = jax.scipy.linalg.solve_triangular(L, eye, lower=True)
-    return Linv.T @ Linv
-
-
-def _fw_running(st, max_iters):
-    """App F's test: the run goes on while k < max_iters and the last relative change >= 0.01."""
-    return (st[5] < max_iters) & (st[6] >= 0.01)
-
-
-def _fw_while(X, Y, Yq, ym, arm_mask, st, max_iters: int):
-    """App F's run from ``st`` as a ``while_loop`` of :func:`_fw_body`'s iterates that carries the
-    next iteration's u = A^-1 y (:func:`_fw_vertex`, computed at the end of the previous one).
-
-    The [K] pass of :func:`_fw_step` then reads u from a buffer of the loop.  Computed in the same
-    iteration, u is fused into that pass, and XLA:CPU recomputes it for every arm (a gather by
-    the data-dependent argmax, which LLVM cannot hoist, so the pass stays scalar code): at K = M =
-    1000, d = 2 an iteration took 5.6 us that way, 3.5 us this way (the same iterates).  The run
-    computes one vertex more than it uses (after its last iteration)."""
-    def body(carry):
-        st, u = carry
-        st = _fw_step(X, arm_mask, st, u, None, loop_max_iters=max_iters)
-        return st, _fw_vertex(X, Y, Yq, ym, st[4])
-
-    st, _ = jax.lax.while_loop(lambda carry: _fw_running(carry[0], max_iters), body,
-                               (st, _fw_vertex(X, Y, Yq, ym, st[4])))
-    return st
-
-
-def _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go=None):
-    """One iteration of :func:`paper_frank_wolfe` on the state (v, c, ||lambda||^2, A, A^-1, k,
-    relative change): :func:`_fw_step` at the vertex :func:`_fw_vertex` of the state's A^-1."""
-    return _fw_step(X, arm_mask, st, _fw_vertex(X, Y, Yq, ym, st[4]), refactor, go)
-
-
-def _fw_vertex(X, Y, Yq, ym, Ainv):
-    """u = A^-1 y for the direction y that maximises y^T A^-1 y (the max direction of App F's
-    iteration; the first maximiser)."""
-    # the [M, d(d+1)/2] and [K, d] matrix-vector products as sums over their static columns: each
-    # then fuses with its argmax into one pass (1.5 -> 0.9 ms per solve at K = M = 1000, d = 2 on
-    # CPU, the same iterates); the upper triangle by static indices (a traced ``triu_indices``
-    # costs XLA:CPU eight small kernels an iteration)
-    g = columns_dot(Yq, jnp.stack([Ainv[a, b] for a, b in zip(*np.triu_indices(X.shape[1]))]))
-    g = jnp.where(ym, g, -jnp.inf)
-    return columns_dot(Ainv, Y[common.argmax_fast(g)])
-
-
-def _fw_step(X, arm_mask, st, u, refactor, go=None, loop_max_iters: int | None = None):
-    """The rest of App F's iteration at u = :func:`_fw_vertex`: the arm maximising (x^T u)^2 gets
-    step 2 / (k + 3).  ``refactor``: refactorise A^-1 exactly after it (None: when k + 1 is a
-    multiple of ``_REFACTOR``, a ``cond``; a Python bool where the caller knows).  ``go``: where
-    False, the weights v are returned unchanged (their one-entry update adds 0), so a masked
-    caller selects only the small fields, not the [K] weights.
-
-    ``loop_max_iters`` (inside a ``while_loop`` on :func:`_fw_running` with that ``max_iters``):
-    the O(d^2) updates of the small fields run as a ``cond`` on the loop's own predicate, true
-    there.  XLA:CPU runs the branch as one nested thunk sequence whose buffers are all small, in
-    order, instead of as a dozen nodes of the iteration's dependency graph: 3.4 -> 3.2 us an
-    iteration at K = M = 1000, d = 2, the same values.  Not under the accelerator policy, where a
-    ``cond`` asks the host for its predicate."""
-    v, c, n2, A, Ainv, k, rel = st
-    h = columns_dot(X, u)
-    h = h * h
-    if arm_mask is not None:
-        h = jnp.where(arm_mask, h, -jnp.inf)
-    j = common.argmax_fast(h)
-    if loop_max_iters is None:
-        gam, c_new, n2, A, Ainv, k1, rel = _fw_small(c, n2, A, Ainv, k, v[j], X[j], refactor)
-    else:
-        gam, c_new, n2, A, Ainv, k1, rel = jax.lax.cond(
-            _fw_running(st, loop_max_iters), lambda *a: _fw_small(*a, refactor),
-            lambda c, n2, A, Ainv, k, vj, x: (jnp.zeros_like(c), c, n2, A, Ainv, k, rel),
-            c, n2, A, Ainv, k, v[j], X[j])
-    v = v.at[j].add(gam / c_new if go is None else jnp.where(go, gam / c_new, 0.0))
-    return v, c_new, n2, A, Ainv, k1, rel
-
-
-def _fw_small(c, n2, A, Ainv, k, vj, x, refactor):
-    """App F's step gamma = 2 / (k + 3) towards the arm x (weight c vj) on the small fields of
-    :func:`_fw_step`: (gamma, c, ||lambda||^2, A, A^-1, k + 1, relative change)."""
-    dtype = c.dtype
-    gam = 2.0 / (k.astype(dtype) + 3.0)
-    lj = c * vj
-    rel = gam * jnp.sqrt(jnp.maximum(n2 - 2.0 * lj + 1.0, 0.0)) / jnp.sqrt(n2)
-    c_new = c * (1.0 - gam)
-    n2 = (1.0 - gam) ** 2 * n2 + 2.0 * gam * (1.0 - gam) * lj + gam * gam
-    A = (1.0 - gam) * A + gam * jnp.outer(x, x)
-    # ((1 - g) A + g x x^T)^-1 = (A^-1 - r u u^T / (1 + r x^T u)) / (1 - g), u = A^-1 x, r = g / (1 - g)
-    ux = columns_dot(Ainv, x)
-    r = gam / (1.0 - gam)
-    xux = columns_dot(x[None, :], ux)[0]  # x^T A^-1 x
-    sm = (Ainv - (r / (1.0 + r * xux)) * jnp.outer(ux, ux)) / (1.0 - gam)
-    k1 = k + 1
-    if refactor is None:
-        Ainv = jax.lax.cond(k1 % _REFACTOR == 0, _exact_inverse, lambda _: 0.5 * (sm + sm.T), A)
-    else:
-        Ainv = _exact_inverse(A) if refactor else 0.5 * (sm + sm.T)
-    return gam, c_new, n2, A, Ainv, k1, rel
-
-
-def _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters: int, blocks: int):
-    """``blocks`` x ``_REFACTOR`` iterations of :func:`_fw_body`, those after App F's stop leaving
-    the state unchanged; the state's k must be a multiple of ``_REFACTOR`` (or the run stopped),
-    so the exact refactorisation is the last iteration of each block, as in the ``while_loop``."""
-    def block(_, st):
-        st = jax.lax.fori_loop(0, _REFACTOR - 1, lambda _, s: _fw_masked(X, Y, Yq, ym, arm_mask, s, max_iters,
-                                                                          False), st)
-        return _fw_masked(X, Y, Yq, ym, arm_mask, st, max_iters, True)
-
-    return jax.lax.fori_loop(0, blocks, block, st)
-
-
-def _fw_masked(X, Y, Yq, ym, arm_mask, st, max_iters: int, refactor):
-    """One iteration of :func:`_fw_body` where App F's run goes on, the state unchanged after its
-    stop (the [K] weights receive a zero update rather than a select)."""
-    go = _fw_running(st, max_iters)
-    new = _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go)
-    return (new[0],) + tuple(jnp.where(go, a, b) for a, b in zip(new[1:], st[1:]))
-
-
-def _fw_trips(X, Y, Yq, ym, arm_mask, st, max_iters: int, trips: int):
-    """``trips`` iterations of App F's run from ``st`` (k a multiple of ``trips``), the state
-    unchanged after its stop: whole blocks of :func:`_fw_blocks` when ``trips`` is a multiple of
-    ``_REFACTOR``; for a divisor of it, masked iterations that refactorise A^-1 exactly where the
-    ``while_loop`` does (k + 1 a multiple of ``_REFACTOR``: a per-lane select under ``vmap``)."""
-    if trips % _REFACTOR == 0:
-        return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, trips // _REFACTOR)
-    return jax.lax.fori_loop(0, trips, lambda _, s: _fw_masked(X, Y, Yq, ym, arm_mask, s, max_iters, None), st)
-
-
-def _fixed_trip_run(X, Y, Yq, ym, arm_mask, st, max_iters: int, first_trips: int):
-    """App F's run as loops of trip counts known at compile time, with the ``while_loop``'s
-    iterates: min(first_trips, max_iters) iterations on every lane, then, in stages that double
-    the iterations run (first_trips, 2 first_trips, 4 first_trips, ..., ``max_iters``), the next
-    stage's iterations on the lanes whose run is still going, each stage through
-    :func:`solve_where` (under the accelerator policy one pass on the smallest buffer holding
-    them; none when no run is left).  Stages are whole blocks of ``_REFACTOR`` iterations, and
-    ``max_iters`` bounds every run, so none is cut short."""
-    bounds = [max(1, -(-min(int(first_trips), max_iters) // _REFACTOR)) * _REFACTOR]
-    while bounds[-1] < max_iters:
-        bounds.append(min(2 * bounds[-1], -(-max_iters // _REFACTOR) * _REFACTOR))
-    st = _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, bounds[0] // _REFACTOR)
-    for lo, hi in zip(bounds, bounds[1:]):
-        def more(X, Y, Yq, ym, arm_mask, st, blocks=(hi - lo) // _REFACTOR):  # no closed-over tracers
-            return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, blocks)
-        st = solve_where(_fw_running(st, max_iters), more, (X, Y, Yq, ym, arm_mask, st), st)
-    return st
 
 
 # ------------------------------------------------------------------------------------------------
@@ -531,8 +294,8 @@ class LazyTrackAndStop(Algorithm):
         if self.schedule == "periodic" and int(self.period) < 1:
             raise ValueError(f"period must be >= 1, got {self.period}")
         trips = self.pause_trips
-        if not (isinstance(trips, int) and not isinstance(trips, bool) and trips >= 1 and (_REFACTOR % trips == 0 or trips % _REFACTOR == 0)):
-            raise ValueError(f"pause_trips must be a positive divisor or multiple of {_REFACTOR}, got {trips!r}")
+        if not (isinstance(trips, int) and not isinstance(trips, bool) and trips >= 1 and (app_f.REFACTOR % trips == 0 or trips % app_f.REFACTOR == 0)):
+            raise ValueError(f"pause_trips must be a positive divisor or multiple of {app_f.REFACTOR}, got {trips!r}")
 
     def validate(self, instance: Instance) -> None:
         """Also refuses reward models outside the paper's linear model (Sec 2: r = mu^T a + eta,
@@ -554,7 +317,7 @@ class LazyTrackAndStop(Algorithm):
     def _solve(self, X, Z, theta, init, arm_mask=None, item_mask=None):
         return plug_in_allocation(X, Z, theta, init if self.warm_start else None,
                                   method=self.method, tol=self.tol, max_iters=self.max_iters,
-                                  arm_mask=arm_mask, item_mask=item_mask)
+                                  arm_mask=arm_mask, item_mask=item_mask, fixed_trips=self.policy.batched)
 
     @staticmethod
     def cumulative_allocation(state: LTSState) -> jax.Array:
@@ -593,7 +356,7 @@ class LazyTrackAndStop(Algorithm):
         solve in one step: the released code's Frank-Wolfe under the accelerator policy, where a
         step costs its kernel launches and a whole solve would make every lane's step wait for
         the slowest of the lanes that solve in it."""
-        return self.method == "paper" and current_policy().batched
+        return self.method == "paper" and self.policy.batched
 
     def rounds(self, state: LTSState, steps: jax.Array) -> jax.Array:
         """Rounds played, counting the round whose allocation update is still running as not yet
@@ -722,8 +485,7 @@ class LazyTrackAndStop(Algorithm):
             (state.w, state.cum_base, state.t_base, state.w_shift), self.solve_capacity)
         return played._replace(w=w, cum_base=cum_base, t_base=t_base, w_shift=w_shift)
 
-    @staticmethod
-    def _stops(Ainv, Z, item_mask, values, top, best, beta, ready, near):
+    def _stops(self, Ainv, Z, item_mask, values, top, best, beta, ready, near):
         """(stop, near): the stopping rule (8), ready and min_b Z_{best,b}(t) > beta, and the item
         b reaching the min the last time it was computed in full.
 
@@ -738,7 +500,7 @@ class LazyTrackAndStop(Algorithm):
         and their pass ran in every such step (48.8 passes per replication of the released code's
         configuration at K = 1000, 96 replications on 16 lanes, against 2.7 without them)."""
         zb = Z[best]
-        if current_policy().batched:
+        if self.policy.batched:
             z = jnp.min(common.glr_pair_statistics(Ainv, Z, values, top, zb, item_mask))
             return ready & (z > beta), near
         row = lambda a: None if a is None else a[near][None]
@@ -781,11 +543,11 @@ class LazyTrackAndStop(Algorithm):
 
         def advance(X, Z, theta_s, w, carry, start, masks):  # no closed-over tracers (custom_vmap)
             arm_mask, item_mask = masks
-            Y, Yq, ym = _fw_directions(Z, theta_s, item_mask, dtype)
-            fresh = _fw_start(X, w if self.warm_start else None, arm_mask)
+            Y, Yq, ym = app_f.oracle_fw_directions(Z, theta_s, item_mask, dtype)
+            fresh = app_f.incremental_start(X, w if self.warm_start else None, arm_mask)
             st = tuple(jnp.where(start, a, b) for a, b in zip(fresh, carry))
-            st = _fw_trips(X, Y, Yq, ym, arm_mask, st, max_iters, trips)
-            return st, _fw_running(st, max_iters), _fw_allocation(X, st[0], st[1])
+            st = app_f.incremental_trips(X, Y, Yq, ym, arm_mask, st, max_iters, trips)
+            return st, app_f.incremental_running(st, max_iters), app_f.incremental_allocation(X, st[0], st[1])
 
         st, running, new = solve_where(
             go, advance, (X, Z, theta_s, state.w, carry, start, (instance.arm_mask, item_mask)),

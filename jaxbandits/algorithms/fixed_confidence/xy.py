@@ -68,7 +68,7 @@ import numpy as np
 
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, map_instances, with_cache, hyperparameter
-from jaxbandits.batching import ALL_LANES, current_policy, in_smallest_bucket, item_buckets, solve_where
+from jaxbandits.batching import ALL_LANES, in_smallest_bucket, item_buckets, solve_where
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
                                               whiten_items)
@@ -295,7 +295,7 @@ class XYStatic(Algorithm):
         """(counts [K], unfinished binomial draws) of a round of ``n`` pulls."""
         if self.sampling == "multinomial":
             return multinomial_on_support(key, n, lam)
-        return (design.round_design(lam, n, fixed_trips=current_policy().batched).astype(lam.dtype),
+        return (design.round_design(lam, n, fixed_trips=self.policy.batched).astype(lam.dtype),
                 jnp.zeros((), jnp.int32))
 
     def step(self, key: jax.Array, state: XYPhasedState, instance: Instance) -> XYPhasedState:
@@ -546,7 +546,7 @@ class XYAdaptive(Algorithm):
         S = self.pulls_per_step
         carry0 = (state.phase_counts, state.n, state.rho, jnp.sum(state.active) > 1)
 
-        if current_policy().batched:
+        if self.policy.batched:
             # on an accelerator one branch-free loop over every pair (a branch there is a host
             # round trip); each pull draws its own tie-breaking uniforms inside its fused kernels
             # (or the step's [S, K] table where those draws would not be exact)
@@ -587,7 +587,7 @@ class XYAdaptive(Algorithm):
             return eliminate(active, inst.items, theta, La, log_term, sigma), theta
 
         args = (k_pull, counts, state.active, log_term, sigma, *leaves)
-        if current_policy().batched:
+        if self.policy.batched:
             # on an accelerator every step computes it: a branch would cost a host round trip
             active_end, theta = phase_end(*args)
             active, theta_hat = jnp.where(ended, active_end, state.active), jnp.where(ended, theta, state.theta_hat)

@@ -68,7 +68,7 @@ dimension term; only the GLR stopping rule decides correctness, and it is calibr
 The optimized rule (eq. (1)): the paper prints argmax_a N_a ||w*||_1 / |w*_a|; Xu et al. (2018)
 and the released code take the argmin (pull the arm furthest behind its target proportion
 |w*_a| / ||w*||_1), which is what "bring the empirical proportions close to the design" needs; we
-take the argmin.  w*(b, c) comes from :func:`~jaxbandits.algorithms.top_m.complexity.min_l1_representation`
+take the argmin.  w*(b, c) comes from :func:`~jaxbandits.design.simplex.min_l1_representation`
 and is cached in the state until the pair (b_t, c_t) changes (the LP loop runs zero pivots then).
 
 Per-step cost and state.  Every quantity Algorithm 1 reads is a column B[:, j] of the gap indices
@@ -109,7 +109,7 @@ from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, concrete, display_name, hyperparameter
 from jaxbandits.algorithms.common import (TOPK_ITERATIVE_MAX, argmax_fast, mth_largest, noise_scale,  # noqa: F401
                                          top_indices, top_values, topm_mask)
-from jaxbandits.algorithms.top_m.complexity import min_l1_representation
+from jaxbandits.design.simplex import min_l1_representation
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 from jaxbandits import presets
@@ -541,7 +541,8 @@ class GIFA(Algorithm):
         # optimized (eq. (1)); w* cached per pair
         pair = jnp.stack([b, c])
         stale = jnp.any(pair != state.w_pair)
-        sol = min_l1_representation(inst.arms, inst.arms[b] - inst.arms[c], active=stale)
+        sol = min_l1_representation(inst.arms, inst.arms[b] - inst.arms[c], active=stale,
+                                    fixed_trips=self.policy.batched)
         w = jnp.where(stale, sol.w, state.w)
         aw = jnp.abs(w)
         valid = (aw > 1e-9 * jnp.max(aw)) & inst.valid_arms()

@@ -1,0 +1,361 @@
+"""Seed 001 App F's Frank-Wolfe for minimax designs (used by seed 000 App A.3 and the released
+codes of both papers): one rule, written once, and two ways to iterate it.
+
+The rule (:func:`step_size`, :func:`running`, :func:`finish`): from lambda_0, move towards the
+vertex e_j of the arm j maximising (x_j^T A(lambda)^-1 y)^2, y the direction of largest
+||y||^2_{A(lambda)^-1} (a Danskin subgradient of max_y ||y||^2_{A^-1}), with step
+gamma_k = 2 / (k + 3) (the reference code counts iterations from 1); stop once
+||lambda_{k+1} - lambda_k||_2 / ||lambda_k||_2 < 0.01 or after ``max_iters`` iterations; then set
+the weights below 1e-5 to zero and renormalise, unless that loses invertibility.
+
+* :func:`dense_solve` (any finite set of directions, arms that need not span R^d: A^-1 through
+  the null-space projector, recomputed every iteration): the ``method="paper"`` of
+  :func:`jaxbandits.design.minimax_design`, :func:`~jaxbandits.design.xy_allocation` and
+  :func:`~jaxbandits.design.oracle_allocation`;
+* :func:`paper_frank_wolfe` (the oracle directions (z* - z) / Delta_z of a parameter, arms that
+  span R^d): the same iterates in O(K d + M d^2) per iteration, A^-1 carried by Sherman-Morrison
+  and the next vertex computed at the end of the previous iteration: Lazy Track-and-Stop's
+  allocation solver (:mod:`jaxbandits.algorithms.fixed_confidence.track_and_stop`), parity with
+  the dense form tested in ``tests/test_fixed_trips.py``.
+
+Both run as a ``while_loop`` (CPU) or as loops of trip counts known at compile time
+(:func:`jaxbandits.batching.fixed_trip_while`, :func:`jaxbandits.batching.solve_where`: the
+accelerator policy), with the same iterates.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbandits.batching import argmax_fast, columns_dot, current_policy, fixed_trip_while, solve_where
+from jaxbandits.design.core import design_matrix, initial_design, inverse_design, masked_argmax, oracle_directions
+
+
+# -- the rule -------------------------------------------------------------------------------------
+def step_size(k: jax.Array, dtype) -> jax.Array:
+    """gamma_k = 2 / (k + 3) for iteration k = 0, 1, ... (App F's 2 / (k + 2), k counted from 1)."""
+    return 2.0 / (k.astype(dtype) + 3.0)
+
+
+def running(k: jax.Array, rel: jax.Array, max_iters) -> jax.Array:
+    """App F's continuation rule: fewer than ``max_iters`` iterations and a relative change of
+    the design of at least 1 % (``rel`` is inf before the first iteration)."""
+    return (k < max_iters) & (rel >= 0.01)
+
+
+def trip_bound(num_arms: int) -> int:
+    """Iterations after which App F's Frank-Wolfe has surely stopped, whatever the data: the
+    relative change of iteration k is ||gamma (e_j - lambda)|| / ||lambda|| <= gamma sqrt(2) /
+    (1 / sqrt(K)) with gamma = 2 / (k + 3), below App F's 1 % once k + 3 > 200 sqrt(2 K)."""
+    return int(math.ceil(200.0 * math.sqrt(2.0 * num_arms)))
+
+
+def finish(X, lam, perp=None):
+    """App F's cutoff: lambda < 1e-5 set to 0 and renormalised, unless the thresholded design lost
+    invertibility (the paper's pinv would then give a design that cannot estimate every
+    direction; the unthresholded one is kept instead).  ``perp``: the null-space projector of
+    arms that do not span R^d (None: they do)."""
+    thr = jnp.where(lam < 1e-5, 0.0, lam)
+    thr = thr / jnp.sum(thr)
+    A = design_matrix(thr, X)
+    if perp is not None:
+        A = A + perp
+    ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(A)))
+    return jnp.where(ok, thr, lam)
+
+
+# -- the dense form: any directions, A^-1 recomputed every iteration ------------------------------
+class PaperFW(NamedTuple):
+    """Iterate of App F's Frank-Wolfe (:func:`dense_solve`): design, iterations run, last relative
+    change of the design (inf before the first iteration)."""
+
+    lam: jax.Array
+    k: jax.Array
+    rel: jax.Array
+
+
+def dense_iteration(X, mask, perp, dirs, state: PaperFW) -> PaperFW:
+    """One iteration of App F's Frank-Wolfe (step 2/(k+2), Danskin gradient of the max direction)."""
+    dtype = X.dtype
+    lam, k, _ = state
+    Ainv = inverse_design(lam, X, perp)
+    if dirs.best is not None:
+        _, ymax = dirs.best(Ainv)
+        y = dirs.rows(ymax[None])[0]
+        v = X @ (Ainv @ y)
+        h = v * v  # minus the gradient: (x^T A^-1 y_max)^2
+    else:
+        g = dirs.norms(Ainv)
+        ymax = jnp.argmax(g)
+        mu = jax.nn.one_hot(ymax, g.shape[0], dtype=dtype)
+        B = dirs.bmat(mu)
+        W = X @ Ainv
+        h = jnp.sum((W @ B) * W, axis=-1)
+    j = masked_argmax(h, mask)
+    gam = step_size(k, dtype)
+    lam_new = (1.0 - gam) * lam
+    lam_new = lam_new.at[j].add(gam)
+    rel = jnp.linalg.norm(lam_new - lam) / jnp.linalg.norm(lam)
+    return PaperFW(lam_new, k + 1, rel)
+
+
+def paper_fw_running(state: PaperFW, max_iters) -> jax.Array:
+    """:func:`running` on a :class:`PaperFW` state."""
+    return running(state.k, state.rel, max_iters)
+
+
+def dense_iterate(X, mask, perp, dirs, state: PaperFW, max_iters, trips: int | None = None) -> PaperFW:
+    """App F's iterations while :func:`paper_fw_running`; with ``trips`` (a Python int at least
+    the iterations the run can still make) as a loop of exactly that many iterations, the ones
+    after the stop leaving the state unchanged: the same iterate, with no loop whose trip count
+    depends on data (:func:`jaxbandits.batching.fixed_trip_while`)."""
+    cond = lambda st: paper_fw_running(st, max_iters)  # noqa: E731
+    body = lambda st: dense_iteration(X, mask, perp, dirs, st)  # noqa: E731
+    if trips is not None:
+        return fixed_trip_while(cond, body, state, int(trips))
+    return jax.lax.while_loop(cond, body, state)
+
+
+def dense_solve(X, mask, lam0, perp, dirs, max_iters, trips: int | None = None):
+    """Seed 001 App F: Frank-Wolfe with step 2/(k+2) on f, Danskin gradient of the max direction,
+    stop when ||lambda_{k+1} - lambda_k||_2 / ||lambda_k||_2 < 0.01 or after 5000 iterations, then
+    set lambda < 1e-5 to 0 and renormalise.  ``trips``: as :func:`dense_iterate`."""
+    start = PaperFW(lam0, jnp.array(0, jnp.int32), jnp.asarray(jnp.inf, X.dtype))
+    st = dense_iterate(X, mask, perp, dirs, start, max_iters, trips)
+    return finish(X, st.lam, perp), st.k
+
+
+
+# -- the incremental form: oracle directions, spanning arms, A^-1 by Sherman-Morrison ------------
+REFACTOR = 32  # Frank-Wolfe iterations between exact refactorisations of A(lambda)^-1
+
+#: Frank-Wolfe iterations every solve of ``paper_frank_wolfe(fixed_trips=True)`` (its default under
+#: the accelerator policy, outside LT&S's step, which pauses instead) runs before the runs still
+#: going continue on the lanes that need them (a multiple of ``REFACTOR``).  On the many-arms instance
+#: of the released code (``seeds.many_arms_code``) at K = 1000, 4,096 solves from uniform at
+#: plug-in parameters of rounds 2 to 512 stopped after 112 / 208 / 229 / 247 iterations (median /
+#: p99 / p99.9 / max)
+FIXED_FW_TRIPS = 256
+
+
+def paper_frank_wolfe(X, Z, theta, init, max_iters: int, arm_mask=None, item_mask=None, *,
+                      fixed_trips: bool | None = None, first_trips: int = FIXED_FW_TRIPS):
+    """The Frank-Wolfe of seed 001 App F (used by seed 000, App A.3) for the oracle allocation of
+    ``theta``: the iterates of ``oracle_allocation(X, Z, theta, init=init, method="paper")``
+    (same directions (z* - z) / Delta_z, step 2 / (k + 3) counted from the start of each solve,
+    stop when ||lambda_{k+1} - lambda_k||_2 / ||lambda_k||_2 < 0.01 or after ``max_iters``,
+    weights < 1e-5 set to 0 and renormalised unless that loses invertibility), computed in
+    O(K d + M d^2) per iteration with no O(K) copy:
+
+    * lambda_{k+1} = (1 - g) lambda_k + g e_j changes A(lambda) = sum lambda_x x x^T by a scaled
+      rank-one term, so A^-1 follows by Sherman-Morrison (float64), refactorised exactly from the
+      incrementally kept A every ``REFACTOR`` iterations;
+    * lambda is stored as c * v (scale c, raw weights v): the update touches one entry;
+    * ||lambda||^2, hence the stopping test, is updated in O(1):
+      ||lambda_{k+1} - lambda_k||^2 = g^2 (||lambda_k||^2 - 2 lambda_kj + 1);
+    * the quadratic forms y^T A^-1 y over the M directions are one [M, d(d+1)/2] matrix-vector
+      product with the precomputed products y_a y_b;
+    * the Danskin gradient of the max direction y is -(x^T A^-1 y)^2: one [K, d] product.
+
+    ``fixed_trips`` (None: the :func:`jaxbandits.batching.current_policy` traced under, True under
+    the accelerator policy) runs the iterations with trip counts known at compile time instead of
+    a ``while_loop`` (:func:`_fixed_trip_run`): the same iterates, with no loop that asks the host
+    for its predicate.  ``first_trips``: the iterations every solve runs there before the runs
+    still going continue.
+
+    Requires arms spanning R^d (``LazyTrackAndStop.validate`` checks it: ``needs_span``), so the
+    null-space projector of the general solver is zero and is left out.  Masked (padded) arms
+    get weight 0 and are never the Frank-Wolfe vertex; masked items give no direction.
+    """
+    X = jnp.asarray(X)
+    Y, Yq, ym = oracle_fw_directions(Z, theta, item_mask, X.dtype)
+    st0 = incremental_start(X, init, arm_mask)
+    fixed = current_policy().batched if fixed_trips is None else bool(fixed_trips)
+    if fixed:
+        v, c, *_ = _fixed_trip_run(X, Y, Yq, ym, arm_mask, st0, int(max_iters), int(first_trips))
+    else:
+        v, c, *_ = _fw_while(X, Y, Yq, ym, arm_mask, st0, max_iters)
+    return incremental_allocation(X, v, c)
+
+
+def oracle_fw_directions(Z, theta, item_mask, dtype):
+    """(Y, Yq, ym): the directions z* - z of ``theta`` scaled by their gaps, their products
+    y_a y_b over the upper triangle (off-diagonal doubled), and the items that give one."""
+    item_mask = jnp.ones((Z.shape[0],), bool) if item_mask is None else item_mask
+    Y, ym = oracle_directions(Z, theta, item_mask)
+    ia, ib = np.triu_indices(Y.shape[1])
+    Yq = Y[:, ia] * Y[:, ib] * jnp.asarray(np.where(ia == ib, 1.0, 2.0), dtype)
+    return Y, Yq, ym
+
+
+def incremental_start(X, init, arm_mask):
+    """The Frank-Wolfe state (v, c, ||lambda||^2, A, A^-1, k, relative change) at ``init`` (None:
+    uniform over the unmasked arms)."""
+    dtype = X.dtype
+    mask = jnp.ones((X.shape[0],), bool) if arm_mask is None else arm_mask
+    lam0 = initial_design(mask, init, dtype)
+    A0 = design_matrix(lam0, X)
+    return (lam0, jnp.ones((), dtype), jnp.sum(lam0 * lam0), A0, exact_inverse(A0), jnp.zeros((), jnp.int32),
+            jnp.asarray(jnp.inf, dtype))
+
+
+def incremental_allocation(X, v, c):
+    """:func:`finish` of the incremental state's weights lambda = c v."""
+    return finish(X, c * v)
+
+
+def exact_inverse(A):
+    d = A.shape[0]
+    eye = jnp.eye(d, dtype=A.dtype)
+    A = A + (1e-13 * jnp.trace(A) / d) * eye
+    L = jnp.linalg.cholesky(A)
+    Linv = jax.scipy.linalg.solve_triangular(L, eye, lower=True)
+    return Linv.T @ Linv
+
+
+def incremental_running(st, max_iters):
+    """:func:`running` on the incremental state (v, c, ||lambda||^2, A, A^-1, k, relative change)."""
+    return running(st[5], st[6], max_iters)
+
+
+def _fw_while(X, Y, Yq, ym, arm_mask, st, max_iters: int):
+    """App F's run from ``st`` as a ``while_loop`` of :func:`_fw_body`'s iterates that carries the
+    next iteration's u = A^-1 y (:func:`_fw_vertex`, computed at the end of the previous one).
+
+    The [K] pass of :func:`_fw_step` then reads u from a buffer of the loop.  Computed in the same
+    iteration, u is fused into that pass, and XLA:CPU recomputes it for every arm (a gather by
+    the data-dependent argmax, which LLVM cannot hoist, so the pass stays scalar code): at K = M =
+    1000, d = 2 an iteration took 5.6 us that way, 3.5 us this way (the same iterates).  The run
+    computes one vertex more than it uses (after its last iteration)."""
+    def body(carry):
+        st, u = carry
+        st = _fw_step(X, arm_mask, st, u, None, loop_max_iters=max_iters)
+        return st, _fw_vertex(X, Y, Yq, ym, st[4])
+
+    st, _ = jax.lax.while_loop(lambda carry: incremental_running(carry[0], max_iters), body,
+                               (st, _fw_vertex(X, Y, Yq, ym, st[4])))
+    return st
+
+
+def _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go=None):
+    """One iteration of :func:`paper_frank_wolfe` on the state (v, c, ||lambda||^2, A, A^-1, k,
+    relative change): :func:`_fw_step` at the vertex :func:`_fw_vertex` of the state's A^-1."""
+    return _fw_step(X, arm_mask, st, _fw_vertex(X, Y, Yq, ym, st[4]), refactor, go)
+
+
+def _fw_vertex(X, Y, Yq, ym, Ainv):
+    """u = A^-1 y for the direction y that maximises y^T A^-1 y (the max direction of App F's
+    iteration; the first maximiser)."""
+    # the [M, d(d+1)/2] and [K, d] matrix-vector products as sums over their static columns: each
+    # then fuses with its argmax into one pass (1.5 -> 0.9 ms per solve at K = M = 1000, d = 2 on
+    # CPU, the same iterates); the upper triangle by static indices (a traced ``triu_indices``
+    # costs XLA:CPU eight small kernels an iteration)
+    g = columns_dot(Yq, jnp.stack([Ainv[a, b] for a, b in zip(*np.triu_indices(X.shape[1]))]))
+    g = jnp.where(ym, g, -jnp.inf)
+    return columns_dot(Ainv, Y[argmax_fast(g)])
+
+
+def _fw_step(X, arm_mask, st, u, refactor, go=None, loop_max_iters: int | None = None):
+    """The rest of App F's iteration at u = :func:`_fw_vertex`: the arm maximising (x^T u)^2 gets
+    step 2 / (k + 3).  ``refactor``: refactorise A^-1 exactly after it (None: when k + 1 is a
+    multiple of ``REFACTOR``, a ``cond``; a Python bool where the caller knows).  ``go``: where
+    False, the weights v are returned unchanged (their one-entry update adds 0), so a masked
+    caller selects only the small fields, not the [K] weights.
+
+    ``loop_max_iters`` (inside a ``while_loop`` on :func:`incremental_running` with that ``max_iters``):
+    the O(d^2) updates of the small fields run as a ``cond`` on the loop's own predicate, true
+    there.  XLA:CPU runs the branch as one nested thunk sequence whose buffers are all small, in
+    order, instead of as a dozen nodes of the iteration's dependency graph: 3.4 -> 3.2 us an
+    iteration at K = M = 1000, d = 2, the same values.  Not under the accelerator policy, where a
+    ``cond`` asks the host for its predicate."""
+    v, c, n2, A, Ainv, k, rel = st
+    h = columns_dot(X, u)
+    h = h * h
+    if arm_mask is not None:
+        h = jnp.where(arm_mask, h, -jnp.inf)
+    j = argmax_fast(h)
+    if loop_max_iters is None:
+        gam, c_new, n2, A, Ainv, k1, rel = _fw_small(c, n2, A, Ainv, k, v[j], X[j], refactor)
+    else:
+        gam, c_new, n2, A, Ainv, k1, rel = jax.lax.cond(
+            incremental_running(st, loop_max_iters), lambda *a: _fw_small(*a, refactor),
+            lambda c, n2, A, Ainv, k, vj, x: (jnp.zeros_like(c), c, n2, A, Ainv, k, rel),
+            c, n2, A, Ainv, k, v[j], X[j])
+    v = v.at[j].add(gam / c_new if go is None else jnp.where(go, gam / c_new, 0.0))
+    return v, c_new, n2, A, Ainv, k1, rel
+
+
+def _fw_small(c, n2, A, Ainv, k, vj, x, refactor):
+    """App F's step gamma = 2 / (k + 3) towards the arm x (weight c vj) on the small fields of
+    :func:`_fw_step`: (gamma, c, ||lambda||^2, A, A^-1, k + 1, relative change)."""
+    dtype = c.dtype
+    gam = step_size(k, dtype)
+    lj = c * vj
+    rel = gam * jnp.sqrt(jnp.maximum(n2 - 2.0 * lj + 1.0, 0.0)) / jnp.sqrt(n2)
+    c_new = c * (1.0 - gam)
+    n2 = (1.0 - gam) ** 2 * n2 + 2.0 * gam * (1.0 - gam) * lj + gam * gam
+    A = (1.0 - gam) * A + gam * jnp.outer(x, x)
+    # ((1 - g) A + g x x^T)^-1 = (A^-1 - r u u^T / (1 + r x^T u)) / (1 - g), u = A^-1 x, r = g / (1 - g)
+    ux = columns_dot(Ainv, x)
+    r = gam / (1.0 - gam)
+    xux = columns_dot(x[None, :], ux)[0]  # x^T A^-1 x
+    sm = (Ainv - (r / (1.0 + r * xux)) * jnp.outer(ux, ux)) / (1.0 - gam)
+    k1 = k + 1
+    if refactor is None:
+        Ainv = jax.lax.cond(k1 % REFACTOR == 0, exact_inverse, lambda _: 0.5 * (sm + sm.T), A)
+    else:
+        Ainv = exact_inverse(A) if refactor else 0.5 * (sm + sm.T)
+    return gam, c_new, n2, A, Ainv, k1, rel
+
+
+def _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters: int, blocks: int):
+    """``blocks`` x ``REFACTOR`` iterations of :func:`_fw_body`, those after App F's stop leaving
+    the state unchanged; the state's k must be a multiple of ``REFACTOR`` (or the run stopped),
+    so the exact refactorisation is the last iteration of each block, as in the ``while_loop``."""
+    def block(_, st):
+        st = jax.lax.fori_loop(0, REFACTOR - 1, lambda _, s: _fw_masked(X, Y, Yq, ym, arm_mask, s, max_iters,
+                                                                          False), st)
+        return _fw_masked(X, Y, Yq, ym, arm_mask, st, max_iters, True)
+
+    return jax.lax.fori_loop(0, blocks, block, st)
+
+
+def _fw_masked(X, Y, Yq, ym, arm_mask, st, max_iters: int, refactor):
+    """One iteration of :func:`_fw_body` where App F's run goes on, the state unchanged after its
+    stop (the [K] weights receive a zero update rather than a select)."""
+    go = incremental_running(st, max_iters)
+    new = _fw_body(X, Y, Yq, ym, arm_mask, st, refactor, go)
+    return (new[0],) + tuple(jnp.where(go, a, b) for a, b in zip(new[1:], st[1:]))
+
+
+def incremental_trips(X, Y, Yq, ym, arm_mask, st, max_iters: int, trips: int):
+    """``trips`` iterations of App F's run from ``st`` (k a multiple of ``trips``), the state
+    unchanged after its stop: whole blocks of :func:`_fw_blocks` when ``trips`` is a multiple of
+    ``REFACTOR``; for a divisor of it, masked iterations that refactorise A^-1 exactly where the
+    ``while_loop`` does (k + 1 a multiple of ``REFACTOR``: a per-lane select under ``vmap``)."""
+    if trips % REFACTOR == 0:
+        return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, trips // REFACTOR)
+    return jax.lax.fori_loop(0, trips, lambda _, s: _fw_masked(X, Y, Yq, ym, arm_mask, s, max_iters, None), st)
+
+
+def _fixed_trip_run(X, Y, Yq, ym, arm_mask, st, max_iters: int, first_trips: int):
+    """App F's run as loops of trip counts known at compile time, with the ``while_loop``'s
+    iterates: min(first_trips, max_iters) iterations on every lane, then, in stages that double
+    the iterations run (first_trips, 2 first_trips, 4 first_trips, ..., ``max_iters``), the next
+    stage's iterations on the lanes whose run is still going, each stage through
+    :func:`solve_where` (under the accelerator policy one pass on the smallest buffer holding
+    them; none when no run is left).  Stages are whole blocks of ``REFACTOR`` iterations, and
+    ``max_iters`` bounds every run, so none is cut short."""
+    bounds = [max(1, -(-min(int(first_trips), max_iters) // REFACTOR)) * REFACTOR]
+    while bounds[-1] < max_iters:
+        bounds.append(min(2 * bounds[-1], -(-max_iters // REFACTOR) * REFACTOR))
+    st = _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, bounds[0] // REFACTOR)
+    for lo, hi in zip(bounds, bounds[1:]):
+        def more(X, Y, Yq, ym, arm_mask, st, blocks=(hi - lo) // REFACTOR):  # no closed-over tracers
+            return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, blocks)
+        st = solve_where(incremental_running(st, max_iters), more, (X, Y, Yq, ym, arm_mask, st), st)
+    return st
