@@ -43,7 +43,7 @@ def roster(names, budget: int, num_arms: int, dim: int, *, lingape_deltas=None, 
     from jaxbandits.algorithms.fixed_budget.bayesgap import BayesGap, released_config
     from jaxbandits.algorithms.fixed_budget.gse import GSE
     from jaxbandits.algorithms.fixed_budget.od_linbai import ODLinBAI
-    from jaxbandits.algorithms.fixed_budget.peace import Peace
+    from jaxbandits.algorithms.fixed_budget.peace import HalvingPeace
     from jaxbandits.algorithms.fixed_budget.budget_capped import LINGAPE_DELTA_GRID, lingape_budgeted
     from jaxbandits.algorithms.fixed_budget.linucb import LinUCB
     from jaxbandits.algorithms.fixed_budget.ucb_glm import UCBGLM, ucbglm_released
@@ -68,7 +68,7 @@ def roster(names, budget: int, num_arms: int, dim: int, *, lingape_deltas=None, 
             alg = BayesGap(budget=B, kernel=kern)
             out.append((name, alg, alg.steps_needed(K)))
         elif name == "Peace":
-            alg = Peace(budget=B)
+            alg = HalvingPeace(budget=B)  # seed 002's approximation of Peace
             out.append((name, alg, alg.steps_needed(K)))
         elif name == "LinUCB":
             out.append((name, LinUCB(budget=B), B))

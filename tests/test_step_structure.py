@@ -54,7 +54,7 @@ def _cases():
         ("m-LinGapE", A.MLinGapE(2), topm), ("m-LinGapE optimized", A.MLinGapE(2, selection="optimized"), topm),
         ("LinGIFA", A.LinGIFA(2), topm), ("LUCB", A.LUCB(2), topm),
         ("UGapE", A.UGapE(2), topm), ("GSE", A.GSE(budget=40), static), ("OD-LinBAI", A.ODLinBAI(budget=40), static),
-        ("BayesGap", A.BayesGap(budget=40), static), ("Peace", A.Peace(budget=40), static),
+        ("BayesGap", A.BayesGap(budget=40), static), ("Peace", A.Peace(budget=40), static), ("HalvingPeace", A.HalvingPeace(budget=40), static),
         ("LinUCB", A.LinUCB(budget=40), static), ("UCB-GLM", A.UCBGLM(budget=40), logistic),
         ("capped LinGapE", A.BudgetCapped(A.LinGapE(), 40), static),
     ]

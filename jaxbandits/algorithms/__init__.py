@@ -11,7 +11,7 @@ stopping / at sampling, Tirinzoni & Degenne 2022).
 Top-m (seed 003): the :class:`GIFA` framework and its assemblies :class:`LUCB`, :class:`UGapE`,
 :class:`MLinGapE`, :class:`LinGIFA` (and the best-arm :class:`LinGapE`); complexity constants in
 :mod:`.top_m.complexity`.
-Fixed budget (seed 002): :class:`GSE`, :class:`ODLinBAI`, :class:`BayesGap`, :class:`Peace`,
+Fixed budget (seed 002): :class:`GSE`, :class:`ODLinBAI`, :class:`BayesGap`, :class:`Peace` (Katz-Samuels et al.'s), :class:`HalvingPeace` (seed 002's approximation of it),
 :class:`LinUCB`, :class:`UCBGLM`, and the wrapper :class:`BudgetCapped`.
 """
 from jaxbandits.algorithms.fixed_confidence.alba import ALBA  # noqa: F401
@@ -25,7 +25,7 @@ from jaxbandits.algorithms.fixed_budget.od_linbai import ODLinBAI  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.elimination_rules import Eliminate  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.lingame import LinGame  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.oracle import Oracle  # noqa: F401
-from jaxbandits.algorithms.fixed_budget.peace import Peace  # noqa: F401
+from jaxbandits.algorithms.fixed_budget.peace import HalvingPeace, Peace  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.rage import RAGE  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.budget_capped import BudgetCapped  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.linucb import LinUCB  # noqa: F401

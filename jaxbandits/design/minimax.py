@@ -407,6 +407,16 @@ def xy_paper_value(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None):
     return lam, jnp.max(dirs.norms(inverse_design(lam, X, perp)))
 
 
+def _check_fixed_trips(fixed_trips, max_iters, method):
+    if fixed_trips is not None:
+        # max_iters is traced here unless left to its default (then 2,000 / 5,000): the caller
+        # checks a traced one
+        bound = (2_000 if method == "smooth" else 5_000) if max_iters is None else 1
+        if isinstance(fixed_trips, bool) or not isinstance(fixed_trips, int) or fixed_trips < bound:
+            raise ValueError(f"fixed_trips must be None or an integer >= max_iters (here >= {bound}), got {fixed_trips!r}: "
+                             "fewer trips would cut the solver short")
+
+
 def _solve(X, mask, init, perp, dirs, tol, max_iters, method, trips: int | None = None):
     if max_iters is None:
         max_iters = 5_000 if method == "paper" else 2_000
@@ -467,17 +477,19 @@ def minimax_design(X, Y, *, y_mask=None, arm_mask=None, init=None, tol: float = 
     return _solution(lam, k, f, lb, value, tol)
 
 
-@partial(jax.jit, static_argnames=("method",))
+@partial(jax.jit, static_argnames=("method", "fixed_trips"))
 def xy_allocation(X, Z=None, *, item_mask=None, arm_mask=None, init=None, tol: float = 1e-3,
-                  max_iters=None, method: str = "smooth") -> DesignSolution:
+                  max_iters=None, method: str = "smooth", fixed_trips: int | None = None) -> DesignSolution:
     """XY allocation: the design attaining rho(Y(Z)) with Y(Z) = {z - z' : z != z' active items}.
 
     Seed 001 Sec 1.2 (rho) and Sec 2.2 / Alg 1 (lambda_t of RAGE on the active items; XY-static
     when Z = X).  The M^2 differences are never materialised: ||z_i - z_j||^2_{A^-1} =
     Q_ii + Q_jj - 2 Q_ij with Q = Z A^-1 Z^T, and B_mu = Z^T (diag(mu 1 + mu^T 1) - mu - mu^T) Z.
     Memory is O(M^2) (an [M, M] matrix per iteration).  Z defaults to X.  Value = rho(Y(Z)).
-    Same ``method`` / ``tol`` semantics as :func:`minimax_design`.
+    Same ``method`` / ``tol`` semantics as :func:`minimax_design`; ``fixed_trips`` as
+    :func:`oracle_allocation`'s.
     """
+    _check_fixed_trips(fixed_trips, max_iters, method)
     X = as_float(X)
     Z = X if Z is None else as_float(Z)
     M = Z.shape[0]
@@ -485,9 +497,47 @@ def xy_allocation(X, Z=None, *, item_mask=None, arm_mask=None, init=None, tol: f
     im = full_mask(item_mask, M)
     perp, _ = null_projector(X, mask)
     Xs, Zs = jax.lax.stop_gradient(X), jax.lax.stop_gradient(Z)
-    lam, k, f, lb, mu = _solve(Xs, mask, init, perp, _pairs(Zs, im), tol, max_iters, method)
+    lam, k, f, lb, mu = _solve(Xs, mask, init, perp, _pairs(Zs, im), tol, max_iters, method, fixed_trips)
     value = _value(lam, mu, X, perp, _pairs(Z, im).bmat, f)
     return _solution(lam, k, f, lb, value, tol)
+
+
+def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: float = 0.5):
+    """(lambda, rho): the XY design of the released Peace codes' Frank-Wolfe (Katz-Samuels et al.
+    2020's ``fw_XY``, as Xiong et al.'s ``algorithms/fw.py`` runs it): from the uniform design over
+    every arm, ``iters - 1`` (999) iterations of lambda <- (1 - eta) lambda + eta e_j, eta = step / (k + 2)
+    at iteration k = 1, 2, ..., j = argmax_x (x^T A(lambda)^-1 y)^2 for the pair y = z - z' of the
+    active items with the largest ||y||^2_{A^-1}; rho = that largest value at the last iteration's
+    design (before its step), as the released code returns it; rho = 0 and the uniform design
+    when fewer than two items are active.  Fixed iterations, no stopping test (a loop of a trip
+    count known at compile time).  The design keeps every arm in its support, so A(lambda) is
+    invertible when the arms span R^d (the released code's pseudo-inverse is then the inverse)."""
+    X = as_float(X)
+    Z = X if Z is None else as_float(Z)
+    K, M = X.shape[0], Z.shape[0]
+    dt = X.dtype
+    im = full_mask(item_mask, M)
+    pair = im[:, None] & im[None, :] & ~jnp.eye(M, dtype=bool)
+
+    def rho_and_pair(lam):
+        Ainv = jnp.linalg.inv((X.T * lam) @ X)
+        Q = Z @ Ainv @ Z.T
+        q = jnp.diagonal(Q)
+        norms = jnp.where(pair, q[:, None] + q[None, :] - 2.0 * Q, -jnp.inf)
+        flat = jnp.argmax(norms.reshape(-1))
+        return norms.reshape(-1)[flat], Z[flat // M] - Z[flat % M], Ainv
+
+    def body(count, carry):
+        lam, _ = carry
+        rho, y, Ainv = rho_and_pair(lam)
+        g = (X @ (Ainv @ y)) ** 2
+        eta = step / (count.astype(dt) + 2.0)
+        return (1.0 - eta) * lam + eta * jax.nn.one_hot(jnp.argmax(g), K, dtype=dt), rho
+
+    lam0 = jnp.full((K,), 1.0 / K, dt)
+    lam, rho = jax.lax.fori_loop(1, int(iters), body, (lam0, jnp.zeros((), dt)))
+    few = jnp.sum(im) < 2
+    return jnp.where(few, lam0, lam), jnp.where(few, 0.0, rho)
 
 
 @partial(jax.jit, static_argnames=("method", "fixed_trips"))
@@ -506,13 +556,7 @@ def oracle_allocation(X, Z, theta, *, item_mask=None, arm_mask=None, init=None, 
     (whole chunks of 48 for ``"smooth"``), those after its stop leaving the iterate unchanged: the
     same solution, with no loop asking an accelerator's host for its predicate.
     """
-    if fixed_trips is not None:
-        # max_iters is traced here unless left to its default (then 2,000 / 5,000): the caller
-        # checks a traced one
-        bound = (2_000 if method == "smooth" else 5_000) if max_iters is None else 1
-        if isinstance(fixed_trips, bool) or not isinstance(fixed_trips, int) or fixed_trips < bound:
-            raise ValueError(f"fixed_trips must be None or an integer >= max_iters (here >= {bound}), got {fixed_trips!r}: "
-                             "fewer trips would cut the solver short")
+    _check_fixed_trips(fixed_trips, max_iters, method)
     X = as_float(X)
     Z = as_float(Z)
     theta = as_float(theta)

@@ -1,16 +1,40 @@
-"""Approximate fixed-budget Peace (Katz-Samuels, Jain, Karnin & Jamieson 2020), as seed 002 runs it.
+"""Peace (Katz-Samuels, Jain, Karnin & Jamieson, "An Empirical Process Approach to the Union
+Bound: Practical Algorithms for Combinatorial and Linear Bandits", NeurIPS 2020), fixed budget:
+:class:`Peace`, the algorithm of the paper as its linear-bandit implementations run it; and
+:class:`HalvingPeace`, seed 002's approximation of it.
 
-J. Katz-Samuels, L. Jain, Z. Karnin, K. Jamieson, "An Empirical Process Approach to the Union
-Bound: Practical Algorithms for Combinatorial and Linear Bandits", NeurIPS 2020.  Peace allocates
-samples to minimise a Gaussian width, E_eta[ sup_z (z0 - z)^T A(lambda)^{-1/2} eta / (b + theta0^T
-(z0 - z)) ], instead of the XY-design's worst-case pair.  The exact Gaussian width has no closed
-form; Katz-Samuels et al. (App D, "computationally efficient algorithm") minimise it over the
-simplex by stochastic mirror descent with single-eta gradient estimates, and seed 002 (Sec 7,
-Remark 2, Sec 8) ran that approximation inside the elimination skeleton of GSE: s = ceil(log2 K)
-stages of B / s pulls, theta0 the previous stage's estimate (0 at the start), z0 = argmax_z
-theta0^T z, b = 1, allocation = the averaged mirror-descent iterate times the stage budget, least
-squares, keep the better half (the seed 002 authors' release).  That is what this module computes,
-batched and jitted:
+**Peace** (fixed budget).  The epochs are sized by the complexity of the surviving answers, rho(Z_k)
+= min_lambda max_{z, z' in Z_k} ||z - z'||^2_{A(lambda)^-1} (the XY design value, seed 001 Sec 1.2),
+and each epoch measures with the XY design of the survivors' differences over *all* arms:
+
+1. R = max(1, ceil(log2 rho(Z))) epochs of floor(B / R) pulls (the last takes the rest of B);
+2. epoch k: lambda_k, rho_k = the XY design of Z_k (:func:`jaxbandits.design.xy_allocation` over every
+   arm, the survivors' pairs), rounded to the epoch's pulls (Pukelsheim's efficient
+   apportionment, :func:`jaxbandits.design.round_design`), pulled; theta_k = the least-squares
+   estimate of this epoch's pulls alone (pseudo-inverse);
+3. Z_{k+1}: the survivors sorted by z^T theta_k, the longest prefix with rho(prefix) <= rho_k / 2
+   (a bisection on its length, ceil(log2 M) design solves); stop early with one survivor;
+4. recommend argmax_{z in Z_k} z^T theta_k of the last epoch.
+
+That is the fixed-budget Peace of Xiong et al.'s code (github.com/FFTypeZero/bobw_linear,
+``algorithms/peace.py``, ``Peace.sto_run``), which rounds with the efficient apportionment of
+Katz-Samuels et al.'s code and solves every design with their Frank-Wolfe of 999 iterations with
+step 0.5 / (k + 2) (``design="released"``, the default: fixed iterations, so no loop in a step
+depends on the data); ``design="certified"`` solves them with the library's certified XY solver
+instead, which gives rho at its optimum (the released Frank-Wolfe stops above it).  Because
+the design measures the survivors' differences with every arm, on Soare et al.'s instance it pulls
+e_2 to resolve e_1 against the near arm x', which the halving approximation below, measuring only
+among the survivors, cannot (``experiments/peace_soare.py`` compares the two with the released
+error rates).
+
+**HalvingPeace**: Peace as seed 002 runs it (Azizi et al. 2022, Sec 7, Remark 2, Sec 8): the
+Gaussian width of Katz-Samuels et al. (App D, "computationally efficient algorithm"),
+E_eta[ sup_z (z0 - z)^T A(lambda)^{-1/2} eta / (b + theta0^T (z0 - z)) ], minimised over the
+simplex of the surviving arms by stochastic mirror descent with single-eta gradient estimates,
+inside the elimination skeleton of GSE: s = ceil(log2 K) stages of B / s pulls, theta0 the previous
+stage's estimate (0 at the start), z0 = argmax_z theta0^T z, b = 1, allocation = the averaged
+mirror-descent iterate times the stage budget, least squares, keep the better half (the seed 002
+authors' release).  That is what :class:`HalvingPeace` computes, batched and jitted:
 
 * A(lambda) = sum_x (lambda_x / 2 + 1 / (2 |A_t|)) x x^T (+ the projector on span(A_t)^perp), the
   mixture with the uniform design that keeps A invertible (Peace's Delta-tilde; the authors'
@@ -24,12 +48,11 @@ batched and jitted:
 * the allocation rounds n * lambda_bar by efficient apportionment (authors: floor plus a uniform
   multinomial remainder).
 
-One ``step`` is one stage.
+One ``step`` is one epoch (Peace) or one stage (HalvingPeace).
 
-Noise: the fixed-budget Peace of Katz-Samuels et al. (and the approximation seed 002 runs) reads no
-noise scale: the Gaussian width E sup_z (z0 - z)^T A^{-1/2} eta / (b + ...) has standard normal
-eta whatever sigma, and the stage budgets depend on B and K only; sigma enters only the error
-bound (Katz-Samuels et al. Theorem 7), so there is no ``sigma`` option.
+Noise: neither reads a noise scale: the epoch sizes depend on B and the arms only, the Gaussian
+width has standard normal eta whatever sigma; sigma enters only the error bounds (Katz-Samuels et
+al. Theorem 7), so there is no ``sigma`` option.
 """
 from __future__ import annotations
 
@@ -43,9 +66,11 @@ import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim, hyperparameter
 from jaxbandits.algorithms.stages import halving_schedule, keep_top, projected_least_squares, round_allocation, stage_budget
+from jaxbandits import design
 from jaxbandits.design.core import null_projector
+from jaxbandits.design.minimax import xy_fixed_iterations
 from jaxbandits.environment import pull_counts
-from jaxbandits.instances.base import Instance
+from jaxbandits.instances.base import Instance, as_batch
 
 
 def gaussian_width_objective(lam, X, alive, perp, theta0, z0, b, etas):
@@ -95,7 +120,7 @@ def peace_allocation(key, X, alive, theta0, *, iters: int = 100, samples: int = 
     return acc / iters
 
 
-class PeaceState(NamedTuple):
+class HalvingPeaceState(NamedTuple):
     alive: jax.Array
     stage: jax.Array
     pulls: jax.Array
@@ -103,8 +128,9 @@ class PeaceState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class Peace(Algorithm):
-    """Approximate fixed-budget Peace (Katz-Samuels et al. 2020) in seed 002's halving skeleton.
+class HalvingPeace(Algorithm):
+    """Seed 002's approximation of fixed-budget Peace (Katz-Samuels et al. 2020): the Gaussian width
+    minimised by mirror descent over the survivors, in GSE's halving skeleton (module docstring).
 
     Attributes:
       budget: B (>= K).
@@ -125,20 +151,20 @@ class Peace(Algorithm):
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
         if int(self.budget) < instance.num_arms:
-            raise ValueError(f"Peace needs a budget of at least K = {instance.num_arms}, got B = {self.budget}")
+            raise ValueError(f"HalvingPeace needs a budget of at least K = {instance.num_arms}, got B = {self.budget}")
         if instance.num_items != instance.num_arms:
-            raise ValueError("Peace (fixed budget, seed 002) identifies the best arm: items must be the arms")
+            raise ValueError("HalvingPeace (fixed budget, seed 002) identifies the best arm: items must be the arms")
 
     def steps_needed(self, instance, dim=None) -> int:
         """Engine steps a run takes (:class:`~jaxbandits.algorithms.base.StepsNeeded`): its stages."""
         return len(halving_schedule(arms_and_dim(instance, dim)[0], self.eta)) - 1
 
-    def init(self, key, instance: Instance) -> PeaceState:
+    def init(self, key, instance: Instance) -> HalvingPeaceState:
         K, d = instance.arms.shape
         dt = instance.arms.dtype
-        return PeaceState(jnp.ones(K, bool), jnp.zeros((), jnp.int32), jnp.zeros(K, dt), jnp.zeros(d, dt))
+        return HalvingPeaceState(jnp.ones(K, bool), jnp.zeros((), jnp.int32), jnp.zeros(K, dt), jnp.zeros(d, dt))
 
-    def step(self, key, state: PeaceState, instance: Instance) -> PeaceState:
+    def step(self, key, state: HalvingPeaceState, instance: Instance) -> HalvingPeaceState:
         X = instance.arms
         K = X.shape[0]
         dt = X.dtype
@@ -152,11 +178,131 @@ class Peace(Algorithm):
         sums = pull_counts(k_pull, instance, counts)
         theta = projected_least_squares(X, counts, sums, state.alive, "span")
         alive = keep_top(X @ theta, state.alive, jnp.asarray(sizes[1:])[t])
-        return PeaceState(alive, t + 1, state.pulls + counts, theta)
+        return HalvingPeaceState(alive, t + 1, state.pulls + counts, theta)
 
-    def done(self, state: PeaceState) -> jax.Array:
+    def done(self, state: HalvingPeaceState) -> jax.Array:
         return jnp.sum(state.alive) <= 1
 
-    def outcome(self, state: PeaceState, instance: Instance) -> Outcome:
+    def outcome(self, state: HalvingPeaceState, instance: Instance) -> Outcome:
         return Outcome(answer_mask(jnp.argmax(state.alive), instance.num_items),
                        jnp.sum(state.pulls).astype(jnp.int32), state.pulls)
+
+
+PEACE_DESIGNS = ("released", "certified")
+
+
+class PeaceState(NamedTuple):
+    active: jax.Array     # [M] the surviving answers Z_k
+    epoch: jax.Array      # epochs played
+    epochs: jax.Array     # R = max(1, ceil(log2 rho(Z)))
+    length: jax.Array     # floor(B / R), the pulls of every epoch but the last
+    pulls: jax.Array      # [K] pulls per arm so far
+    theta: jax.Array      # [d] the last epoch's estimate
+    stopped: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class Peace(Algorithm):
+    """Fixed-budget Peace (Katz-Samuels et al. 2020; module docstring): epochs sized by rho, the XY
+    design over every arm for the survivors' differences, the survivors halved in rho.
+
+    Attributes:
+      budget: B (at least the number of epochs; every epoch pulls at least once).
+      design: "released" (the released code's Frank-Wolfe, ``design_iters - 1`` iterations of step
+        0.5 / (k + 2), :func:`jaxbandits.design.minimax.xy_fixed_iterations`) or "certified"
+        (:func:`jaxbandits.design.xy_allocation` to the relative gap ``design_tol``).
+      design_tol: relative duality gap of the certified XY design solves.
+      design_iters: the released Frank-Wolfe's ``iters`` (1000: 999 iterations, as released), or the
+        certified solver's iteration cap.
+    """
+
+    budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
+    design: str = "released"
+    design_tol: float = hyperparameter(1e-3, low=0.0, traced=True)
+    design_iters: int = hyperparameter(1_000, count=2)
+
+    def __post_init__(self):
+        if self.design not in PEACE_DESIGNS:
+            raise ValueError(f"design must be one of {PEACE_DESIGNS}, got {self.design!r}")
+
+    needs_span: ClassVar[bool] = False
+    fixed_budget: ClassVar[bool] = True
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        if int(self.budget) < 1:
+            raise ValueError(f"Peace needs a budget of at least 1 pull, got B = {self.budget}")
+
+    def steps_needed(self, instance, dim=None) -> int:
+        """Engine steps a run takes at most (:class:`~jaxbandits.algorithms.base.StepsNeeded`): its
+        epochs, R = max(1, ceil(log2 rho(Z))) per instance (the largest over a batch)."""
+        if not isinstance(instance, Instance):
+            raise TypeError("Peace.steps_needed needs the instance (its epochs depend on rho(Z))")
+        with jax.enable_x64(True):
+            rho = jax.jit(jax.vmap(lambda i: self._design(i.arms, i.items, i.valid_items(), i.arm_mask)[1]))(
+                as_batch(instance))
+        return int(np.max(_epochs(np.asarray(rho))))
+
+    def _design(self, X, Z, item_mask, arm_mask=None):
+        """(lambda, rho) of the XY design of the ``item_mask`` items over every arm."""
+        if self.design == "released":
+            return xy_fixed_iterations(X, Z, item_mask=item_mask, iters=int(self.design_iters))
+        trips = int(self.design_iters) if self.policy.batched else None
+        sol = design.xy_allocation(X, Z, item_mask=item_mask, arm_mask=arm_mask, tol=self.design_tol,
+                                   max_iters=int(self.design_iters), fixed_trips=trips)
+        return sol.allocation, sol.value
+
+    def init(self, key, instance: Instance) -> PeaceState:
+        X, Z = instance.arms, instance.items
+        K, d = X.shape
+        dt = X.dtype
+        active = instance.valid_items()
+        rho = self._design(X, Z, active, instance.arm_mask)[1]
+        epochs = jnp.maximum(1, jnp.ceil(jnp.log2(jnp.maximum(rho, 1.0)))).astype(jnp.int32)
+        length = jnp.floor(jnp.asarray(self.budget, dt) / epochs.astype(dt)).astype(jnp.int32)
+        return PeaceState(active, jnp.zeros((), jnp.int32), epochs, length, jnp.zeros((K,), dt), jnp.zeros((d,), dt),
+                          jnp.zeros((), bool))
+
+    def step(self, key, state: PeaceState, instance: Instance) -> PeaceState:
+        X, Z = instance.arms, instance.items
+        dt = X.dtype
+        M = Z.shape[0]
+        lam, rho = self._design(X, Z, state.active, instance.arm_mask)
+        last = state.epoch >= state.epochs - 1
+        n = jnp.where(last, jnp.asarray(self.budget, jnp.int32) - state.length * state.epoch, state.length)
+        counts = design.round_design(lam, n.astype(dt), arm_mask=instance.arm_mask,
+                                     fixed_trips=self.policy.batched).astype(dt)
+        sums = pull_counts(key, instance, counts)
+        gram = (X.T * counts) @ X
+        theta = jnp.linalg.pinv(gram, hermitian=True) @ (X.T @ sums)
+        # the survivors by estimated value, best first; the longest prefix with rho <= rho_k / 2
+        values = jnp.where(state.active, Z @ theta, -jnp.inf)
+        rank = jnp.zeros((M,), jnp.int32).at[jnp.argsort(-values)].set(jnp.arange(M, dtype=jnp.int32))
+        threshold = rho / 2.0
+        n_active = jnp.sum(state.active).astype(jnp.int32)
+
+        def bisect(_, bounds):
+            lo, hi = bounds
+            mid = (lo + hi) // 2
+            rho_mid = self._design(X, Z, state.active & (rank < mid), instance.arm_mask)[1]
+            go = hi - lo > 1
+            return (jnp.where(go & (rho_mid <= threshold), mid, lo), jnp.where(go & (rho_mid > threshold), mid, hi))
+
+        lo, _ = jax.lax.fori_loop(0, max(1, math.ceil(math.log2(max(M, 2)))), bisect,
+                                  (jnp.ones((), jnp.int32), n_active))
+        active = jnp.where(last, state.active, state.active & (rank < lo))
+        stopped = last | (jnp.sum(active) <= 1)
+        return PeaceState(active, state.epoch + 1, state.epochs, state.length, state.pulls + counts, theta, stopped)
+
+    def done(self, state: PeaceState) -> jax.Array:
+        return state.stopped
+
+    def outcome(self, state: PeaceState, instance: Instance) -> Outcome:
+        best = jnp.argmax(jnp.where(state.active, instance.items @ state.theta, -jnp.inf))
+        return Outcome(answer_mask(best, instance.num_items), jnp.sum(state.pulls).astype(jnp.int32),
+                       state.pulls)
+
+
+def _epochs(rho):
+    """R = max(1, ceil(log2 rho)) (NumPy)."""
+    return np.maximum(1, np.ceil(np.log2(np.maximum(rho, 1.0)))).astype(int)
