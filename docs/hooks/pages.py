@@ -103,10 +103,9 @@ def gallery() -> str:
         meta_path = stored / "run.json"
         if meta_path.exists():
             meta = json.loads(meta_path.read_text())
-            out.append(f"The stored run: `{meta['command']}` at commit `{meta['commit']}` on {meta['date']} "
-                       f"({meta['machine']}), {meta['wall_time']:.0f} s wall time.  A `--quick` run is "
-                       "smaller than the paper's (fewer replications and points): the full size is the "
-                       "paper's protocol.\n")
+            out.append(f"Below, the run `{meta['command']}` at commit `{meta['commit']}` on {meta['date']} "
+                       f"({meta['machine']}).  A `--quick` run is smaller than the paper's (fewer "
+                       "replications and points); the full size is the paper's protocol.\n")
             for png in sorted(stored.glob("*.png")):
                 out.append(f"![{name}: {png.stem}](gallery/{name}/{png.name})\n")
             for table in sorted(stored.glob("*.md")):
