@@ -149,3 +149,27 @@ def test_reference_examples_run(tmp_path, xla_cache):
     """The examples of the reference pages and the home page, in one process (they share its
     compiled programs: most use the same algorithm on the same instance)."""
     _run_pages([DOCS / "index.md", *REFERENCE], tmp_path, xla_cache)
+
+
+def test_help_is_one_usage_of_every_subcommand(capsys):
+    from jaxbandits import cli
+
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("usage:") == 1, out
+    for command in (*cli.COMMANDS, "EXPERIMENT"):
+        assert f"jaxbandits {command}" in out, command
+
+
+def test_front_door():
+    import jaxbandits as jb
+
+    assert dir(jb) == sorted(jb.__all__)
+    for name in jb.__all__:
+        assert getattr(jb, name) is not None, name
+    assert jb.simulate and jb.algorithms.RAGE and jb.instances.base.Instance and jb.rules.sampling.TopTwo
+    import jaxbandits.engine as engine
+
+    # the layout policy's tuning constants stay in their module, out of the public surface
+    assert not [n for n in engine.__all__ if n.isupper() and n not in ("RESULTS", "COUNT_LIMIT")]
+    assert hasattr(engine.layout, "CHUNK_LANES")
