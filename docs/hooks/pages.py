@@ -5,14 +5,19 @@
   entry.  The links are cross-references, so a public name missing from the reference fails the
   strict build.
 * ``api/cli.md``: the text ``jaxbandits --help`` prints.
+* every page: the math that ``pymdownx.arithmatex`` marked (``\\( ... \\)`` inline, ``\\[ ... \\]`` on its
+  own line) becomes MathML, which browsers render natively: the site needs no script and no
+  network to show its equations.
 * ``gallery.md``: one section per reproduction that ``python -m experiments`` lists (its
   description, command and times on 2 CPU cores), with the figure and the table of its stored
   run where ``docs/gallery/<name>/`` holds one (``docs/gallery/collect.py`` stores them).
 """
 from __future__ import annotations
 
+import html as _html
 import inspect
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -87,14 +92,16 @@ def gallery() -> str:
     for name, mod in found.items():
         module = _import(f"experiments.{mod}")
         desc = getattr(module, "DESCRIPTION", "")
-        doc = (inspect.getdoc(module) or "").split("\n\n", 1)[0].replace("\n", " ")
+        doc = (inspect.getdoc(module) or "").split("\n\n", 1)[0].replace("\n", " ").strip()
+        if not doc.endswith("."):  # a paragraph that leads into a list: the description says it
+            doc = ""
         quick, full, how = runner.TIMES.get(name, (None, None, ""))
         full_note = {"measured": "measured", "estimate": "estimated from the quick run",
                      "lower estimate": "a lower estimate from the quick run"}.get(how, "")
         out.append(f"## {name}\n")
-        out.append(f"**{desc}**\n")
+        out.append(f"**{_text(desc)}**\n")
         if doc:
-            out.append(f"{doc}\n")
+            out.append(f"{_text(doc)}\n")
         out.append("```bash\npython -m experiments " + name + " --quick   # full size: drop --quick\n```\n")
         out.append("| size | time on 2 CPU cores | on a GPU |\n| --- | --- | --- |")
         out.append(f"| `--quick` | {_duration(quick)} | not measured |")
@@ -116,12 +123,18 @@ def gallery() -> str:
     return "\n".join(out)
 
 
+def _text(text: str) -> str:
+    """Plain text as Markdown: a ``*`` (as in ``T*``, ``psi*``) is a character, not emphasis."""
+    return text.replace("*", "\\*")
+
+
 def _demote(markdown: str) -> str:
-    """A stored table's headings two levels down (they sit under the experiment's heading)."""
+    """A stored table's headings as bold captions (they sit under the experiment's heading and stay
+    out of the page's table of contents)."""
     lines = []
     for line in markdown.splitlines():
         if line.startswith("#"):
-            line = "#### " + line.lstrip("#").strip()
+            line = "**" + _text(line.lstrip("#").strip()) + "**"
         lines.append(line)
     return "\n".join(lines)
 
@@ -137,3 +150,20 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     elif src == "gallery.md":
         markdown = markdown.replace("<!-- gallery -->", gallery())
     return markdown
+
+
+_MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
+
+
+def _mathml(match: re.Match) -> str:
+    from latex2mathml.converter import convert
+
+    tag, body = match.groups()
+    tex = _html.unescape(body).strip()
+    display = tex.startswith("\\[")
+    tex = tex[2:-2].strip()
+    return convert(tex, display="block" if display else "inline")
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    return _MATH.sub(_mathml, html)
