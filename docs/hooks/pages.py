@@ -50,9 +50,10 @@ def summary_line(obj) -> str:
     if not doc:
         return ""
     first = doc.split("\n\n", 1)[0].replace("\n", " ")
-    import re
-
     first = re.sub(r":(?:func|class|mod|data|meth|attr|exc):`~?([^`]+)`", r"`\1`", first)
+    # a star after a letter or bracket (T*, psi*) is a character, not emphasis; code spans are kept
+    parts = re.split(r"(``.+?``|`[^`]+`)", first)
+    first = "".join(p if i % 2 else re.sub(r"(?<=[\w)\]])\*(?!\*)", r"\\*", p) for i, p in enumerate(parts))
     return first.replace("|", "\\|")
 
 

@@ -3,8 +3,12 @@ with a few reStructuredText habits (``:func:`name``` roles, ``::`` before a lite
 tables framed by ``===`` rules); this rewrites those into Markdown before mkdocstrings renders them.
 
 * a role ``:func:`~a.b.c``` becomes the code span ``c`` (``a.b.c`` without the tilde);
-* a simple table becomes a fenced text block (its columns stay aligned);
+* a simple table becomes a fenced text block (its columns stay aligned; its ````code```` marks are
+  dropped, the block being code already);
 * ``::`` ending a paragraph becomes ``:`` (the indented block after it is already a code block);
+* a class docstring that describes its fields one per line (``name: what it holds``, as the
+  library's NamedTuples and dataclasses do) gives each field that description, so the reference
+  shows it beside the field rather than in a run-on paragraph;
 * ``*`` right after a letter, digit or closing bracket (``T*(theta)``, ``psi*``) is escaped, so
   two of them in one paragraph do not turn the text between them into italics.
 """
@@ -50,7 +54,7 @@ def convert(text: str) -> str:
             i += 1
             continue
         if table:
-            out.append(line)
+            out.append(re.sub(r"``(.+?)``", r"\1", line))
             i += 1
             continue
         if line.lstrip().startswith("```"):
@@ -69,9 +73,52 @@ def convert(text: str) -> str:
     return "\n".join(out)
 
 
+_FIELD = re.compile(r"^(\w+): (.+)$")
+
+
+def split_fields(text: str, fields: set[str]) -> tuple[str, dict[str, str]]:
+    """The docstring without its paragraphs of ``field: description`` lines (every line of the
+    paragraph a field's, or an indented continuation), and those descriptions by field."""
+    kept, found = [], {}
+    for para in text.split("\n\n"):
+        lines = para.split("\n")
+        current, described = None, {}
+        for line in lines:
+            m = _FIELD.match(line)
+            if m and m.group(1) in fields:
+                current = m.group(1)
+                described[current] = m.group(2).strip()
+            elif current is not None and line.startswith((" ", "\t")) and line.strip():
+                described[current] += " " + line.strip()
+            else:
+                described = {}
+                break
+        if described:
+            found.update(described)
+        else:
+            kept.append(para)
+    return "\n\n".join(kept), found
+
+
 class RstDocstrings(griffe.Extension):
-    """Rewrite every docstring of the loaded objects with :func:`convert`."""
+    """Rewrite every docstring of the loaded objects with :func:`convert`; move the descriptions
+    of a class's fields to the fields."""
 
     def on_instance(self, *, obj: griffe.Object, **kwargs) -> None:
         if obj.docstring is not None:
             obj.docstring.value = convert(obj.docstring.value)
+
+    def on_class_members(self, *, cls: griffe.Class, **kwargs) -> None:
+        if cls.docstring is None:
+            return
+        fields = {name for name, member in cls.members.items()
+                  if not member.is_alias and member.is_attribute and member.docstring is None}
+        if not fields:
+            return
+        rest, found = split_fields(cls.docstring.value, fields)
+        if not found:
+            return
+        cls.docstring.value = rest
+        for name, description in found.items():
+            member = cls.members[name]
+            member.docstring = griffe.Docstring(convert(description), parent=member)
