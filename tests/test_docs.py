@@ -104,7 +104,8 @@ def test_every_reproduction_is_in_the_gallery(site):
 
     html = (site / "gallery" / "index.html").read_text()
     for name in discover():
-        assert f'id="{name}"' in html, name
+        assert f'href="{name}/"' in html, name
+        assert (site / "gallery" / name / "index.html").exists(), name
     for stored in (DOCS / "gallery").iterdir():
         if stored.is_dir():
             assert stored.name in discover(), f"docs/gallery/{stored.name} is not an experiment"

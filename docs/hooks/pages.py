@@ -8,9 +8,12 @@
 * every page: the math that ``pymdownx.arithmatex`` marked (``\\( ... \\)`` inline, ``\\[ ... \\]`` on its
   own line) becomes MathML, which browsers render natively: the site needs no script and no
   network to show its equations.
-* ``gallery.md``: one section per reproduction that ``python -m experiments`` lists (its
-  description, command and times on 2 CPU cores), with the figure and the table of its stored
-  run where ``docs/gallery/<name>/`` holds one (``docs/gallery/collect.py`` stores them).
+* ``gallery.md``: a table of every reproduction that ``python -m experiments`` lists, and one
+  generated page for each, ``gallery/<name>.md`` (its description, command and times on 2 CPU
+  cores), with the figures and tables of its stored
+  run where ``docs/gallery/<name>/`` holds one (``docs/gallery/collect.py`` stores them; its
+  ``run.json`` names the command, commit, date and machine, and may name the tables to show and
+  add a note).
 """
 from __future__ import annotations
 
@@ -86,42 +89,81 @@ def _duration(seconds) -> str:
     return _import("experiments._runner")._duration(seconds)
 
 
-def gallery() -> str:
+def experiments() -> dict[str, object]:
+    """The reproductions ``python -m experiments`` lists: name -> module."""
     runner = _import("experiments._runner")
-    found = runner.discover()
-    out = []
-    for name, mod in found.items():
-        module = _import(f"experiments.{mod}")
-        desc = getattr(module, "DESCRIPTION", "")
-        doc = (inspect.getdoc(module) or "").split("\n\n", 1)[0].replace("\n", " ").strip()
-        if not doc.endswith("."):  # a paragraph that leads into a list: the description says it
-            doc = ""
-        quick, full, how = runner.TIMES.get(name, (None, None, ""))
-        full_note = {"measured": "measured", "estimate": "estimated from the quick run",
-                     "lower estimate": "a lower estimate from the quick run"}.get(how, "")
-        out.append(f"## {name}\n")
-        out.append(f"**{_text(desc)}**\n")
-        if doc:
-            out.append(f"{_text(doc)}\n")
-        out.append("```bash\npython -m experiments " + name + " --quick   # full size: drop --quick\n```\n")
-        out.append("| size | time on 2 CPU cores | on a GPU |\n| --- | --- | --- |")
-        out.append(f"| `--quick` | {_duration(quick)} | not measured |")
-        out.append(f"| full | {_duration(full)} ({full_note}) | not measured |\n")
-        stored = GALLERY / name
-        meta_path = stored / "run.json"
-        if meta_path.exists():
-            meta = json.loads(meta_path.read_text())
-            out.append(f"Below, the run `{meta['command']}` at commit `{meta['commit']}` on {meta['date']} "
-                       f"({meta['machine']}).  A `--quick` run is smaller than the paper's (fewer "
-                       "replications and points); the full size is the paper's protocol.\n")
-            for png in sorted(stored.glob("*.png")):
-                out.append(f"![{name}: {png.stem}](gallery/{name}/{png.name})\n")
-            for table in sorted(stored.glob("*.md")):
-                out.append(_demote(table.read_text()) + "\n")
-        else:
-            out.append("No run of this reproduction is stored with the documentation: the command above "
-                       "writes its figure and table under `results/" + name + "/`.\n")
+    return {name: _import(f"experiments.{mod}") for name, mod in runner.discover().items()}
+
+
+def _times(name: str) -> tuple[str, str]:
+    quick, full, how = _import("experiments._runner").TIMES.get(name, (None, None, ""))
+    note = {"measured": "measured", "estimate": "estimated from the quick run",
+            "lower estimate": "a lower estimate from the quick run"}.get(how, "")
+    return _duration(quick), f"{_duration(full)} ({note})" if note else _duration(full)
+
+
+def _stored(name: str) -> tuple[dict | None, list[Path]]:
+    """The stored run's ``run.json`` (None without one) and its figures."""
+    meta_path = GALLERY / name / "run.json"
+    if not meta_path.exists():
+        return None, []
+    return json.loads(meta_path.read_text()), sorted((GALLERY / name).glob("*.png"))
+
+
+def gallery_index() -> str:
+    """The gallery's table: every reproduction, its times and its first figure, linking to its page."""
+    rows = ["| reproduction | what | `--quick` | full size | figure |", "| --- | --- | --- | --- | --- |"]
+    for name, module in experiments().items():
+        quick, full = _times(name)
+        meta, figures = _stored(name)
+        thumb = (f'[![{name}](gallery/{name}/{figures[0].name}){{ width="220" }}](gallery/{name}.md)'
+                 if figures else ("tables only" if meta else "not stored"))
+        rows.append(f"| [{name}](gallery/{name}.md) | {_text(getattr(module, 'DESCRIPTION', ''))} | {quick} | {full} | {thumb} |")
+    return "\n".join(rows)
+
+
+def gallery_page(name: str, module) -> str:
+    """The page of one reproduction: description, command, times, and the stored run's figures and
+    tables."""
+    desc = getattr(module, "DESCRIPTION", "")
+    doc = (inspect.getdoc(module) or "").split("\n\n", 1)[0].replace("\n", " ").strip()
+    if not doc.endswith("."):  # a paragraph that leads into a list: the description says it
+        doc = ""
+    quick, full = _times(name)
+    out = [f"# {name}\n", f"**{_text(desc)}**\n"]
+    if doc:
+        out.append(f"{_text(doc)}\n")
+    out.append("```bash\npython -m experiments " + name + " --quick   # full size: drop --quick\n```\n")
+    out.append("| size | time on 2 CPU cores | on a GPU |\n| --- | --- | --- |")
+    out.append(f"| `--quick` | {quick} | not measured |")
+    out.append(f"| full | {full} | not measured |\n")
+    meta, figures = _stored(name)
+    if meta is None:
+        out.append("No run of this reproduction is stored with the documentation: the command above "
+                   "writes its figures and tables under `results/" + name + "/`.\n")
+        return "\n".join(out)
+    out.append(f"Below, the run `{meta['command']}` at commit `{meta['commit']}` on {meta['date']} "
+               f"({meta['machine']})." + ("  A `--quick` run is smaller than the paper's (fewer "
+               "replications and points); the full size is the paper's protocol." if "--quick" in meta["command"]
+               else "") + "\n")
+    if meta.get("note"):
+        out.append(_text(meta["note"]) + "\n")
+    for png in figures:
+        out.append(f"![{name}: {png.stem}]({name}/{png.name})\n")
+    tables = [GALLERY / name / t for t in meta["tables"]] if "tables" in meta else sorted((GALLERY / name).glob("*.md"))
+    for table in tables:
+        out.append(_demote(table.read_text()) + "\n")
     return "\n".join(out)
+
+
+def on_files(files, config):
+    """One generated page per reproduction, ``gallery/<name>.md``, linked from the gallery's table."""
+    from mkdocs.structure.files import File, InclusionLevel
+
+    for name, module in experiments().items():
+        files.append(File.generated(config, f"gallery/{name}.md", content=gallery_page(name, module),
+                                    inclusion=InclusionLevel.NOT_IN_NAV))
+    return files
 
 
 def _text(text: str) -> str:
@@ -149,7 +191,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     elif src == "api/cli.md":
         markdown = markdown.replace("<!-- cli-usage -->", cli_usage())
     elif src == "gallery.md":
-        markdown = markdown.replace("<!-- gallery -->", gallery())
+        markdown = markdown.replace("<!-- gallery -->", gallery_index())
     return markdown
 
 
