@@ -39,10 +39,10 @@ def python_blocks(text: str) -> list[str]:
 def _env(cache: Path | None = None) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), MPLBACKEND="Agg")
     if cache is not None:
-        # one persistent compilation cache for the examples of the session: pages that run the same
-        # algorithm on the same shapes compile it once (each page still runs in its own process)
-        env.update(JAX_COMPILATION_CACHE_DIR=str(cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-                   JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+        # one persistent compilation cache for the examples of the session (RUNNER turns it on):
+        # pages that run the same algorithm on the same shapes compile it once, each page still
+        # in its own process
+        env["JAXBANDITS_DOCS_TEST_CACHE"] = str(cache)
     return env
 
 
@@ -123,7 +123,9 @@ def test_blocks_found():
 
 
 RUNNER = """
-import sys, time
+import os, sys, time
+from jaxbandits import compilation_cache
+compilation_cache.enable(os.environ["JAXBANDITS_DOCS_TEST_CACHE"], min_compile_seconds=0.0)
 for page, i, block in {blocks!r}:
     t0 = time.time()
     exec(compile(block, f"<{{page}} block {{i}}>", "exec"), {{"__name__": "__main__"}})
