@@ -182,10 +182,11 @@ def test_front_door():
 NOT_OURS = {"NamedSharding", "_lapack.so", "table.md"}
 
 
-def test_design_cites_code_that_exists():
-    """Every file and every code name that docs/design.md puts in backquotes exists in the project:
-    the design describes the code as it is (a renamed function or a removed module fails here)."""
-    text = (DOCS / "design.md").read_text()
+@pytest.mark.parametrize("page", ["design.md", "architecture.md"])
+def test_design_cites_code_that_exists(page):
+    """Every file and every code name that the design pages put in backquotes exists in the
+    project: they describe the code as it is (a renamed function or a removed module fails here)."""
+    text = (DOCS / page).read_text()
     sources = [p for d in ("jaxbandits", "experiments", "benchmarks", "tests") for p in (ROOT / d).rglob("*.py")]
     code = "\n".join(p.read_text() for p in sources) + (ROOT / "pyproject.toml").read_text()
     names = {p.name for d in ("jaxbandits", "experiments", "benchmarks", "tests", "docs") for p in (ROOT / d).rglob("*")}
@@ -202,4 +203,4 @@ def test_design_cites_code_that_exists():
             camel = re.fullmatch(r"[A-Z][a-z]+[A-Z]\w*", name) is not None
             if (snake or camel) and name not in NOT_OURS and name not in code:
                 missing.append(f"{name} (in `{quoted}`)")
-    assert not missing, f"docs/design.md cites what the code does not have: {missing}"
+    assert not missing, f"docs/{page} cites what the code does not have: {missing}"
