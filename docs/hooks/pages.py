@@ -149,7 +149,7 @@ def gallery_page(name: str, module) -> str:
     if meta.get("note"):
         out.append(_text(meta["note"]) + "\n")
     for png in figures:
-        out.append(f"![{name}: {png.stem}]({name}/{png.name})\n")
+        out.append(f"[![{name}: {png.stem}]({name}/{png.name})]({name}/{png.name})\n")  # click: full size
     tables = [GALLERY / name / t for t in meta["tables"]] if "tables" in meta else sorted((GALLERY / name).glob("*.md"))
     for table in tables:
         out.append(_demote(table.read_text()) + "\n")
