@@ -19,7 +19,9 @@ generators of the papers), ``jb.design`` (optimal-design solvers, ``jb.lower_bou
 ``jb.characteristic_time``), ``jb.rules`` (sampling, stopping, recommendation and elimination
 rules, and every stopping threshold, one name each) and ``jb.compose`` (an algorithm from rules),
 ``jb.simulate`` / ``jb.Results``, ``jb.sweep`` / ``jb.Generator``,
-``jb.calibrate`` / ``jb.benchmark``.
+``jb.calibrate`` / ``jb.benchmark``, ``jb.stats``.  ``__all__`` (and ``dir(jb)``) is that surface;
+the modules behind it (the engine's layout policy, batching, validation, the compilation cache,
+...) stay importable by their full names.
 """
 from jaxbandits import algorithms, design, environment, instances, precision, rules  # noqa: E402
 from jaxbandits.design import characteristic_time, lower_bound  # noqa: E402
@@ -31,13 +33,14 @@ __version__ = "0.1.0"
 __all__ = ["simulate", "Results", "RESULTS", "algorithms", "instances", "seeds", "design", "rules", "compose",
            "lower_bound",
            "characteristic_time", "Instance", "make_instance", "stack", "pad_to", "Buckets", "environment",
-           "precision", "sweep", "Generator", "calibrate", "benchmark", "__version__"]
+           "precision", "sweep", "Generator", "calibrate", "benchmark", "stats", "__version__"]
 
-#: names imported on first use: the engine (``simulate`` and its results), and ``calibrate`` /
-#: ``benchmark`` (which load the calibration and benchmark suites)
+#: names imported on first use: the engine (``simulate`` and its results), ``calibrate`` /
+#: ``benchmark`` (which load the calibration and benchmark suites), and ``stats`` (scipy)
 _LAZY = {"simulate": ("jaxbandits.engine", "simulate"), "Results": ("jaxbandits.engine", "Results"),
          "RESULTS": ("jaxbandits.engine", "RESULTS"), "calibrate": ("jaxbandits.byo", "calibrate"),
-         "benchmark": ("jaxbandits.benchmarking", "benchmark"), "compose": ("jaxbandits.rules.composition", "compose")}
+         "benchmark": ("jaxbandits.benchmarking", "benchmark"), "compose": ("jaxbandits.rules.composition", "compose"),
+         "stats": ("jaxbandits.stats", None)}
 
 
 def __getattr__(name):
@@ -45,9 +48,11 @@ def __getattr__(name):
         import importlib
 
         module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
+        return importlib.import_module(module) if attr is None else getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'jaxbandits' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    # the public surface only: importing the library loads internal modules (batching, validation,
+    # ...) as attributes of the package, which tab completion should not offer
+    return sorted(__all__)

@@ -462,9 +462,14 @@ def minimax_design(X, Y, *, y_mask=None, arm_mask=None, init=None, tol: float = 
     set to 0 and renormalised), for baselines that replicate the paper; its gap is still certified.
 
     Args:
-      X: arms [K, d]; Y: directions [N, d]; y_mask: [N] bool; arm_mask: [K] bool;
-      init: warm start [K]; tol: relative gap; max_iters: cap (default 2000, or 5000 for
-      ``method="paper"``; not static, changing it does not recompile).
+      X: arms [K, d].
+      Y: directions [N, d].
+      y_mask: [N] bool.
+      arm_mask: [K] bool.
+      init: warm start [K].
+      tol: relative gap.
+      max_iters: cap (default 2000, or 5000 for ``method="paper"``; not static, changing it does
+        not recompile).
     """
     X = as_float(X)
     Y = as_float(Y)

@@ -63,3 +63,8 @@ __all__ = [
     "simulate", "Results", "RESULTS", "Layout", "replication_key", "final_states", "instance_at", "programs_compiled",
     "compile_seconds", "program_bytes", "COUNT_LIMIT",
 ]
+
+
+def __dir__():
+    # the public names and the engine's modules, not the names imported to build them
+    return sorted(set(__all__) | {"lanes", "layout", "results", "runner"})

@@ -112,15 +112,19 @@ class Layout:
 
     Attributes:
       platform: device platform ("cpu", "gpu", "tpu").
-      devices: number of devices; lanes: replications stepped together per device;
-      chunk_per_device: replications per compiled call per device; refill_min: free lanes that
-      trigger a refill.
-      batched_solve, solve_capacity: how :func:`jaxbandits.batching.solve_where` serves lanes.
-      bytes_per_lane: carried bytes per lane (:func:`lane_bytes`); free_bytes: free device memory
-      seen when the layout was chosen (None: unknown); program_bytes: the compiled program's
-      temporary + argument + output bytes when the backend reports them.
+      devices: number of devices.
+      lanes: replications stepped together per device.
+      chunk_per_device: replications per compiled call per device.
+      refill_min: free lanes that trigger a refill.
+      batched_solve: whether :func:`jaxbandits.batching.solve_where` serves the lanes batched
+        (accelerators) or one lane at a time (CPU).
+      solve_capacity: lanes gathered per round of the solves (None: every lane of the batch).
+      bytes_per_lane: carried bytes per lane (:func:`lane_bytes`).
+      free_bytes: free device memory seen when the layout was chosen (None: unknown).
+      program_bytes: the compiled program's temporary + argument + output bytes when the backend
+        reports them.
       block_steps: steps every lane takes between two checks for finished lanes and refills
-      (:func:`choose_block_steps`).
+        (:func:`choose_block_steps`).
     """
 
     platform: str

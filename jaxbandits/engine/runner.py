@@ -226,8 +226,9 @@ def simulate(
       stall_timeout: guard against the XLA:CPU deadlock of jaxlib 0.10.x (:mod:`jaxbandits.watchdog`):
         if the process makes no CPU progress for this many seconds while a chunk is pending,
         raise :class:`jaxbandits.watchdog.StalledComputation` instead of hanging.  Default: off
-        (a plain blocking call) unless the installed jaxlib has that deadlock, then 30 s or
-        ``JAXBANDITS_STALL_TIMEOUT``; never on accelerators; 0 disables.  Chunks already done reached ``on_chunk``.
+        (a plain blocking call) unless the installed jaxlib has that deadlock on XLA:CPU devices,
+        then 30 s; ``JAXBANDITS_STALL_TIMEOUT`` (seconds) when set.  Never on accelerators unless
+        an explicit positive value or that variable asks for it; 0 disables.  Chunks already done reached ``on_chunk``.
       precision: "float64" (default) or "float32" where validated (:mod:`jaxbandits.precision`).
       buckets: a :class:`~jaxbandits.instances.base.Buckets` policy: an algorithm that supports
         padding runs on its instances padded to the bucket's (K, M), so sizes sharing a bucket
