@@ -1,0 +1,161 @@
+"""K-armed bandits in one-parameter exponential families: the divergences, the certified solver of
+w*(mu) and T*(mu) (Garivier & Kaufmann 2016, Lemma 3 / Theorem 5) against a NumPy / scipy
+reference, and the K-armed instances."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+import jaxbandits  # noqa: F401
+from jaxbandits.design import karmed
+from jaxbandits.instances import GARIVIER_KAUFMANN_2016, garivier_kaufmann_2016, k_armed
+
+
+# -- a plain NumPy / scipy reference: Garivier & Kaufmann 2016, Lemma 3 and Theorem 5 ----------------
+def d_ref(family, x, y, sigma=1.0):
+    if family == "gaussian":
+        return (x - y) ** 2 / (2 * sigma**2)
+    e = 1e-15
+    x, y = min(max(x, e), 1 - e), min(max(y, e), 1 - e)
+    return x * math.log(x / y) + (1 - x) * math.log((1 - x) / (1 - y))
+
+
+def reference(mu, family="bernoulli", sigma=1.0):
+    """(w*, T*) by nested brentq, the arms sorted as in the paper (best first)."""
+    mu = np.asarray(mu, float)
+    order = np.argsort(-mu)
+    m = mu[order]
+
+    def g(a, x):
+        mid = (m[0] + x * m[a]) / (1 + x)
+        return d_ref(family, m[0], mid, sigma) + x * d_ref(family, m[a], mid, sigma)
+
+    def x_of_y(a, y):
+        hi = 1.0
+        while g(a, hi) < y:
+            hi *= 2
+        return brentq(lambda x: g(a, x) - y, 0.0, hi, xtol=1e-15, rtol=1e-15)
+
+    def F(y):
+        tot = 0.0
+        for a in range(1, len(m)):
+            x = x_of_y(a, y)
+            mid = (m[0] + x * m[a]) / (1 + x)
+            tot += d_ref(family, m[0], mid, sigma) / d_ref(family, m[a], mid, sigma)
+        return tot - 1.0
+
+    ymax = d_ref(family, m[0], m[1], sigma)
+    hi = 0.5 * ymax
+    while F(hi) < 0:
+        hi = 0.5 * (hi + ymax)
+    y = brentq(F, 1e-14 * ymax, hi, xtol=1e-16, rtol=1e-15)
+    x = np.array([1.0] + [x_of_y(a, y) for a in range(1, len(m))])
+    w = x / x.sum()
+    out = np.empty_like(w)
+    out[order] = w
+    return out, 1.0 / (w[0] * y)
+
+
+CASES = [("bernoulli", GARIVIER_KAUFMANN_2016[1], 1.0), ("bernoulli", GARIVIER_KAUFMANN_2016[2], 1.0),
+         ("bernoulli", (0.05, 0.9, 0.6, 0.89, 0.2, 0.001), 1.0), ("bernoulli", (0.999, 0.5), 1.0),
+         ("gaussian", (1.0, 0.8, 0.5, 0.2, 0.0), 1.0), ("gaussian", (-0.3, 0.4, 0.35, 2.0), 0.5)]
+
+
+@pytest.mark.parametrize("family,mu,sigma", CASES)
+def test_optimal_weights_match_the_scipy_reference(family, mu, sigma):
+    sol = karmed.optimal_weights(jnp.asarray(mu), family, sigma=sigma)
+    w_ref, T_ref = reference(mu, family, sigma)
+    np.testing.assert_allclose(np.asarray(sol.allocation), w_ref, atol=1e-7)
+    np.testing.assert_allclose(float(sol.value), T_ref, rtol=1e-7)
+    assert bool(sol.converged)
+    # the certificate brackets the reference: T*(w) - gap <= T* <= T*(w)
+    assert float(sol.value) - float(sol.gap) <= T_ref * (1 + 1e-9) and T_ref <= float(sol.value) * (1 + 1e-9)
+
+
+def test_the_paper_s_optimal_proportions():
+    """Garivier & Kaufmann 2016, Sec 6: w*(mu1) = [0.417 0.390 0.136 0.057],
+    w*(mu2) = [0.336 0.251 0.177 0.132 0.104]."""
+    for scenario, published in ((1, [0.417, 0.390, 0.136, 0.057]), (2, [0.336, 0.251, 0.177, 0.132, 0.104])):
+        w = karmed.optimal_weights(jnp.asarray(GARIVIER_KAUFMANN_2016[scenario])).allocation
+        np.testing.assert_allclose(np.asarray(w), published, atol=5e-4 + 1e-12)
+
+
+def test_gaussian_two_arms_closed_form_and_sigma_scaling():
+    """K = 2, Gaussian: w* = (1/2, 1/2) and T* = 8 sigma^2 / Delta^2."""
+    for sigma, gap in ((1.0, 0.5), (2.0, 0.1), (0.3, 1.7)):
+        sol = karmed.optimal_weights(jnp.array([gap, 0.0]), "gaussian", sigma=sigma)
+        np.testing.assert_allclose(np.asarray(sol.allocation), [0.5, 0.5], atol=1e-12)
+        np.testing.assert_allclose(float(sol.value), 8 * sigma**2 / gap**2, rtol=1e-10)
+
+
+def test_the_certificate_is_a_duality_gap():
+    """At a perturbed allocation the primal value falls below the dual bound: the gap shows it;
+    at the solution both meet (module docstring of jaxbandits.design.karmed)."""
+    mu = jnp.asarray(GARIVIER_KAUFMANN_2016[2])
+    sol = karmed.optimal_weights(mu)
+    others = jnp.arange(5) > 0
+    L, U = karmed.certificate("bernoulli", mu, sol.allocation, 0, others)
+    np.testing.assert_allclose(float(L), float(U), rtol=1e-9)
+    w_bad = jnp.full((5,), 0.2)
+    L2, U2 = karmed.certificate("bernoulli", mu, w_bad, 0, others)
+    assert float(L2) < float(L) < float(U2)          # weak duality, strict away from the optimum
+
+
+def test_ties_masks_and_batches():
+    sol = karmed.optimal_weights(jnp.array([0.5, 0.2, 0.5, 0.1]))
+    assert math.isinf(float(sol.value)) and bool(sol.converged)
+    np.testing.assert_allclose(np.asarray(sol.allocation), [0.5, 0, 0.5, 0])
+    # a padded arm gets no weight and changes nothing
+    mu = jnp.asarray(GARIVIER_KAUFMANN_2016[1] + (0.99,))
+    masked = karmed.optimal_weights(mu, mask=jnp.array([True] * 4 + [False]))
+    plain = karmed.optimal_weights(jnp.asarray(GARIVIER_KAUFMANN_2016[1]))
+    np.testing.assert_allclose(np.asarray(masked.allocation[:4]), np.asarray(plain.allocation), atol=1e-12)
+    assert float(masked.allocation[4]) == 0.0
+    # jit + vmap over a batch: the single solves, and no recompilation on a second batch
+    batch = jax.random.uniform(jax.random.key(0), (64, 6), jnp.float64, 0.05, 0.95)
+    solve = jax.jit(jax.vmap(lambda m: karmed.optimal_weights(m)))
+    out = solve(batch)
+    for i in (0, 17, 63):
+        one = karmed.optimal_weights(batch[i])
+        np.testing.assert_allclose(np.asarray(out.allocation[i]), np.asarray(one.allocation), atol=1e-12)
+    assert bool(jnp.mean(out.converged) >= 0.95)
+    solve(batch[::-1])
+    assert solve._cache_size() == 1
+
+
+def test_lower_bound_and_characteristic_time():
+    mu = jnp.asarray([GARIVIER_KAUFMANN_2016[1], (0.6, 0.45, 0.43, 0.4)])
+    T = karmed.characteristic_time(mu)
+    assert T.shape == (2,) and float(T[1]) < float(T[0])
+    kl = 0.1 * math.log(0.1 / 0.9) + 0.9 * math.log(0.9 / 0.1)
+    np.testing.assert_allclose(float(karmed.lower_bound(mu[0], 0.1)), float(T[0]) * kl, rtol=1e-12)
+
+
+def test_epsilon_projection_is_the_linf_projection():
+    w = jnp.array([0.7, 0.25, 0.05, 0.0])
+    v = karmed.epsilon_projection(w, 0.1)
+    np.testing.assert_allclose(float(jnp.sum(v)), 1.0, rtol=1e-12)
+    assert float(jnp.min(v)) >= 0.1 - 1e-12
+    # the L-infinity distance is the smallest possible: max(eps - min w, h) (docstring)
+    dist = float(jnp.max(jnp.abs(v - w)))
+    assert dist <= 0.1 + 1e-9
+    np.testing.assert_allclose(np.asarray(karmed.epsilon_projection(jnp.array([0.4, 0.3, 0.3]), 0.1)), [0.4, 0.3, 0.3],
+                               atol=1e-12)
+
+
+def test_k_armed_instances():
+    inst = garivier_kaufmann_2016(2)
+    assert inst.model == "bernoulli" and inst.num_arms == 5 and inst.dim == 5
+    np.testing.assert_allclose(np.asarray(inst.arm_means()), GARIVIER_KAUFMANN_2016[2])
+    g = k_armed([1.0, 0.0, 0.5], "gaussian", noise=2.0)
+    assert g.model == "gaussian" and float(g.noise) == 2.0
+    assert k_armed(np.full((3, 4), 0.5), "bernoulli").batch_shape == (3,)
+    with pytest.raises(ValueError, match="Bernoulli means must lie in"):
+        k_armed([0.5, 1.2])
+    with pytest.raises(ValueError, match="model must be one of"):
+        k_armed([0.5, 0.2], "poisson")
+    with pytest.raises(ValueError, match="scenario must be one of"):
+        garivier_kaufmann_2016(3)
