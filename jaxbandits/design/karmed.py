@@ -87,6 +87,10 @@ def pair_cost(family: str, mu_i, mu_j, n_i, n_j, sigma=1.0):
     return jnp.where(tot > 0, cost, 0.0)
 
 
+#: the smallest s = 1 / (1 + x) the inner solver brackets (x_a(y) up to 1e18)
+S_MIN = 1e-18
+
+
 def _dm_divergence(family, p, m, sigma):
     """d/dm d(p, m) = (m - p) / V(m), V the variance function (sigma^2; m (1 - m))."""
     if family == "gaussian":
@@ -116,8 +120,8 @@ def _inner(family, mu_b, mu, y, s, iters: int, sigma):
         ok = (step >= lo) & (step <= hi)
         return jnp.where(ok, step, 0.5 * (lo + hi)), lo, hi
 
-    s0 = jnp.clip(s, 1e-12, 1.0 - 1e-12)
-    s, _, _ = jax.lax.fori_loop(0, iters, body, (s0, jnp.zeros_like(mu), jnp.ones_like(mu)), unroll=2)
+    s0 = jnp.clip(s, S_MIN, 1.0 - 1e-12)
+    s, _, _ = jax.lax.fori_loop(0, iters, body, (s0, jnp.full_like(mu, S_MIN), jnp.ones_like(mu)), unroll=2)
     return s
 
 
@@ -204,7 +208,9 @@ def optimal_weights(mu, family: str = "bernoulli", *, sigma=1.0, mask=None, oute
         F, dF = _ratios(family, top, mu_safe, others, s, sigma)
         low = F < 1.0
         lo, hi = jnp.where(low, y, lo), jnp.where(low, hi, y)
-        step = y - (F - 1.0) / jnp.where(dF > 0, dF, jnp.inf)
+        # Newton on log F(y) = 0: log F grows like log y near 0 and like -log(y_max - y) near the
+        # pole, where Newton on F itself crawls
+        step = y - jnp.log(jnp.maximum(F, 1e-300)) * F / jnp.where(dF > 0, dF, jnp.inf)
         ok = (step >= lo) & (step <= hi)
         return jnp.where(ok, step, 0.5 * (lo + hi)), lo, hi, s
 

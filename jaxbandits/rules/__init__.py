@@ -12,6 +12,8 @@
 * :mod:`jaxbandits.rules.thresholds`: every stopping threshold (and confidence width) the library
   uses, each written once with its paper and equation, and one registry of their names
   (:data:`jaxbandits.rules.thresholds.RULES`);
+* :mod:`jaxbandits.rules.karmed`: K-armed exponential families: Chernoff's stopping rule and
+  Track-and-Stop's sampling rule (Garivier & Kaufmann 2016);
 * :mod:`jaxbandits.rules.core`: the contract of a rule (:class:`~jaxbandits.rules.core.SamplingRule`,
   :class:`~jaxbandits.rules.core.StoppingRule`, :class:`~jaxbandits.rules.core.Belief`,
   :class:`~jaxbandits.rules.core.Context`).
@@ -21,12 +23,12 @@ build on the algorithms' shared pieces.
 """
 import importlib
 
-_MODULES = ("composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds")
+_MODULES = ("composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed")
 _NAMES = {"compose": "composition", "Composition": "composition", "Composed": "composition", "Elimination": "elimination",
           "SamplingRule": "core", "StoppingRule": "core", "Belief": "core", "Context": "core", "Decision": "core"}
 
 __all__ = ["compose", "Composition", "Composed", "Elimination", "SamplingRule", "StoppingRule", "Belief",
-           "Context", "Decision", "composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds"]
+           "Context", "Decision", "composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed"]
 
 
 def __getattr__(name):

@@ -194,3 +194,18 @@ def resolve(family: str, name: str) -> str:
     if not isinstance(name, str) or name not in accepted:
         raise ValueError(f"threshold must be one of {tuple(accepted)}, got {name!r}")
     return accepted[name]
+
+
+# -- K-armed exponential families (Chernoff's GLR stopping rule) ------------------------------------
+def chernoff_bernoulli(t, delta, K):
+    """beta = log(2 t (K - 1) / delta): the threshold with which Chernoff's stopping rule is
+    delta-correct for Bernoulli arms under any sampling rule (Garivier & Kaufmann, COLT 2016,
+    Sec 4, the Bernoulli case of their delta-PAC result); in KL units, t samples so far."""
+    return jnp.log(2.0 * t * (K - 1.0) / delta)
+
+
+RULES["chernoff_bernoulli"] = Rule("log(2 t (K - 1) / delta)",
+                                   "Garivier & Kaufmann 2016, Sec 4 (Bernoulli arms, any sampling rule)",
+                                   (chernoff_bernoulli,))
+#: K-armed exponential families (:class:`jaxbandits.rules.karmed.ChernoffGLR`)
+ALIASES["karmed"] = {"heuristic": "log_log_t", "gk16": "chernoff_bernoulli", "log_t": "log_t"}

@@ -1,0 +1,60 @@
+"""Track-and-Stop for K-armed bandits in a one-parameter exponential family (Gaussian with known
+variance, Bernoulli), with Chernoff's GLR stopping rule.
+
+Source: Garivier & Kaufmann, "Optimal Best Arm Identification with Fixed Confidence", COLT 2016
+(arXiv 1602.04589): Sec 3.1 (D- and C-tracking of w*(mu_hat(t)) with forced exploration), Sec 3.2
+(Chernoff's stopping rule), Sec 6 (experiments: initialisation by one pull of each arm, threshold
+beta(t, delta) = log((log t + 1) / delta)); the authors' released Julia code (``TrackAndStop``:
+D-tracking with the forced exploration min_a N_a(t) <= max(sqrt(t) - K/2, 0) and ties among the
+empirical best arms broken at random by pulling one of them).
+
+The algorithm is a composition (:func:`jaxbandits.rules.compose`) of
+:class:`jaxbandits.rules.sampling.Initial` (each arm once) around
+:class:`jaxbandits.rules.karmed.TrackAndStop` and :class:`jaxbandits.rules.karmed.ChernoffGLR`;
+:meth:`KArmedTrackAndStop.rules` says which.  The instance is a K-armed bandit
+(:func:`jaxbandits.instances.k_armed`, :func:`jaxbandits.instances.garivier_kaufmann_2016`); the
+lower bound is T*(mu) kl(delta, 1 - delta) (:func:`jaxbandits.design.karmed.lower_bound`).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from jaxbandits.algorithms.base import hyperparameter
+from jaxbandits.rules import karmed, sampling
+from jaxbandits.rules.composition import Composed, Composition
+
+
+@dataclasses.dataclass(frozen=True)
+class KArmedTrackAndStop(Composed):
+    """Track-and-Stop with Chernoff's stopping rule on a K-armed bandit (module docstring).
+
+    Attributes:
+      delta: confidence level.
+      tracking: "D" (D-tracking with forced exploration, the paper's experiments) or "C"
+        (C-tracking of the eps_t-projected weights).
+      threshold: "heuristic" log((log t + 1) / delta) (Sec 6), "gk16" log(2 t (K - 1) / delta)
+        (Bernoulli arms, delta-correct, Sec 4) or "log_t".
+      outer, inner: trip counts of the w* solver (static).
+      solver_tol: relative certified gap of w* above which a run is reported not converged.
+      sigma: the Gaussian noise scale (None: the instance's); unused with Bernoulli rewards.
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    tracking: str = "D"
+    threshold: str = "heuristic"
+    outer: int = hyperparameter(12, count=1)
+    inner: int = hyperparameter(8, count=1)
+    solver_tol: float = hyperparameter(1e-3, low=0.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    def __post_init__(self):
+        if self.tracking not in karmed.TRACKINGS:
+            raise ValueError(f"tracking must be one of {karmed.TRACKINGS}, got {self.tracking!r}")
+        karmed.thresholds.resolve("karmed", self.threshold)
+
+    def rules(self) -> Composition:
+        """The composition these options make (module docstring)."""
+        rule = karmed.TrackAndStop(tracking=self.tracking, outer=self.outer, inner=self.inner,
+                                   solver_tol=self.solver_tol)
+        return Composition(sampling.Initial(rule, first="all"), karmed.ChernoffGLR(threshold=self.threshold),
+                           delta=self.delta, sigma=self.sigma, name=f"Track-and-Stop ({self.tracking})")

@@ -1,0 +1,206 @@
+"""Rules for K-armed bandits in a one-parameter exponential family (Gaussian with known variance,
+Bernoulli): the instance is :func:`jaxbandits.instances.k_armed` (arms = items = I_K), and the rules
+read the per-arm counts N_a(t) and sums of the statistics, mu_hat_a(t) = S_a(t) / N_a(t).
+
+* :class:`ChernoffGLR`: Chernoff's stopping rule (Garivier & Kaufmann, COLT 2016, Sec 3.2):
+  the empirical best arm b and
+  Z(t) = min_{a != b} N_b d(mu_hat_b, m_ab) + N_a d(mu_hat_a, m_ab),
+  m_ab = (N_b mu_hat_b + N_a mu_hat_a) / (N_b + N_a) (the GLR statistic, eq. (6)-(7) of the paper's
+  Sec 3.2, :func:`jaxbandits.design.karmed.pair_cost`), against beta(t, delta)
+  (:data:`jaxbandits.rules.thresholds.ALIASES` ``["karmed"]``).
+* :class:`TrackAndStop`: the sampling rule of Track-and-Stop (Garivier & Kaufmann 2016, Sec 3.1):
+  w*(mu_hat(t)) (:func:`jaxbandits.design.karmed.optimal_weights`, fixed trip counts) tracked by
+  D-tracking with forced exploration, or by C-tracking of the eps_t-projected weights.
+
+The divergence is the instance's reward model's (``instance.model``: "gaussian" with the noise
+scale sigma of the composition, or "bernoulli").
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbandits.algorithms import common
+from jaxbandits.algorithms.base import hyperparameter
+from jaxbandits.design import karmed
+from jaxbandits.instances.base import Instance
+from jaxbandits.rules import thresholds
+from jaxbandits.rules.core import Belief, Context, Decision, SamplingRule, StoppingRule
+
+THRESHOLDS = thresholds.names("karmed")
+TRACKINGS = ("D", "C")
+
+
+def check_k_armed(instance: Instance, who: str) -> None:
+    """Refuse (``ValueError``, host side) an instance that is not a K-armed bandit of a family with
+    a divergence here: arms = items = the identity, Gaussian or Bernoulli rewards."""
+    if instance.model not in karmed.FAMILIES:
+        raise ValueError(f"{who} needs Gaussian or Bernoulli rewards (a one-parameter exponential family), "
+                         f"got model={instance.model!r}")
+    X, Z = np.asarray(instance.arms), np.asarray(instance.items)
+    K = X.shape[-2]
+    eye = np.eye(K)
+    if X.shape[-1] != K or not np.array_equal(X, np.broadcast_to(eye, X.shape)) or not np.array_equal(X, Z):
+        raise ValueError(f"{who} is for K-armed bandits: arms = items = the identity matrix "
+                         "(build the instance with jaxbandits.instances.k_armed)")
+
+
+def empirical_means(stats: common.LinearStats) -> jax.Array:
+    """mu_hat_a = S_a / N_a (0 where N_a = 0)."""
+    return stats.sums / jnp.maximum(stats.counts, 1.0)
+
+
+def chernoff_statistic(family: str, mu: jax.Array, counts: jax.Array, valid: jax.Array, sigma):
+    """(Z(t), b): the empirical best arm b (the first of the empirical maxima) and Chernoff's
+    statistic min_{a != b} N_b d(mu_b, m_ab) + N_a d(mu_a, m_ab) (module docstring), in KL units
+    (0 when another arm ties with b)."""
+    b = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
+    cost = karmed.pair_cost(family, mu[b], mu, counts[b], counts, sigma)
+    others = valid & (jnp.arange(mu.shape[0]) != b)
+    return jnp.min(jnp.where(others, cost, jnp.inf)), b
+
+
+@dataclasses.dataclass(frozen=True)
+class ChernoffGLR(StoppingRule):
+    """Chernoff's stopping rule (Garivier & Kaufmann 2016, Sec 3.2; module docstring): stop when
+    Z(t) > beta(t, delta), recommend the empirical best arm; ready once every arm was pulled.
+
+    Units: for Gaussian rewards the statistic is stated for unit variance and the threshold
+    multiplied by sigma^2 (the convention of :class:`~jaxbandits.rules.core.Decision`); for
+    Bernoulli rewards both are in KL units.
+
+    Attributes:
+      threshold: ``"heuristic"`` log((1 + log t) / delta) (the paper's experiments, Sec 6),
+        ``"gk16"`` log(2 t (K - 1) / delta) (delta-correct for Bernoulli arms under any sampling
+        rule, Sec 4), or ``"log_t"`` log((t + 1) / delta) (:mod:`jaxbandits.rules.thresholds`).
+    """
+
+    threshold: str = "heuristic"
+
+    def __post_init__(self):
+        thresholds.resolve("karmed", self.threshold)
+
+    def prior(self, instance: Instance) -> Belief:
+        dt = instance.arms.dtype
+        return Belief(common.init_stats(instance), jnp.zeros((), jnp.int32), jnp.zeros((instance.num_arms,), dt),
+                      None, None, jnp.zeros((), jnp.int32))
+
+    def _beta_kl(self, t, ctx: Context):
+        """beta(t, delta) in KL units."""
+        instance = ctx.instance
+        t = jnp.maximum(jnp.asarray(t, instance.arms.dtype), 1.0)
+        rule = thresholds.resolve("karmed", self.threshold)
+        if rule == "log_log_t":
+            return thresholds.log_log_t(t, ctx.delta)
+        if rule == "log_t":
+            return thresholds.log_t(t, ctx.delta)
+        K = jnp.asarray(instance.true_num_arms(), instance.arms.dtype)
+        return thresholds.chernoff_bernoulli(t, ctx.delta, K)
+
+    def _scale(self, ctx: Context):
+        return ctx.sigma**2 if ctx.instance.model == "gaussian" else jnp.ones((), ctx.instance.arms.dtype)
+
+    def beta(self, stats: common.LinearStats, t: jax.Array, ctx: Context):
+        valid = ctx.instance.valid_arms()
+        ready = jnp.all(jnp.where(valid, stats.counts >= 1, True))
+        return self._scale(ctx) * self._beta_kl(t, ctx), ready
+
+    def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+        instance = ctx.instance
+        mu = empirical_means(stats)
+        z, b = chernoff_statistic(instance.model, mu, stats.counts, instance.valid_arms(), ctx.sigma)
+        beta, ready = self.beta(stats, t, ctx)
+        return Decision(Belief(stats, t, mu, None, None, b.astype(jnp.int32)), self._scale(ctx) * z, beta, ready)
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "ChernoffGLR")
+        if thresholds.resolve("karmed", self.threshold) == "chernoff_bernoulli" and instance.model != "bernoulli":
+            raise ValueError("threshold='gk16' (log(2 t (K - 1) / delta)) is Garivier & Kaufmann's threshold for "
+                             "Bernoulli arms; use 'heuristic' or 'log_t' for Gaussian arms")
+
+
+class TrackingState(NamedTuple):
+    cum: jax.Array       # [K] sum of the tracked (projected) weights: C-tracking; the counts for D
+    gap: jax.Array       # largest relative certified gap of the w* solves (ties excluded)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrackAndStop(SamplingRule):
+    """Track-and-Stop's sampling rule (Garivier & Kaufmann, COLT 2016, Sec 3.1), on the empirical
+    means mu_hat(t) (module docstring).  Draws one key per step (ties among the empirical best
+    arms are broken at random, as the authors' code does).
+
+    * D-tracking (``tracking="D"``): with U_t = {a : N_a(t) <= max(sqrt(t) - K/2, 0)}, pull
+      argmin_{a in U_t} N_a(t) if U_t is not empty (forced exploration), else
+      argmax_a w*_a(mu_hat(t)) - N_a(t) / t; when several arms share the largest empirical mean,
+      pull one of them at random (the authors' released ``TrackAndStop``).
+    * C-tracking (``tracking="C"``): pull argmax_a sum_{s <= t} w^{eps_s}_a(s) - N_a(t), with
+      w^eps the L-infinity projection of w*(mu_hat(s)) on {w : w_a >= eps}, eps_s = (K^2 + s)^-1/2 / 2
+      (:func:`jaxbandits.design.karmed.epsilon_projection`); the sum starts from the counts of the
+      initialisation.  With tied empirical best arms w* is uniform on them.
+
+    w*(mu_hat(t)) is solved at every step by :func:`jaxbandits.design.karmed.optimal_weights` with
+    ``outer`` and ``inner`` Newton steps; the largest relative certified gap of a run is kept
+    (``state.gap``), and a run whose gap exceeded ``solver_tol`` is reported not converged.
+
+    Attributes:
+      tracking: "D" or "C".
+      outer, inner: the solver's trip counts (static).
+      solver_tol: the relative certified gap of w* above which a run is flagged.
+    """
+
+    draws: ClassVar[int] = 1
+    reads: ClassVar[tuple[str, ...]] = ()
+    tracking: str = "D"
+    outer: int = hyperparameter(12, count=1)
+    inner: int = hyperparameter(8, count=1)
+    solver_tol: float = hyperparameter(1e-3, low=0.0, traced=True)
+
+    def __post_init__(self):
+        if self.tracking not in TRACKINGS:
+            raise ValueError(f"tracking must be one of {TRACKINGS}, got {self.tracking!r}")
+
+    def init(self, key, instance: Instance) -> TrackingState:
+        dt = instance.arms.dtype
+        return TrackingState(jnp.zeros((instance.num_arms,), dt), jnp.zeros((), dt))
+
+    def update(self, keys, state: TrackingState, belief: Belief, ctx: Context):
+        (key,) = keys
+        instance = ctx.instance
+        dt = instance.arms.dtype
+        valid = instance.valid_arms()
+        counts = belief.stats.counts
+        mu = empirical_means(belief.stats)
+        sol = karmed.optimal_weights(mu, instance.model, sigma=ctx.sigma, mask=valid,
+                                     outer=int(self.outer), inner=int(self.inner))
+        w = sol.allocation
+        rel = jnp.where(jnp.isfinite(sol.value), sol.gap / sol.value, 0.0)
+        gap = jnp.maximum(state.gap, jnp.where(belief.t >= ctx.start, rel, 0.0))
+        t = jnp.maximum(belief.t.astype(dt), 1.0)
+        K = jnp.asarray(instance.true_num_arms(), dt)
+        pulled = jnp.where(valid, counts, jnp.inf)
+        if self.tracking == "D":
+            top = jnp.max(jnp.where(valid, mu, -jnp.inf))
+            is_max = valid & (mu == top)
+            tie = jnp.sum(is_max) > 1
+            random_max = common.argmax_fast(jnp.where(is_max, jax.random.uniform(key, mu.shape, dt), -1.0))
+            starved = jnp.min(pulled) <= jnp.maximum(jnp.sqrt(t) - K / 2.0, 0.0)
+            track = common.argmax_fast(jnp.where(valid, w - counts / t, -jnp.inf))
+            arm = jnp.where(tie, random_max, jnp.where(starved, common.argmax_fast(-pulled), track))
+            return arm, TrackingState(state.cum, gap)
+        eps = karmed.c_tracking_eps(t, K).astype(dt)
+        w_eps = jnp.where(valid, karmed.epsilon_projection(jnp.where(valid, w, 0.0), eps), 0.0)
+        base = jnp.where(belief.t == ctx.start, counts, state.cum)   # tracking starts from the initial counts
+        cum = base + w_eps
+        arm = common.argmax_fast(jnp.where(valid, cum - counts, -jnp.inf))
+        return arm, TrackingState(cum, gap)
+
+    def converged(self, state: TrackingState):
+        return state.gap <= self.solver_tol
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "TrackAndStop")
