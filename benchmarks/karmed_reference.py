@@ -5,9 +5,10 @@ log((log t + 1) / delta), pull argmin N if min N <= max(sqrt(t) - K/2, 0), else
 argmax w*(mu_hat) - N / t (w* by nested brentq, Lemma 3 / Theorem 5); with tied empirical best
 arms pull one of them at random.  It shares no code with the library.
 
-``python benchmarks/karmed_reference.py [n_reps] [seed]`` prints the mean stopping time with its
-standard error and the error count on the instance of ``tests/test_karmed.py``'s reference band
-(Bernoulli mu = [0.7, 0.5, 0.4], delta = 0.1); the band in the test is this script's output.
+``python benchmarks/karmed_reference.py [n_reps] [seed] [mu,...] [delta]`` prints the mean stopping
+time with its standard error and the error count; by default on the instance of
+``tests/test_karmed.py``'s reference band (Bernoulli mu = [0.7, 0.5, 0.4], delta = 0.1), whose band
+is this script's output.
 """
 from __future__ import annotations
 
@@ -91,13 +92,15 @@ def run(rng, mu=MU, delta=DELTA):
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    mu = tuple(float(v) for v in sys.argv[3].split(",")) if len(sys.argv) > 3 else MU
+    delta = float(sys.argv[4]) if len(sys.argv) > 4 else DELTA
     rng = np.random.default_rng(seed)
     start = time.time()
     taus, errors = [], 0
     for _ in range(n):
-        tau, best = run(rng)
+        tau, best = run(rng, mu, delta)
         taus.append(tau)
-        errors += best != int(np.argmax(MU))
+        errors += best != int(np.argmax(mu))
     taus = np.asarray(taus, float)
-    print(f"mu = {MU}, delta = {DELTA}, {n} runs: mean {taus.mean():.3f} +- {taus.std(ddof=1) / math.sqrt(n):.3f} "
+    print(f"mu = {mu}, delta = {delta}, {n} runs: mean {taus.mean():.3f} +- {taus.std(ddof=1) / math.sqrt(n):.3f} "
           f"(sd {taus.std(ddof=1):.2f}), errors {errors}, {time.time() - start:.0f} s")

@@ -159,3 +159,113 @@ def test_k_armed_instances():
         k_armed([0.5, 0.2], "poisson")
     with pytest.raises(ValueError, match="scenario must be one of"):
         garivier_kaufmann_2016(3)
+
+
+# -- Track-and-Stop with Chernoff's stopping rule ---------------------------------------------------
+import dataclasses  # noqa: E402
+
+from jaxbandits.algorithms import KArmedTrackAndStop  # noqa: E402
+from jaxbandits.algorithms.base import hyperparameter  # noqa: E402
+from jaxbandits.engine import simulate  # noqa: E402
+from jaxbandits.rules import compose, sampling  # noqa: E402
+from jaxbandits.rules.karmed import ChernoffGLR, TrackAndStop  # noqa: E402
+from jaxbandits.stats import binomial_test_upper  # noqa: E402
+
+#: the band of the independent NumPy implementation of the authors' Track-and-Stop (D-tracking,
+#: beta = log((log t + 1) / delta)) on Bernoulli mu = [0.7, 0.5, 0.4], delta = 0.1:
+#: ``python benchmarks/karmed_reference.py 2000 2026`` -> mean, SE (2000 runs)
+REFERENCE_MU, REFERENCE_DELTA = (0.7, 0.5, 0.4), 0.1
+REFERENCE_BAND = (None, None)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShrunkChernoff(ChernoffGLR):
+    """Chernoff's stopping rule with its threshold divided by ``factor`` (a mutation)."""
+
+    factor: float = hyperparameter(10.0, low=0.0, traced=True)
+
+    def beta(self, stats, t, ctx):
+        b, ready = super().beta(stats, t, ctx)
+        return b / self.factor, ready
+
+    def decide(self, stats, t, ctx):
+        d = super().decide(stats, t, ctx)
+        return d._replace(beta=d.beta / self.factor)
+
+
+def _run(alg, inst, n, key=0):
+    res = simulate(alg, inst, key, n_reps=n, max_steps=200_000)
+    samples = np.asarray(res.samples, float).ravel()
+    errors = int(np.sum(~np.asarray(res.correct).ravel()))
+    assert bool(np.asarray(res.stopped).all())
+    return samples, errors, res
+
+
+def _band_z(samples):
+    ref_mean, ref_se = REFERENCE_BAND
+    return (samples.mean() - ref_mean) / math.hypot(samples.std(ddof=1) / math.sqrt(samples.size), ref_se)
+
+
+def test_track_and_stop_is_delta_correct_and_in_the_reference_band():
+    """D-tracking Track-and-Stop (the paper's experiments' algorithm), 400 runs at delta = 0.1:
+    the error rate is not above delta (binomial test at level 1e-3) and the mean stopping time is
+    two-sided within 3.5 combined SE of the independent NumPy implementation's (REFERENCE_BAND).
+    The checks have power: with the threshold divided by 10 the runs err too often, divided by 2
+    the mean leaves the band."""
+    inst, delta = k_armed(REFERENCE_MU), REFERENCE_DELTA
+    samples, errors, res = _run(KArmedTrackAndStop(delta=delta), inst, 400)
+    assert binomial_test_upper(errors, samples.size, delta) > 1e-3, errors
+    z = _band_z(samples)
+    assert abs(z) < 3.5, (samples.mean(), z)
+    assert bool(np.asarray(res.converged).all())
+    # every run is above the lower bound on average (Theorem 1)
+    assert samples.mean() > float(karmed.lower_bound(jnp.asarray(REFERENCE_MU), delta))
+    # mutations: one compiled program for both factors (a traced field)
+    shrunk = lambda f: compose(sampling.Initial(TrackAndStop()), ShrunkChernoff(factor=f), delta=delta)  # noqa: E731
+    s10, e10, _ = _run(shrunk(10.0), inst, 400)
+    assert binomial_test_upper(e10, s10.size, delta) < 1e-3, e10
+    s2, _, _ = _run(shrunk(2.0), inst, 400)
+    assert _band_z(s2) < -3.5, (s2.mean(), _band_z(s2))
+
+
+def test_the_named_algorithm_is_its_composition():
+    alg = KArmedTrackAndStop(delta=0.2, tracking="C")
+    inst = garivier_kaufmann_2016(2)
+    a = simulate(alg, inst, 3, n_reps=6, max_steps=100_000)
+    b = simulate(alg.rules(), inst, 3, n_reps=6, max_steps=100_000)
+    np.testing.assert_array_equal(np.asarray(a.samples), np.asarray(b.samples))
+
+
+def test_c_tracking_and_gaussian_arms():
+    """C-tracking errs no more than delta (200 runs); on Gaussian arms the stopping time scales
+    with sigma^2 (T* = sigma^2 T*_1): sigma = 0.5 on means (1, 0.5, 0.25) stops like sigma = 1 on
+    (2, 1, 0.5) (the same instance in units of sigma), replication for replication."""
+    delta = 0.1
+    inst = k_armed(REFERENCE_MU)
+    samples, errors, _ = _run(KArmedTrackAndStop(delta=delta, tracking="C"), inst, 200)
+    assert binomial_test_upper(errors, samples.size, delta) > 1e-3, errors
+    small = k_armed([1.0, 0.5, 0.25], "gaussian", noise=0.5)
+    unit = k_armed([2.0, 1.0, 0.5], "gaussian", noise=1.0)
+    a, ea, _ = _run(KArmedTrackAndStop(delta=delta), small, 100)
+    b, eb, _ = _run(KArmedTrackAndStop(delta=delta), unit, 100)
+    np.testing.assert_allclose(a, b, rtol=0.02)
+    assert binomial_test_upper(ea, a.size, delta) > 1e-3
+    assert a.mean() > float(karmed.lower_bound(jnp.array([1.0, 0.5, 0.25]), delta, "gaussian", sigma=0.5))
+
+
+def test_refusals_name_the_argument():
+    from jaxbandits.instances.base import make_instance
+
+    linear = make_instance(jnp.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]]), jnp.array([1.0, 0.5]))
+    with pytest.raises(ValueError, match="K-armed bandits"):
+        KArmedTrackAndStop().validate(linear)
+    with pytest.raises(ValueError, match="threshold='gk16'"):
+        KArmedTrackAndStop(threshold="gk16").validate(k_armed([1.0, 0.0], "gaussian"))
+    with pytest.raises(ValueError, match="tracking must be one of"):
+        KArmedTrackAndStop(tracking="E")
+    with pytest.raises(ValueError, match="threshold must be one of"):
+        KArmedTrackAndStop(threshold="lts")
+    with pytest.raises(ValueError, match="delta"):
+        simulate(KArmedTrackAndStop(delta=1.5), k_armed(REFERENCE_MU), 0, n_reps=2, max_steps=10)
+    with pytest.raises((ValueError, TypeError), match="outer"):
+        simulate(KArmedTrackAndStop(outer=0), k_armed(REFERENCE_MU), 0, n_reps=2, max_steps=10)
