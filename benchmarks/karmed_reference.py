@@ -101,6 +101,8 @@ if __name__ == "__main__":
         tau, best = run(rng, mu, delta)
         taus.append(tau)
         errors += best != int(np.argmax(mu))
+        if len(taus) % 100 == 0:
+            print(f"  {len(taus)} runs: mean {np.mean(taus):.1f}, errors {errors}", flush=True)
     taus = np.asarray(taus, float)
     print(f"mu = {mu}, delta = {delta}, {n} runs: mean {taus.mean():.3f} +- {taus.std(ddof=1) / math.sqrt(n):.3f} "
           f"(sd {taus.std(ddof=1):.2f}), errors {errors}, {time.time() - start:.0f} s")

@@ -229,10 +229,13 @@ def test_track_and_stop_is_delta_correct_and_in_the_reference_band():
 
 
 def test_the_named_algorithm_is_its_composition():
-    alg = KArmedTrackAndStop(delta=0.2, tracking="C")
-    inst = garivier_kaufmann_2016(2)
-    a = simulate(alg, inst, 3, n_reps=6, max_steps=100_000)
-    b = simulate(alg.rules(), inst, 3, n_reps=6, max_steps=100_000)
+    alg = KArmedTrackAndStop(delta=REFERENCE_DELTA)
+    comp = alg.rules()
+    assert isinstance(comp.sampling.then, TrackAndStop) and comp.sampling.first == "all"
+    assert isinstance(comp.stopping, ChernoffGLR) and comp.stopping.threshold == "heuristic"
+    inst = k_armed(REFERENCE_MU)
+    a = simulate(alg, inst, 3, n_reps=4, max_steps=100_000)
+    b = simulate(comp, inst, 3, n_reps=4, max_steps=100_000)
     np.testing.assert_array_equal(np.asarray(a.samples), np.asarray(b.samples))
 
 
@@ -269,3 +272,21 @@ def test_refusals_name_the_argument():
         simulate(KArmedTrackAndStop(delta=1.5), k_armed(REFERENCE_MU), 0, n_reps=2, max_steps=10)
     with pytest.raises((ValueError, TypeError), match="outer"):
         simulate(KArmedTrackAndStop(outer=0), k_armed(REFERENCE_MU), 0, n_reps=2, max_steps=10)
+
+
+@pytest.mark.parametrize("leader", ["EB", "TS"])
+def test_top_two_is_delta_correct(leader):
+    """EB-TC and T3C with Chernoff's stopping rule (200 runs, delta = 0.1): the error rate is not
+    above delta (binomial test at level 1e-3), the mean is above the lower bound, and the rule
+    samples as Top Two does: the leader about half the time (beta = 1/2), so the best arm gets
+    about half of the pulls, near w*_1 = 0.453 on this instance."""
+    from jaxbandits.algorithms import KArmedTopTwo
+
+    inst, delta = k_armed(REFERENCE_MU), REFERENCE_DELTA
+    samples, errors, res = _run(KArmedTopTwo(delta=delta, leader=leader), inst, 200)
+    assert binomial_test_upper(errors, samples.size, delta) > 1e-3, errors
+    assert samples.mean() > float(karmed.lower_bound(jnp.asarray(REFERENCE_MU), delta))
+    pulls = np.asarray(simulate(KArmedTopTwo(delta=delta, leader=leader), inst, 1, n_reps=50, max_steps=200_000,
+                                record_pulls=True).pulls).reshape(50, -1)
+    share = pulls[:, 0].sum() / pulls.sum()
+    assert 0.4 < share < 0.56, share

@@ -204,3 +204,75 @@ class TrackAndStop(SamplingRule):
 
     def validate(self, instance: Instance) -> None:
         check_k_armed(instance, "TrackAndStop")
+
+
+# -- Top Two ------------------------------------------------------------------------------------------
+LEADERS = ("EB", "TS")
+
+
+def tc_challenger(family: str, mu, counts, leader, valid, sigma):
+    """The transportation-cost challenger argmin_{a != B} W(B, a), W(B, a) = 1{mu_B > mu_a}
+    [N_B d(mu_B, m) + N_a d(mu_a, m)] (Jourdan, Degenne, Baudry, de Heide & Kaufmann, "Top Two
+    algorithms revisited", NeurIPS 2022, eq. (4); Shang et al. 2020, T3C); ties towards the smaller
+    index."""
+    cost = karmed.pair_cost(family, mu[leader], mu, counts[leader], counts, sigma)
+    cost = jnp.where(mu < mu[leader], cost, 0.0)
+    others = valid & (jnp.arange(mu.shape[0]) != leader)
+    return common.argmax_fast(-jnp.where(others, cost, jnp.inf))
+
+
+def posterior_sample(key, family: str, stats: common.LinearStats, sigma):
+    """One draw of the arms' means from their posterior: Beta(1 + S_a, 1 + N_a - S_a) for Bernoulli
+    arms (uniform prior, Russo 2016; Shang et al. 2020), N(mu_hat_a, sigma^2 / N_a) for Gaussian arms
+    (flat prior).  The Beta draws go through ``jax.random.beta`` (a rejection sampler)."""
+    counts, sums = stats.counts, stats.sums
+    if family == "bernoulli":
+        return jax.random.beta(key, 1.0 + sums, 1.0 + counts - sums)
+    mu = empirical_means(stats)
+    return mu + sigma * jax.random.normal(key, mu.shape, mu.dtype) / jnp.sqrt(jnp.maximum(counts, 1.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class TopTwo(SamplingRule):
+    """Top Two sampling on K-armed exponential families (Jourdan et al., "Top Two algorithms
+    revisited", NeurIPS 2022, Algorithm 1): a leader B_t, the transportation-cost challenger C_t
+    (:func:`tc_challenger`), and B_t pulled with probability ``beta``, else C_t.
+
+    * ``leader="EB"``: the empirical best arm (EB-TC; ties towards the smaller index);
+    * ``leader="TS"``: the best arm of a posterior sample (:func:`posterior_sample`): T3C (Shang,
+      de Heide, Kaufmann, Menard & Valko, AISTATS 2020).
+
+    Draws two keys per step (the leader's, the coin's).
+
+    Attributes:
+      leader: "EB" or "TS".
+      beta: the leader's probability, in (0, 1) (1/2 in both papers' experiments).
+    """
+
+    draws: ClassVar[int] = 2
+    reads: ClassVar[tuple[str, ...]] = ()
+    leader: str = "EB"
+    beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
+
+    def __post_init__(self):
+        if self.leader not in LEADERS:
+            raise ValueError(f"leader must be one of {LEADERS}, got {self.leader!r}")
+
+    def update(self, keys, state, belief: Belief, ctx: Context):
+        k_lead, k_coin = keys
+        instance = ctx.instance
+        dt = instance.arms.dtype
+        valid = instance.valid_arms()
+        stats = belief.stats
+        mu = empirical_means(stats)
+        if self.leader == "TS":
+            sample = posterior_sample(k_lead, instance.model, stats, ctx.sigma)
+            lead = common.argmax_fast(jnp.where(valid, sample, -jnp.inf))
+        else:
+            lead = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
+        chal = tc_challenger(instance.model, mu, stats.counts, lead, valid, ctx.sigma)
+        arm = jnp.where(jax.random.uniform(k_coin, (), dt) < self.beta, lead, chal)
+        return arm, state
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "TopTwo")

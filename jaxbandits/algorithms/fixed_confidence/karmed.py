@@ -58,3 +58,35 @@ class KArmedTrackAndStop(Composed):
                                    solver_tol=self.solver_tol)
         return Composition(sampling.Initial(rule, first="all"), karmed.ChernoffGLR(threshold=self.threshold),
                            delta=self.delta, sigma=self.sigma, name=f"Track-and-Stop ({self.tracking})")
+
+
+@dataclasses.dataclass(frozen=True)
+class KArmedTopTwo(Composed):
+    """Top Two with Chernoff's stopping rule on a K-armed bandit: EB-TC (``leader="EB"``, Jourdan
+    et al., "Top Two algorithms revisited", NeurIPS 2022) or T3C (``leader="TS"``, Shang et al.,
+    AISTATS 2020), each arm pulled once first (:class:`jaxbandits.rules.karmed.TopTwo`).
+
+    Attributes:
+      delta: confidence level.
+      leader: "EB" (empirical best) or "TS" (Thompson sampling).
+      beta: the leader's probability (1/2 in both papers' experiments).
+      threshold: as :class:`KArmedTrackAndStop`'s.
+      sigma: the Gaussian noise scale (None: the instance's).
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    leader: str = "EB"
+    beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
+    threshold: str = "heuristic"
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    def __post_init__(self):
+        if self.leader not in karmed.LEADERS:
+            raise ValueError(f"leader must be one of {karmed.LEADERS}, got {self.leader!r}")
+        karmed.thresholds.resolve("karmed", self.threshold)
+
+    def rules(self) -> Composition:
+        name = "EB-TC" if self.leader == "EB" else "T3C"
+        return Composition(sampling.Initial(karmed.TopTwo(leader=self.leader, beta=self.beta), first="all"),
+                           karmed.ChernoffGLR(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
+                           name=name)
