@@ -275,7 +275,10 @@ def c_tracking_eps(t, K):
 __all__ = ["FAMILIES", "kl_gaussian", "kl_bernoulli", "divergence", "pair_cost", "optimal_weights",
            "characteristic_time", "lower_bound", "certificate", "epsilon_projection", "c_tracking_eps"]
 
-# float64 inside the public solvers, whatever the caller's x64 setting (jaxbandits.precision)
+# compiled once per shape and options (the trip counts, the family), and float64 inside, whatever the
+# caller's x64 setting (jaxbandits.precision)
+optimal_weights = jax.jit(optimal_weights, static_argnames=("family", "outer", "inner", "tol"))
+
 from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
 
 _wrap(globals(), ["optimal_weights", "characteristic_time", "lower_bound"])
