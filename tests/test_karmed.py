@@ -124,6 +124,9 @@ def test_ties_masks_and_batches():
     assert bool(jnp.mean(out.converged) >= 0.95)
     solve(batch[::-1])
     assert solve._cache_size() == 1
+    before = karmed.optimal_weights._cache_size()
+    karmed.optimal_weights(batch[5])                  # the public entry is compiled once per shape
+    assert karmed.optimal_weights._cache_size() == before
 
 
 def test_lower_bound_and_characteristic_time():
@@ -173,9 +176,10 @@ from jaxbandits.stats import binomial_test_upper  # noqa: E402
 
 #: the band of the independent NumPy implementation of the authors' Track-and-Stop (D-tracking,
 #: beta = log((log t + 1) / delta)) on Bernoulli mu = [0.7, 0.5, 0.4], delta = 0.1:
-#: ``python benchmarks/karmed_reference.py 2000 2026`` -> mean, SE (2000 runs)
+#: ``python benchmarks/karmed_reference.py 700 2026`` -> mean 201.619 +- 5.557 (sd 147.02, 700 runs,
+#: 1 error)
 REFERENCE_MU, REFERENCE_DELTA = (0.7, 0.5, 0.4), 0.1
-REFERENCE_BAND = (None, None)
+REFERENCE_BAND = (201.619, 5.557)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,8 +197,8 @@ class ShrunkChernoff(ChernoffGLR):
         return d._replace(beta=d.beta / self.factor)
 
 
-def _run(alg, inst, n, key=0):
-    res = simulate(alg, inst, key, n_reps=n, max_steps=200_000)
+def _run(alg, inst, n, key=0, **kw):
+    res = simulate(alg, inst, key, n_reps=n, max_steps=200_000, **kw)
     samples = np.asarray(res.samples, float).ravel()
     errors = int(np.sum(~np.asarray(res.correct).ravel()))
     assert bool(np.asarray(res.stopped).all())
@@ -210,8 +214,8 @@ def test_track_and_stop_is_delta_correct_and_in_the_reference_band():
     """D-tracking Track-and-Stop (the paper's experiments' algorithm), 400 runs at delta = 0.1:
     the error rate is not above delta (binomial test at level 1e-3) and the mean stopping time is
     two-sided within 3.5 combined SE of the independent NumPy implementation's (REFERENCE_BAND).
-    The checks have power: with the threshold divided by 10 the runs err too often, divided by 2
-    the mean leaves the band."""
+    The checks have power: with the threshold divided by 10 the runs err too often, divided or
+    multiplied by 1.5 the mean leaves the band."""
     inst, delta = k_armed(REFERENCE_MU), REFERENCE_DELTA
     samples, errors, res = _run(KArmedTrackAndStop(delta=delta), inst, 400)
     assert binomial_test_upper(errors, samples.size, delta) > 1e-3, errors
@@ -220,12 +224,16 @@ def test_track_and_stop_is_delta_correct_and_in_the_reference_band():
     assert bool(np.asarray(res.converged).all())
     # every run is above the lower bound on average (Theorem 1)
     assert samples.mean() > float(karmed.lower_bound(jnp.asarray(REFERENCE_MU), delta))
-    # mutations: one compiled program for both factors (a traced field)
+    # mutations, one compiled program for every factor (a traced field): threshold / 10 errs too
+    # often (measured: 174 errors in 400 runs); threshold / 1.5 and x 1.5 leave the band (measured:
+    # means 53 and 486 against 202, z = -23 and +23 with 400 runs)
     shrunk = lambda f: compose(sampling.Initial(TrackAndStop()), ShrunkChernoff(factor=f), delta=delta)  # noqa: E731
-    s10, e10, _ = _run(shrunk(10.0), inst, 400)
+    s10, e10, _ = _run(shrunk(10.0), inst, 200)
     assert binomial_test_upper(e10, s10.size, delta) < 1e-3, e10
-    s2, _, _ = _run(shrunk(2.0), inst, 400)
-    assert _band_z(s2) < -3.5, (s2.mean(), _band_z(s2))
+    low, _, _ = _run(shrunk(1.5), inst, 200)
+    assert _band_z(low) < -3.5, (low.mean(), _band_z(low))
+    high, _, _ = _run(shrunk(1 / 1.5), inst, 200)
+    assert _band_z(high) > 3.5, (high.mean(), _band_z(high))
 
 
 def test_the_named_algorithm_is_its_composition():
@@ -240,17 +248,17 @@ def test_the_named_algorithm_is_its_composition():
 
 
 def test_c_tracking_and_gaussian_arms():
-    """C-tracking errs no more than delta (200 runs); on Gaussian arms the stopping time scales
+    """C-tracking errs no more than delta (150 runs); on Gaussian arms the stopping time scales
     with sigma^2 (T* = sigma^2 T*_1): sigma = 0.5 on means (1, 0.5, 0.25) stops like sigma = 1 on
     (2, 1, 0.5) (the same instance in units of sigma), replication for replication."""
     delta = 0.1
     inst = k_armed(REFERENCE_MU)
-    samples, errors, _ = _run(KArmedTrackAndStop(delta=delta, tracking="C"), inst, 200)
+    samples, errors, _ = _run(KArmedTrackAndStop(delta=delta, tracking="C"), inst, 150)
     assert binomial_test_upper(errors, samples.size, delta) > 1e-3, errors
     small = k_armed([1.0, 0.5, 0.25], "gaussian", noise=0.5)
     unit = k_armed([2.0, 1.0, 0.5], "gaussian", noise=1.0)
-    a, ea, _ = _run(KArmedTrackAndStop(delta=delta), small, 100)
-    b, eb, _ = _run(KArmedTrackAndStop(delta=delta), unit, 100)
+    a, ea, _ = _run(KArmedTrackAndStop(delta=delta), small, 60)
+    b, eb, _ = _run(KArmedTrackAndStop(delta=delta), unit, 60)
     np.testing.assert_allclose(a, b, rtol=0.02)
     assert binomial_test_upper(ea, a.size, delta) > 1e-3
     assert a.mean() > float(karmed.lower_bound(jnp.array([1.0, 0.5, 0.25]), delta, "gaussian", sigma=0.5))
@@ -283,10 +291,22 @@ def test_top_two_is_delta_correct(leader):
     from jaxbandits.algorithms import KArmedTopTwo
 
     inst, delta = k_armed(REFERENCE_MU), REFERENCE_DELTA
-    samples, errors, res = _run(KArmedTopTwo(delta=delta, leader=leader), inst, 200)
+    samples, errors, res = _run(KArmedTopTwo(delta=delta, leader=leader), inst, 200, record_pulls=True)
     assert binomial_test_upper(errors, samples.size, delta) > 1e-3, errors
     assert samples.mean() > float(karmed.lower_bound(jnp.asarray(REFERENCE_MU), delta))
-    pulls = np.asarray(simulate(KArmedTopTwo(delta=delta, leader=leader), inst, 1, n_reps=50, max_steps=200_000,
-                                record_pulls=True).pulls).reshape(50, -1)
+    pulls = np.asarray(res.pulls).reshape(200, -1)
     share = pulls[:, 0].sum() / pulls.sum()
     assert 0.4 < share < 0.56, share
+
+
+def test_kl_lucb_is_delta_correct_and_pulls_in_pairs():
+    """KL-LUCB (Kaufmann & Kalyanakrishnan 2013) with the bounds at log((log t + 1)/delta), 200
+    runs: error rate not above delta (binomial test at level 1e-3), mean above the lower bound, and
+    it stops only at the end of a round of two pulls after the K initial ones."""
+    from jaxbandits.algorithms import KArmedKLLUCB
+
+    inst, delta = k_armed(REFERENCE_MU), REFERENCE_DELTA
+    samples, errors, _ = _run(KArmedKLLUCB(delta=delta), inst, 200)
+    assert binomial_test_upper(errors, samples.size, delta) > 1e-3, errors
+    assert samples.mean() > float(karmed.lower_bound(jnp.asarray(REFERENCE_MU), delta))
+    assert np.all((samples - len(REFERENCE_MU)) % 2 == 0)

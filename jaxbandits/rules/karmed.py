@@ -8,6 +8,8 @@ read the per-arm counts N_a(t) and sums of the statistics, mu_hat_a(t) = S_a(t) 
   m_ab = (N_b mu_hat_b + N_a mu_hat_a) / (N_b + N_a) (the GLR statistic, eq. (6)-(7) of the paper's
   Sec 3.2, :func:`jaxbandits.design.karmed.pair_cost`), against beta(t, delta)
   (:data:`jaxbandits.rules.thresholds.ALIASES` ``["karmed"]``).
+* :class:`TopTwo`: Top Two sampling (EB-TC, T3C) with the transportation-cost challenger;
+  :class:`KLLUCB` and :class:`LUCBStop`: KL-LUCB (Kaufmann & Kalyanakrishnan 2013).
 * :class:`TrackAndStop`: the sampling rule of Track-and-Stop (Garivier & Kaufmann 2016, Sec 3.1):
   w*(mu_hat(t)) (:func:`jaxbandits.design.karmed.optimal_weights`, fixed trip counts) tracked by
   D-tracking with forced exploration, or by C-tracking of the eps_t-projected weights.
@@ -276,3 +278,121 @@ class TopTwo(SamplingRule):
 
     def validate(self, instance: Instance) -> None:
         check_k_armed(instance, "TopTwo")
+
+
+# -- LUCB ----------------------------------------------------------------------------------------------
+def kl_bounds(family: str, mu, counts, level, sigma, iters: int = 50):
+    """(L, U): the KL confidence bounds min / max {q : N_a d(mu_a, q) <= level} of every arm
+    (Kaufmann & Kalyanakrishnan, COLT 2013, KL-LUCB's L_a(t), U_a(t)); Gaussian arms in closed form,
+    mu_a -+ sigma sqrt(2 level / N_a); Bernoulli arms by ``iters`` bisection steps (fixed)."""
+    n = jnp.maximum(counts, 1.0)
+    if family == "gaussian":
+        w = sigma * jnp.sqrt(2.0 * level / n)
+        return mu - w, mu + w
+    target = level / n
+
+    def bisect(lo, hi, upper):
+        def body(_, b):
+            lo, hi = b
+            q = 0.5 * (lo + hi)
+            inside = karmed.kl_bernoulli(mu, q) <= target
+            if upper:
+                return jnp.where(inside, q, lo), jnp.where(inside, hi, q)
+            return jnp.where(inside, lo, q), jnp.where(inside, q, hi)
+        lo, hi = jax.lax.fori_loop(0, iters, body, (lo, hi))
+        return lo if upper else hi
+
+    up = bisect(mu, jnp.ones_like(mu), True)
+    low = bisect(jnp.zeros_like(mu), mu, False)
+    return low, up
+
+
+def lucb_pair(family: str, stats: common.LinearStats, level, valid, sigma):
+    """(b, c, L_b, U_c): the empirical best arm b and the arm c != b of largest upper bound
+    (Kalyanakrishnan et al. 2012, LUCB; with KL bounds, Kaufmann & Kalyanakrishnan 2013)."""
+    mu = empirical_means(stats)
+    low, up = kl_bounds(family, mu, stats.counts, level, sigma)
+    b = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
+    others = valid & (jnp.arange(mu.shape[0]) != b)
+    c = common.argmax_fast(jnp.where(others, up, -jnp.inf))
+    return b, c, low[b], up[c]
+
+
+class LUCBState(NamedTuple):
+    challenger: jax.Array   # the second arm of the current round
+
+
+@dataclasses.dataclass(frozen=True)
+class KLLUCB(SamplingRule):
+    """KL-LUCB's sampling rule (Kaufmann & Kalyanakrishnan, COLT 2013, Algorithm 2 with the KL
+    bounds of :func:`kl_bounds` at level beta(t, delta) of the stopping rule, ``threshold``): each
+    round pulls the empirical best arm b_t and the challenger c_t = argmax_{a != b_t} U_a(t), both
+    chosen from the data at the start of the round (two engine steps; the second reads the
+    challenger from the state).  Pair it with :class:`LUCBStop` (same ``threshold``).
+
+    Attributes:
+      threshold: the exploration rate, a name of :data:`jaxbandits.rules.thresholds.ALIASES`
+        ``["karmed"]`` (GK16's experiments: ``"heuristic"``).
+    """
+
+    reads: ClassVar[tuple[str, ...]] = ()
+    threshold: str = "heuristic"
+
+    def __post_init__(self):
+        thresholds.resolve("karmed", self.threshold)
+
+    def init(self, key, instance: Instance) -> LUCBState:
+        return LUCBState(jnp.zeros((), jnp.int32))
+
+    def update(self, keys, state: LUCBState, belief: Belief, ctx: Context):
+        instance = ctx.instance
+        level = ChernoffGLR(self.threshold)._beta_kl(belief.t, ctx)
+        b, c, _, _ = lucb_pair(instance.model, belief.stats, level, instance.valid_arms(), ctx.sigma)
+        first = (belief.t - ctx.start) % 2 == 0
+        arm = jnp.where(first, b, state.challenger)
+        return arm, LUCBState(jnp.where(first, c, state.challenger).astype(jnp.int32))
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "KLLUCB")
+
+
+@dataclasses.dataclass(frozen=True)
+class LUCBStop(StoppingRule):
+    """LUCB's stopping rule with KL bounds (Kaufmann & Kalyanakrishnan 2013): stop when
+    L_{b_t}(t) > U_{c_t}(t) at the end of a round (after an even number of pulls since the
+    initialisation), recommend b_t.  The statistic and the threshold of the
+    :class:`~jaxbandits.rules.core.Decision` are L_b and U_c.
+
+    Rounds are counted from the K pulls of the initialisation (each arm once,
+    :class:`jaxbandits.rules.sampling.Initial`).
+
+    Attributes:
+      threshold: the level beta(t, delta) of the bounds (``"heuristic"``, ``"gk16"``, ``"log_t"``).
+    """
+
+    threshold: str = "heuristic"
+
+    def __post_init__(self):
+        thresholds.resolve("karmed", self.threshold)
+
+    prior = ChernoffGLR.prior
+
+    def beta(self, stats, t, ctx: Context):
+        level = ChernoffGLR(self.threshold)._beta_kl(t, ctx)
+        _, _, _, up = lucb_pair(ctx.instance.model, stats, level, ctx.instance.valid_arms(), ctx.sigma)
+        return up, self._ready(stats, t, ctx)
+
+    def _ready(self, stats, t, ctx: Context):
+        valid = ctx.instance.valid_arms()
+        K = ctx.instance.num_arms
+        return jnp.all(jnp.where(valid, stats.counts >= 1, True)) & ((t - K) % 2 == 0)
+
+    def decide(self, stats, t, ctx: Context) -> Decision:
+        instance = ctx.instance
+        level = ChernoffGLR(self.threshold)._beta_kl(t, ctx)
+        b, _, low_b, up_c = lucb_pair(instance.model, stats, level, instance.valid_arms(), ctx.sigma)
+        mu = empirical_means(stats)
+        return Decision(Belief(stats, t, mu, None, None, b.astype(jnp.int32)), low_b, up_c, self._ready(stats, t, ctx))
+
+    def validate(self, instance: Instance) -> None:
+        ChernoffGLR(self.threshold).validate(instance)

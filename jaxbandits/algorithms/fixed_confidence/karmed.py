@@ -90,3 +90,31 @@ class KArmedTopTwo(Composed):
         return Composition(sampling.Initial(karmed.TopTwo(leader=self.leader, beta=self.beta), first="all"),
                            karmed.ChernoffGLR(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
                            name=name)
+
+
+@dataclasses.dataclass(frozen=True)
+class KArmedKLLUCB(Composed):
+    """KL-LUCB (Kaufmann & Kalyanakrishnan, COLT 2013) on a K-armed bandit: each arm once, then
+    rounds of two pulls (the empirical best arm and the challenger of largest KL upper bound) until
+    the best arm's KL lower bound exceeds the challenger's upper bound
+    (:class:`jaxbandits.rules.karmed.KLLUCB`, :class:`jaxbandits.rules.karmed.LUCBStop`), the bounds
+    at the level beta(t, delta) of ``threshold`` (Garivier & Kaufmann 2016's experiments:
+    log((log t + 1) / delta), ``"heuristic"``).
+
+    Attributes:
+      delta: confidence level.
+      threshold: "heuristic", "gk16" or "log_t" (:mod:`jaxbandits.rules.thresholds`).
+      sigma: the Gaussian noise scale (None: the instance's).
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    threshold: str = "heuristic"
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    def __post_init__(self):
+        karmed.thresholds.resolve("karmed", self.threshold)
+
+    def rules(self) -> Composition:
+        return Composition(sampling.Initial(karmed.KLLUCB(threshold=self.threshold), first="all"),
+                           karmed.LUCBStop(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
+                           name="KL-LUCB")
