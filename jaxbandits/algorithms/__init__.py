@@ -11,6 +11,9 @@ stopping / at sampling, Tirinzoni & Degenne 2022).
 Top-m (seed 003): the :class:`GIFA` framework and its assemblies :class:`LUCB`, :class:`UGapE`,
 :class:`MLinGapE`, :class:`LinGIFA` (and the best-arm :class:`LinGapE`); complexity constants in
 :mod:`.top_m.complexity`.
+K-armed bandits (Gaussian, Bernoulli; :mod:`jaxbandits.rules.karmed`): :class:`KArmedTrackAndStop`
+(Garivier & Kaufmann 2016), :class:`KArmedTopTwo` (EB-TC, T3C), :class:`KArmedKLLUCB`, and the
+fixed-budget :class:`SuccessiveRejects` and :class:`SequentialHalving`.
 Fixed budget (seed 002): :class:`GSE`, :class:`ODLinBAI`, :class:`BayesGap`, :class:`Peace`,
 :class:`LinUCB`, :class:`UCBGLM`, and the wrapper :class:`BudgetCapped`.
 """
@@ -35,5 +38,6 @@ from jaxbandits.algorithms.fixed_confidence.top_two import TopTwo  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.track_and_stop import LazyTrackAndStop  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYOracle, XYStatic  # noqa: F401
-from jaxbandits.algorithms.fixed_confidence.karmed import KArmedKLLUCB, KArmedTopTwo, KArmedTrackAndStop  # noqa: F401,E402,E501
+from jaxbandits.algorithms.fixed_confidence.karmed import (KArmedKLLUCB, KArmedTopTwo,  # noqa: F401,E402
+                                                          KArmedTrackAndStop)
 from jaxbandits.algorithms.fixed_budget.karmed import SequentialHalving, SuccessiveRejects  # noqa: F401,E402
