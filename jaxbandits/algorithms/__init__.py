@@ -11,9 +11,6 @@ stopping / at sampling, Tirinzoni & Degenne 2022).
 Top-m (seed 003): the :class:`GIFA` framework and its assemblies :class:`LUCB`, :class:`UGapE`,
 :class:`MLinGapE`, :class:`LinGIFA` (and the best-arm :class:`LinGapE`); complexity constants in
 :mod:`.top_m.complexity`.
-K-armed bandits (Gaussian, Bernoulli; :mod:`jaxbandits.rules.karmed`): :class:`KArmedTrackAndStop`
-(Garivier & Kaufmann 2016), :class:`KArmedTopTwo` (EB-TC, T3C), :class:`KArmedKLLUCB`, and the
-fixed-budget :class:`SuccessiveRejects` and :class:`SequentialHalving`.
 Fixed budget (seed 002): :class:`GSE`, :class:`ODLinBAI`, :class:`BayesGap`, :class:`Peace`,
 :class:`LinUCB`, :class:`UCBGLM`, and the wrapper :class:`BudgetCapped`.
 """

@@ -12,8 +12,6 @@
 * :mod:`jaxbandits.rules.thresholds`: every stopping threshold (and confidence width) the library
   uses, each written once with its paper and equation, and one registry of their names
   (:data:`jaxbandits.rules.thresholds.RULES`);
-* :mod:`jaxbandits.rules.karmed`: K-armed exponential families: Chernoff's stopping rule and
-  Track-and-Stop's sampling rule (Garivier & Kaufmann 2016);
 * :mod:`jaxbandits.rules.core`: the contract of a rule (:class:`~jaxbandits.rules.core.SamplingRule`,
   :class:`~jaxbandits.rules.core.StoppingRule`, :class:`~jaxbandits.rules.core.Belief`,
   :class:`~jaxbandits.rules.core.Context`).
