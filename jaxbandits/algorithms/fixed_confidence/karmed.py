@@ -18,8 +18,15 @@ lower bound is T*(mu) kl(delta, 1 - delta) (:func:`jaxbandits.design.karmed.lowe
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar, NamedTuple
 
-from jaxbandits.algorithms.base import hyperparameter
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.algorithms import common
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
+from jaxbandits.environment import pull_counts
+from jaxbandits.instances.base import Instance
 from jaxbandits.rules import karmed, sampling
 from jaxbandits.rules.composition import Composed, Composition
 
@@ -118,3 +125,67 @@ class KArmedKLLUCB(Composed):
         return Composition(sampling.Initial(karmed.KLLUCB(threshold=self.threshold), first="all"),
                            karmed.LUCBStop(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
                            name="KL-LUCB")
+
+
+class EliminationState(NamedTuple):
+    alive: jax.Array     # [K] bool, the arms not eliminated
+    rounds: jax.Array    # rounds done (every alive arm pulled once per round)
+    pulls: jax.Array     # [K]
+    sums: jax.Array      # [K]
+
+
+@dataclasses.dataclass(frozen=True)
+class SuccessiveElimination(Algorithm):
+    """Successive Elimination (Even-Dar, Mannor & Mansour, JMLR 2006, Algorithm 3, unknown biases)
+    on a K-armed bandit: every round pulls each remaining arm once (one engine step, the round's
+    rewards drawn as per-arm sums); after round t, with alpha_t = 2 sigma sqrt(log(c K t^2 / delta) / t)
+    (the paper's sqrt(log(c n t^2 / delta) / t) for rewards in [0, 1], sigma = 1/2; c = 4), every arm
+    with max_b mu_hat_b - mu_hat_a >= 2 alpha_t is eliminated; it stops when one arm is left.
+
+    Attributes:
+      delta: confidence level.
+      c: the constant c of alpha_t (the paper: 4).
+      sigma: the sub-Gaussian scale (None: the instance's; 1/2 for Bernoulli rewards).
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    c: float = hyperparameter(4.0, low=0.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    needs_span: ClassVar[bool] = False
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        karmed.check_k_armed(instance, "SuccessiveElimination")
+
+    def init(self, key, instance: Instance) -> EliminationState:
+        K = instance.num_arms
+        dt = instance.arms.dtype
+        return EliminationState(jnp.ones((K,), bool), jnp.zeros((), jnp.int32), jnp.zeros((K,), dt),
+                                jnp.zeros((K,), dt))
+
+    def width(self, t, instance: Instance):
+        """alpha_t (class docstring)."""
+        K = instance.num_arms
+        sigma = common.noise_scale(self.sigma, instance)
+        return 2.0 * sigma * jnp.sqrt(jnp.log(self.c * K * t * t / self.delta) / t)
+
+    def step(self, key, state: EliminationState, instance: Instance) -> EliminationState:
+        dt = instance.arms.dtype
+        counts = state.alive.astype(dt)
+        sums = state.sums + pull_counts(key, instance, counts)
+        pulls = state.pulls + counts
+        t = state.rounds + 1
+        mu = sums / jnp.maximum(pulls, 1.0)
+        top = jnp.max(jnp.where(state.alive, mu, -jnp.inf))
+        alive = state.alive & (top - mu < 2.0 * self.width(t.astype(dt), instance))
+        return EliminationState(alive, t, pulls, sums)
+
+    def done(self, state: EliminationState) -> jax.Array:
+        return jnp.sum(state.alive) <= 1
+
+    def outcome(self, state: EliminationState, instance: Instance) -> Outcome:
+        mu = state.sums / jnp.maximum(state.pulls, 1.0)
+        best = jnp.argmax(jnp.where(state.alive, mu, -jnp.inf))
+        return Outcome(answer_mask(best, instance.num_items), jnp.sum(state.pulls).astype(jnp.int32),
+                       state.pulls.astype(jnp.int32))
