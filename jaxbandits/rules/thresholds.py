@@ -209,3 +209,16 @@ RULES["chernoff_bernoulli"] = Rule("log(2 t (K - 1) / delta)",
                                    (chernoff_bernoulli,))
 #: K-armed exponential families (:class:`jaxbandits.rules.karmed.ChernoffGLR`)
 ALIASES["karmed"] = {"heuristic": "log_log_t", "gk16": "chernoff_bernoulli", "log_t": "log_t"}
+
+
+def even_dar_width(t, delta, K, c=4.0, sigma=0.5):
+    """alpha_t = 2 sigma sqrt(log(c K t^2 / delta) / t): the confidence width of Successive
+    Elimination after t rounds (Even-Dar, Mannor & Mansour, JMLR 2006, Algorithm 3, c = 4; their
+    sqrt(log(c n t^2 / delta) / t) for rewards in [0, 1] is sigma = 1/2)."""
+    return 2.0 * sigma * jnp.sqrt(jnp.log(c * K * t * t / delta) / t)
+
+
+RULES["even_dar"] = Rule("2 sigma sqrt(log(c K t^2 / delta) / t) (a width)",
+                         "Even-Dar, Mannor & Mansour 2006, Algorithm 3", (even_dar_width,))
+#: Successive Elimination (:class:`jaxbandits.algorithms.SuccessiveElimination`)
+ALIASES["successive_elimination"] = {"even_dar": "even_dar"}

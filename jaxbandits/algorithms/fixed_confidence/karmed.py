@@ -165,10 +165,9 @@ class SuccessiveElimination(Algorithm):
                                 jnp.zeros((K,), dt))
 
     def width(self, t, instance: Instance):
-        """alpha_t (class docstring)."""
-        K = instance.num_arms
+        """alpha_t (class docstring; :func:`jaxbandits.rules.thresholds.even_dar_width`)."""
         sigma = common.noise_scale(self.sigma, instance)
-        return 2.0 * sigma * jnp.sqrt(jnp.log(self.c * K * t * t / self.delta) / t)
+        return karmed.thresholds.even_dar_width(t, self.delta, instance.num_arms, self.c, sigma)
 
     def step(self, key, state: EliminationState, instance: Instance) -> EliminationState:
         dt = instance.arms.dtype
