@@ -97,3 +97,25 @@ def test_schedules_and_refusals():
     with pytest.raises(ValueError, match="K-armed"):
         SequentialHalving(budget=100).validate(make_instance(jnp.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]]),
                                                              jnp.array([0.5, 0.2]), model="bernoulli"))
+
+
+def test_k_armed_suites():
+    """The K-armed benchmark suites: complete, and the fixed-confidence suite's lower bound (the
+    sweep's sigma^2 T*(theta) of the Gaussian linear model) is the K-armed Gaussian T*(mu) kl(delta,
+    1 - delta) of Garivier & Kaufmann 2016 on its instances."""
+    import jax
+    import jax.numpy as jnp
+    from jaxbandits import benchmarking as bm
+    from jaxbandits.design import characteristic_time, karmed
+    from jaxbandits.instances import random_k_armed
+
+    for name, kind in (("k-armed", "fixed-confidence"), ("k-armed-budget", "fixed-budget")):
+        s = bm.SUITES[name]
+        assert s.kind == kind and s.version and set(s.quick_baselines) <= set(s.baselines)
+        for iset in s.sets:
+            assert iset.points("quick") and iset.points("full")
+    inst = random_k_armed(jax.random.key(3), 6, noise=0.5)
+    linear = float(inst.noise) ** 2 * float(characteristic_time(inst, tol=1e-9))
+    family = float(karmed.characteristic_time(inst.theta, "gaussian", sigma=0.5))
+    np.testing.assert_allclose(linear, family, rtol=1e-6)
+    assert float(inst.theta[0]) == 0.9 and float(jnp.max(inst.theta[1:])) <= 0.7

@@ -54,3 +54,28 @@ def garivier_kaufmann_2016(scenario: int = 1) -> Instance:
     if scenario not in GARIVIER_KAUFMANN_2016:
         raise ValueError(f"scenario must be one of {tuple(GARIVIER_KAUFMANN_2016)}, got {scenario!r}")
     return k_armed(GARIVIER_KAUFMANN_2016[scenario], "bernoulli")
+
+
+def random_k_armed(key, num_arms: int, *, gap: float = 0.2, model: str = "gaussian", noise: float = 0.5) -> Instance:
+    """A random K-armed bandit with a unique best arm at least ``gap`` above the others: arm 0 has
+    mean 0.9, the others means uniform in [0.1, 0.9 - gap] (all in [0, 1], so the same means serve
+    Bernoulli and Gaussian arms).  jit- and vmap-safe (``jaxbandits.instances.seeds.batch``).
+
+    Args:
+      key: PRNG key.
+      num_arms: K (static).
+      gap: the smallest gap between the best arm and the others, in (0, 0.8).
+      model: "gaussian" (standard deviation ``noise``) or "bernoulli".
+    """
+    import jax
+    import jax.numpy as jnp
+
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    if not 0.0 < gap < 0.8:
+        raise ValueError(f"gap must be in (0, 0.8), got {gap!r}")
+    dt = jnp.result_type(float)
+    rest = jax.random.uniform(key, (num_arms - 1,), dt, 0.1, 0.9 - gap)
+    mu = jnp.concatenate([jnp.full((1,), 0.9, dt), rest])
+    eye = jnp.eye(num_arms, dtype=dt)
+    return make_instance(eye, mu, noise, model=model)
