@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 
 NAME = "garivier_kaufmann_table1"
-DESCRIPTION = "Garivier & Kaufmann 2016 Table 1: Track-and-Stop (D/C-tracking) on the Bernoulli scenarios mu1, mu2"
+DESCRIPTION = "Garivier & Kaufmann 2016 Table 1: Track-and-Stop (D/C-tracking) and KL-LUCB on the Bernoulli scenarios mu1, mu2"
 
 DELTAS = (0.1, 0.2)
 CAP = 10_000_000           # the authors' code gives up after 10^7 samples
