@@ -836,6 +836,7 @@ def _karmed_fc_baselines():
         "Track-and-Stop (C)": lambda delta, **_: KArmedTrackAndStop(delta=delta, tracking="C"),
         "EB-TC": lambda delta, **_: KArmedTopTwo(delta=delta),
         "T3C": lambda delta, **_: KArmedTopTwo(delta=delta, leader="TS"),
+        "TTTS": lambda delta, **_: KArmedTopTwo(delta=delta, leader="TS", challenger="TS"),
         "KL-LUCB": lambda delta, **_: KArmedKLLUCB(delta=delta),
         "Successive Elimination": lambda delta, **_: SuccessiveElimination(delta=delta),
         "UniformGLR": lambda delta, **_: UniformGLR(delta=delta),

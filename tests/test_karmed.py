@@ -348,3 +348,27 @@ def test_successive_elimination_matches_the_numpy_algorithm():
     assert abs(z) < 3.5, (samples.mean(), ref.mean(), z)
     assert binomial_test_upper(errors, samples.size, delta) > 1e-3
     assert np.mean(best != 0) < delta
+
+
+def test_ttts_challenger_law_and_delta_correctness():
+    """TTTS's challenger is drawn from the posterior law of the best arm conditioned on not being
+    the leader: the quadrature of those probabilities matches a Monte Carlo estimate (Beta and
+    normal posteriors), and TTTS on Gaussian arms is delta-correct (150 runs, binomial test)."""
+    from jaxbandits.algorithms import KArmedTopTwo, common
+    from jaxbandits.rules.karmed import posterior_argmax_logprob
+
+    rng = np.random.default_rng(0)
+    counts, sums = np.array([20.0, 30.0, 10.0]), np.array([14.0, 15.0, 4.0])
+    stats = common.LinearStats(jnp.asarray(counts), jnp.asarray(sums), None, None)
+    draws = {"bernoulli": rng.beta(1 + sums, 1 + counts - sums, size=(200_000, 3)),
+             "gaussian": sums / counts + 0.5 / np.sqrt(counts) * rng.standard_normal((200_000, 3))}
+    for family, d in draws.items():
+        p = np.exp(np.asarray(posterior_argmax_logprob(family, stats, 0.5, jnp.ones(3, bool))))
+        mc = np.bincount(d.argmax(axis=1), minlength=3) / d.shape[0]
+        tol = 4 * np.sqrt(mc * (1 - mc) / d.shape[0]) + 1e-4
+        assert np.all(np.abs(p - mc) <= tol), (family, p, mc)
+        np.testing.assert_allclose(p.sum(), 1.0, atol=1e-5)
+    inst, delta = k_armed([1.0, 0.5, 0.25], "gaussian", noise=0.5), REFERENCE_DELTA
+    samples, errors, res = _run(KArmedTopTwo(delta=delta, leader="TS", challenger="TS"), inst, 150)
+    assert binomial_test_upper(errors, samples.size, delta) > 1e-3, errors
+    assert bool(np.asarray(res.converged).all())

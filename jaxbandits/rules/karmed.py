@@ -210,6 +210,7 @@ class TrackAndStop(SamplingRule):
 
 # -- Top Two ------------------------------------------------------------------------------------------
 LEADERS = ("EB", "TS")
+CHALLENGERS = ("TC", "TS")
 
 
 def tc_challenger(family: str, mu, counts, leader, valid, sigma):
@@ -234,6 +235,36 @@ def posterior_sample(key, family: str, stats: common.LinearStats, sigma):
     return mu + sigma * jax.random.normal(key, mu.shape, mu.dtype) / jnp.sqrt(jnp.maximum(counts, 1.0))
 
 
+def posterior_argmax_logprob(family: str, stats: common.LinearStats, sigma, valid, grid: int = 256):
+    """[K] log P(argmax_a theta_a = j) under the posterior of :func:`posterior_sample`, by a fixed
+    quadrature: alpha_j = E_{X ~ pi_j}[prod_{k != j} F_k(X)], on each arm's own grid
+    X = m_j + s_j z (m_j, s_j its posterior mean and standard deviation, ``grid`` midpoints z in
+    [-12, 12]), with pi_j's density (Beta or normal) and the other arms' posterior CDFs (the
+    regularized incomplete beta function, or the normal CDF) in logarithms.  -inf off ``valid``."""
+    counts, sums = stats.counts, stats.sums
+    dt = sums.dtype
+    z = -12.0 + 24.0 * (jnp.arange(grid, dtype=dt) + 0.5) / grid
+    dz = 24.0 / grid
+    if family == "bernoulli":
+        a, b = 1.0 + sums, 1.0 + counts - sums
+        m = a / (a + b)
+        sd = jnp.sqrt(a * b / ((a + b) ** 2 * (a + b + 1.0)))
+        x = jnp.clip(m[:, None] + sd[:, None] * z[None, :], 1e-300, 1.0 - 1e-16)          # [K, G]
+        logpdf = jax.scipy.stats.beta.logpdf(x, a[:, None], b[:, None])
+        logcdf = jnp.log(jax.scipy.special.betainc(a[:, None, None], b[:, None, None], x[None, :, :]))  # [k, j, G]
+    else:
+        m = empirical_means(stats)
+        sd = sigma / jnp.sqrt(jnp.maximum(counts, 1.0))
+        x = m[:, None] + sd[:, None] * z[None, :]
+        logpdf = jax.scipy.stats.norm.logpdf(x, m[:, None], sd[:, None])
+        logcdf = jax.scipy.special.log_ndtr((x[None, :, :] - m[:, None, None]) / sd[:, None, None])
+    K = counts.shape[0]
+    others = valid[:, None] & ~jnp.eye(K, dtype=bool)                                      # [k, j]
+    rest = jnp.sum(jnp.where(others[:, :, None], logcdf, 0.0), axis=0)                       # [j, G]
+    log_alpha = jax.scipy.special.logsumexp(logpdf + rest, axis=-1) + jnp.log(sd * dz)
+    return jnp.where(valid, log_alpha, -jnp.inf)
+
+
 @dataclasses.dataclass(frozen=True)
 class TopTwo(SamplingRule):
     """Top Two sampling on K-armed exponential families (Jourdan et al., "Top Two algorithms
@@ -243,25 +274,46 @@ class TopTwo(SamplingRule):
     * ``leader="EB"``: the empirical best arm (EB-TC; ties towards the smaller index);
     * ``leader="TS"``: the best arm of a posterior sample (:func:`posterior_sample`): T3C (Shang,
       de Heide, Kaufmann, Menard & Valko, AISTATS 2020).
+    * ``challenger="TS"`` (with ``leader="TS"``: TTTS, Russo, "Simple Bayesian algorithms for best
+      arm identification", COLT 2016): Russo re-samples the posterior until its best arm is not
+      the leader; the arm it ends on is a draw from the posterior law of the best arm conditioned
+      on not being the leader, which is drawn here directly, from the probabilities of
+      :func:`posterior_argmax_logprob` (a fixed quadrature: no loop; K^2 ``grid`` evaluations of
+      the posterior CDFs per step, the regularized incomplete beta function for Bernoulli arms,
+      which makes Bernoulli TTTS the costliest rule here).  When every other arm's
+      probability underflows, the TC challenger is taken and the step counted in the state (a run
+      with such a step is reported not converged).
 
-    Draws two keys per step (the leader's, the coin's).
+    Draws three keys per step (the leader's, the coin's, the re-sampling's).
 
     Attributes:
       leader: "EB" or "TS".
-      beta: the leader's probability, in (0, 1) (1/2 in both papers' experiments).
+      beta: the leader's probability, in (0, 1) (1/2 in the papers' experiments).
+      challenger: "TC" (transportation cost) or "TS" (re-sampling).
+      grid: quadrature points of the re-sampling challenger's probabilities (static).
     """
 
-    draws: ClassVar[int] = 2
+    draws: ClassVar[int] = 3
     reads: ClassVar[tuple[str, ...]] = ()
     leader: str = "EB"
     beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
+    challenger: str = "TC"
+    grid: int = hyperparameter(256, count=8)
 
     def __post_init__(self):
         if self.leader not in LEADERS:
             raise ValueError(f"leader must be one of {LEADERS}, got {self.leader!r}")
+        if self.challenger not in CHALLENGERS:
+            raise ValueError(f"challenger must be one of {CHALLENGERS}, got {self.challenger!r}")
+
+    def init(self, key, instance: Instance):
+        return jnp.zeros((), jnp.int32)       # steps whose re-sampling challenger fell back to TC
+
+    def converged(self, state):
+        return state == 0 if self.challenger == "TS" else None
 
     def update(self, keys, state, belief: Belief, ctx: Context):
-        k_lead, k_coin = keys
+        k_lead, k_coin, k_chal = keys
         instance = ctx.instance
         dt = instance.arms.dtype
         valid = instance.valid_arms()
@@ -273,6 +325,15 @@ class TopTwo(SamplingRule):
         else:
             lead = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
         chal = tc_challenger(instance.model, mu, stats.counts, lead, valid, ctx.sigma)
+        if self.challenger == "TS":
+            # TTTS: Russo's re-sampling ends on a draw from the posterior law of the best arm
+            # conditioned on not being the leader: drawn here from that law directly
+            logp = posterior_argmax_logprob(instance.model, stats, ctx.sigma, valid, int(self.grid))
+            logp = jnp.where(jnp.arange(mu.shape[0]) == lead, -jnp.inf, logp)
+            found = jnp.any(jnp.isfinite(logp))
+            drawn = jax.random.categorical(k_chal, jnp.where(found, logp, 0.0))
+            chal = jnp.where(found, drawn, chal)
+            state = state + (~found & (belief.t >= ctx.start)).astype(jnp.int32)
         arm = jnp.where(jax.random.uniform(k_coin, (), dt) < self.beta, lead, chal)
         return arm, state
 

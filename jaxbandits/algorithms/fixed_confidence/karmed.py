@@ -70,13 +70,16 @@ class KArmedTrackAndStop(Composed):
 @dataclasses.dataclass(frozen=True)
 class KArmedTopTwo(Composed):
     """Top Two with Chernoff's stopping rule on a K-armed bandit: EB-TC (``leader="EB"``, Jourdan
-    et al., "Top Two algorithms revisited", NeurIPS 2022) or T3C (``leader="TS"``, Shang et al.,
-    AISTATS 2020), each arm pulled once first (:class:`jaxbandits.rules.karmed.TopTwo`).
+    et al., "Top Two algorithms revisited", NeurIPS 2022), T3C (``leader="TS"``, Shang et al.,
+    AISTATS 2020) or TTTS (``leader="TS", challenger="TS"``, Russo 2016), each arm pulled once first
+    (:class:`jaxbandits.rules.karmed.TopTwo`).
 
     Attributes:
       delta: confidence level.
       leader: "EB" (empirical best) or "TS" (Thompson sampling).
-      beta: the leader's probability (1/2 in both papers' experiments).
+      beta: the leader's probability (1/2 in the papers' experiments).
+      challenger: "TC" (transportation cost) or "TS" (TTTS's re-sampling).
+      grid: quadrature points of TTTS's challenger probabilities (static).
       threshold: as :class:`KArmedTrackAndStop`'s.
       sigma: the Gaussian noise scale (None: the instance's).
     """
@@ -84,17 +87,23 @@ class KArmedTopTwo(Composed):
     delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
     leader: str = "EB"
     beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
+    challenger: str = "TC"
+    grid: int = hyperparameter(256, count=8)
     threshold: str = "heuristic"
     sigma: float | None = hyperparameter(None, low=0.0, traced=True)
 
     def __post_init__(self):
         if self.leader not in karmed.LEADERS:
             raise ValueError(f"leader must be one of {karmed.LEADERS}, got {self.leader!r}")
+        if self.challenger not in karmed.CHALLENGERS:
+            raise ValueError(f"challenger must be one of {karmed.CHALLENGERS}, got {self.challenger!r}")
         karmed.thresholds.resolve("karmed", self.threshold)
 
     def rules(self) -> Composition:
-        name = "EB-TC" if self.leader == "EB" else "T3C"
-        return Composition(sampling.Initial(karmed.TopTwo(leader=self.leader, beta=self.beta), first="all"),
+        name = {("EB", "TC"): "EB-TC", ("TS", "TC"): "T3C", ("TS", "TS"): "TTTS"}.get(
+            (self.leader, self.challenger), f"Top Two ({self.leader}, {self.challenger})")
+        rule = karmed.TopTwo(leader=self.leader, beta=self.beta, challenger=self.challenger, grid=self.grid)
+        return Composition(sampling.Initial(rule, first="all"),
                            karmed.ChernoffGLR(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
                            name=name)
 
