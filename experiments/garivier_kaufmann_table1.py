@@ -21,30 +21,31 @@ against it: the check is :func:`jaxbandits.tables.paper_check`.
 
 ``--quick``: 100 runs per row; default: 1000 runs per row.
 
-Measured (``--reps 400``, seed 0, 2 shared CPU cores; 212 s of CPU for the Track-and-Stop rows):
+Measured (default size, 1000 runs per row, seed 0, 2 shared CPU cores: 694 s of CPU, 20 min wall):
 
 ========  =====  ========  ==============  ======  ===========  ===========
 scenario  delta  rule      mean +- SE      errors  lower bound  mean / LB
 ========  =====  ========  ==============  ======  ===========  ===========
-mu1       0.1    D         3,933 +- 137    4       1,740        2.26
-mu1       0.1    C         5,026 +- 149    2       1,740        2.89
-mu1       0.2    D         3,438 +- 134    6       823          4.18
-mu1       0.2    C         3,730 +- 131    9       823          4.53
-mu2       0.1    D         1,395 +- 46     0       574          2.43
-mu2       0.1    C         1,790 +- 48     0       574          3.12
-mu2       0.2    D         1,159 +- 50     2       272          4.27
-mu2       0.2    C         1,486 +- 49     3       272          5.47
+mu1       0.1    D         4,040 +- 93     6       1,740        2.32
+mu1       0.1    C         4,999 +- 95     6       1,740        2.87
+mu1       0.1    KL-LUCB   8,519 +- 131    2       1,740        4.90
+mu1       0.2    D         3,286 +- 79     16      823          3.99
+mu1       0.2    C         3,997 +- 93     24      823          4.86
+mu1       0.2    KL-LUCB   6,957 +- 131    4       823          8.45
+mu2       0.1    D         1,406 +- 28     2       574          2.45
+mu2       0.1    C         1,761 +- 28     1       574          3.07
+mu2       0.1    KL-LUCB   2,716 +- 58     1       574          4.73
+mu2       0.2    D         1,148 +- 29     2       272          4.23
+mu2       0.2    C         1,461 +- 29     5       272          5.38
+mu2       0.2    KL-LUCB   2,557 +- 279    2       272          9.41
 ========  =====  ========  ==============  ======  ===========  ===========
 
-KL-LUCB (``GK_TABLE1_ALGORITHMS=KL-LUCB``, 400 runs per row): mu1 8,654 +- 218 (delta = 0.1, 1
-error) and 7,209 +- 245 (0.2, 2 errors); mu2 2,793 +- 133 (0.1, 1 error) and 3,187 +- 694 (0.2, 2
-errors; one run far in the tail).  Against the independent NumPy implementation of the authors'
-D-tracking Track-and-Stop on mu2, delta = 0.1 (1,547 +- 237, 120 runs; :data:`REFERENCE`): z = -0.63,
-two-sided p = 0.53.
-
-Every error rate is below delta (at most 9 / 400 = 0.023 at delta = 0.2).  T*(mu1) = 989.8 and
-T*(mu2) = 326.6 (certified gaps below 1e-10); D-tracking stops earlier than C-tracking on both
-scenarios, by 22-28 % at delta = 0.1.
+Every error rate is far below delta (at most 24 / 1000 = 0.024 at delta = 0.2).  T*(mu1) = 989.8
+and T*(mu2) = 326.6 (certified gaps below 1e-10).  D-tracking stops before C-tracking (by 18-21 %)
+and KL-LUCB (by 48-55 %) on every row.  Against the independent NumPy implementation of the
+authors' D-tracking Track-and-Stop on mu2, delta = 0.1 (1,547 +- 237, 120 runs; :data:`REFERENCE`):
+two-sided p = 0.56.  (mu2, delta = 0.2, KL-LUCB: one run far in the tail makes the SE 5 times the
+others'.)
 """
 from __future__ import annotations
 
