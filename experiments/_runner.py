@@ -95,6 +95,8 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "design_hardest_theta": (240, 524, "measured"),
     "design_probe_set": (136, 414, "measured"),
     "design_sensitivity": (19, 120, "estimate"),
+    # 12 rows (Track-and-Stop D and C, KL-LUCB): 100 runs each at --quick, 1000 at full size
+    "garivier_kaufmann_table1": (130, 694, "measured"),
     # the reduced run of the docstring (every algorithm, a quarter of the replications) took 25 min
     "modern_vs_seeds": (442, 10000, "estimate"),
     "seed000_table1": (49, 3400, "measured"),

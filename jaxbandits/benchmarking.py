@@ -812,3 +812,67 @@ def write_figures(rows, summ, s: Suite, root: Path) -> list[Path]:
 from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
 
 _wrap(globals(), ["benchmark"])
+
+
+# -- K-armed suites ----------------------------------------------------------------------------------
+def _karmed_random(key, num_arms, model="gaussian"):
+    from jaxbandits.instances.karmed import random_k_armed
+
+    return random_k_armed(key, num_arms, model=model)
+
+
+def _karmed_gk16(key, scenario):
+    from jaxbandits.instances.karmed import garivier_kaufmann_2016
+
+    return garivier_kaufmann_2016(scenario)
+
+
+def _karmed_fc_baselines():
+    from jaxbandits.algorithms import (KArmedKLLUCB, KArmedTopTwo, KArmedTrackAndStop, SuccessiveElimination,
+                                       UniformGLR)
+
+    return {
+        "Track-and-Stop (D)": lambda delta, **_: KArmedTrackAndStop(delta=delta),
+        "Track-and-Stop (C)": lambda delta, **_: KArmedTrackAndStop(delta=delta, tracking="C"),
+        "EB-TC": lambda delta, **_: KArmedTopTwo(delta=delta),
+        "T3C": lambda delta, **_: KArmedTopTwo(delta=delta, leader="TS"),
+        "TTTS": lambda delta, **_: KArmedTopTwo(delta=delta, leader="TS", challenger="TS"),
+        "KL-LUCB": lambda delta, **_: KArmedKLLUCB(delta=delta),
+        "Successive Elimination": lambda delta, **_: SuccessiveElimination(delta=delta),
+        "UniformGLR": lambda delta, **_: UniformGLR(delta=delta),
+    }
+
+
+def _karmed_fb_baselines():
+    from jaxbandits.algorithms import SequentialHalving, SuccessiveRejects
+
+    return {"Successive Rejects": lambda budget, **_: SuccessiveRejects(budget=budget),
+            "Sequential Halving": lambda budget, **_: SequentialHalving(budget=budget)}
+
+
+#: K-armed bandits (:mod:`jaxbandits.instances.karmed`).  Fixed confidence on Gaussian arms only: the
+#: suite's lower bound is sigma^2 T*(theta) of the Gaussian linear model, which is the K-armed
+#: Gaussian T*(mu) (:func:`jaxbandits.design.karmed.characteristic_time`) but not the Bernoulli one.
+SUITES["k-armed"] = Suite(
+    "k-armed", "1", "fixed-confidence",
+    sets=(InstanceSet("gaussian-random", _karmed_random, {"num_arms": [5, 10, 20, 50]}, {"num_arms": [5]},
+                      n_instances=(2, 20), n_reps=(10, 200), max_steps=1_000_000,
+                      description="K-armed Gaussian arms, sigma = 1/2: best mean 0.9, the others uniform in "
+                                  "[0.1, 0.7]"),),
+    baselines=_Lazy(_karmed_fc_baselines),
+    quick_baselines=("Track-and-Stop (D)", "EB-TC"),
+    deltas=(0.1,),
+    description="fixed-confidence best-arm identification on K-armed Gaussian bandits")
+SUITES["k-armed-budget"] = Suite(
+    "k-armed-budget", "1", "fixed-budget",
+    sets=(InstanceSet("gk16", _karmed_gk16, {"scenario": [1, 2]}, budget=lambda p: 3000 if p["scenario"] == 1 else 1000,
+                      n_reps=(50, 2000), max_steps=100,
+                      description="Garivier & Kaufmann 2016's Bernoulli scenarios mu1 (B = 3000) and mu2 (B = 1000)"),
+          InstanceSet("bernoulli-random", _karmed_random, {"num_arms": [8, 16, 32]}, {"num_arms": [8]},
+                      fixed={"model": "bernoulli"}, budget=lambda p: 100 * int(p["num_arms"]), n_instances=(2, 20),
+                      n_reps=(20, 200), max_steps=100,
+                      description="K-armed Bernoulli arms: best mean 0.9, the others uniform in [0.1, 0.7], B = 100 K")),
+    baselines=_Lazy(_karmed_fb_baselines),
+    quick_baselines=("Successive Rejects", "Sequential Halving"),
+    deltas=(None,),
+    description="fixed-budget best-arm identification on K-armed Bernoulli bandits")

@@ -42,6 +42,9 @@ CONFIGS = {
     "BudgetCapped": lambda: algorithms_package.BudgetCapped(algorithms_package.MLinGapE(2), BUDGET),
 }
 INSTANCES = {"UCBGLM": BERNOULLI, "SphereBAI": SPHERE}
+#: K-armed algorithms run on a K-armed bandit (arms = items = the identity)
+KARMED = make_instance(jnp.eye(4), jnp.array([0.8, 0.3, 0.5, 0.2]), 1.0, model="bernoulli")
+INSTANCES.update({"KArmedTrackAndStop": KARMED, "SuccessiveElimination": KARMED, "KArmedTopTwo": KARMED, "KArmedKLLUCB": KARMED, "SuccessiveRejects": KARMED, "SequentialHalving": KARMED})
 
 
 def exported() -> dict[str, type]:

@@ -21,3 +21,5 @@ __all__ = [
 from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
 
 _wrap(globals(), __all__)
+
+from jaxbandits.design import karmed  # noqa: E402,F401  (K-armed exponential families: w*, T*)

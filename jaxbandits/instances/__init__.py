@@ -31,3 +31,5 @@ from jaxbandits.instances.seeds import (  # noqa: F401
     transductive_example,
     unit_sphere,
 )
+from jaxbandits.instances import karmed  # noqa: F401,E402
+from jaxbandits.instances.karmed import GARIVIER_KAUFMANN_2016, garivier_kaufmann_2016, k_armed, random_k_armed  # noqa: F401,E402,E501

@@ -21,12 +21,12 @@ build on the algorithms' shared pieces.
 """
 import importlib
 
-_MODULES = ("composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds")
+_MODULES = ("composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed")
 _NAMES = {"compose": "composition", "Composition": "composition", "Composed": "composition", "Elimination": "elimination",
           "SamplingRule": "core", "StoppingRule": "core", "Belief": "core", "Context": "core", "Decision": "core"}
 
 __all__ = ["compose", "Composition", "Composed", "Elimination", "SamplingRule", "StoppingRule", "Belief",
-           "Context", "Decision", "composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds"]
+           "Context", "Decision", "composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed"]
 
 
 def __getattr__(name):

@@ -194,3 +194,31 @@ def resolve(family: str, name: str) -> str:
     if not isinstance(name, str) or name not in accepted:
         raise ValueError(f"threshold must be one of {tuple(accepted)}, got {name!r}")
     return accepted[name]
+
+
+# -- K-armed exponential families (Chernoff's GLR stopping rule) ------------------------------------
+def chernoff_bernoulli(t, delta, K):
+    """beta = log(2 t (K - 1) / delta): the threshold with which Chernoff's stopping rule is
+    delta-correct for Bernoulli arms under any sampling rule (Garivier & Kaufmann, COLT 2016,
+    Sec 4, the Bernoulli case of their delta-PAC result); in KL units, t samples so far."""
+    return jnp.log(2.0 * t * (K - 1.0) / delta)
+
+
+RULES["chernoff_bernoulli"] = Rule("log(2 t (K - 1) / delta)",
+                                   "Garivier & Kaufmann 2016, Sec 4 (Bernoulli arms, any sampling rule)",
+                                   (chernoff_bernoulli,))
+#: K-armed exponential families (:class:`jaxbandits.rules.karmed.ChernoffGLR`)
+ALIASES["karmed"] = {"heuristic": "log_log_t", "gk16": "chernoff_bernoulli", "log_t": "log_t"}
+
+
+def even_dar_width(t, delta, K, c=4.0, sigma=0.5):
+    """alpha_t = 2 sigma sqrt(log(c K t^2 / delta) / t): the confidence width of Successive
+    Elimination after t rounds (Even-Dar, Mannor & Mansour, JMLR 2006, Algorithm 3, c = 4; their
+    sqrt(log(c n t^2 / delta) / t) for rewards in [0, 1] is sigma = 1/2)."""
+    return 2.0 * sigma * jnp.sqrt(jnp.log(c * K * t * t / delta) / t)
+
+
+RULES["even_dar"] = Rule("2 sigma sqrt(log(c K t^2 / delta) / t) (a width)",
+                         "Even-Dar, Mannor & Mansour 2006, Algorithm 3", (even_dar_width,))
+#: Successive Elimination (:class:`jaxbandits.algorithms.SuccessiveElimination`)
+ALIASES["successive_elimination"] = {"even_dar": "even_dar"}

@@ -1,0 +1,108 @@
+"""An independent plain NumPy / scipy Track-and-Stop (D-tracking, Chernoff stopping rule), written
+from Garivier & Kaufmann (COLT 2016), Sec 3 and 6, and the authors' released ``TrackAndStop``: each
+arm once; then, while the empirical best arm is unique and Chernoff's statistic is at most
+log((log t + 1) / delta), pull argmin N if min N <= max(sqrt(t) - K/2, 0), else
+argmax w*(mu_hat) - N / t (w* by nested brentq, Lemma 3 / Theorem 5); with tied empirical best
+arms pull one of them at random.  It shares no code with the library.
+
+``python benchmarks/karmed_reference.py [n_reps] [seed] [mu,...] [delta]`` prints the mean stopping
+time with its standard error and the error count; by default on the instance of
+``tests/test_karmed.py``'s reference band (Bernoulli mu = [0.7, 0.5, 0.4], delta = 0.1), whose band
+is this script's output.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+from scipy.optimize import brentq
+
+MU = (0.7, 0.5, 0.4)
+DELTA = 0.1
+
+
+def d(x, y):
+    e = 1e-15
+    x, y = min(max(x, e), 1 - e), min(max(y, e), 1 - e)
+    return x * math.log(x / y) + (1 - x) * math.log((1 - x) / (1 - y))
+
+
+def optimal_weights(mu):
+    mu = np.asarray(mu, float)
+    order = np.argsort(-mu, kind="stable")
+    m = mu[order]
+
+    def g(a, x):
+        mid = (m[0] + x * m[a]) / (1 + x)
+        return d(m[0], mid) + x * d(m[a], mid)
+
+    def x_of_y(a, y):
+        hi = 1.0
+        while g(a, hi) < y:
+            hi *= 2
+        return brentq(lambda x: g(a, x) - y, 0.0, hi, xtol=1e-12)
+
+    def F(y):
+        tot = 0.0
+        for a in range(1, len(m)):
+            x = x_of_y(a, y)
+            mid = (m[0] + x * m[a]) / (1 + x)
+            tot += d(m[0], mid) / d(m[a], mid)
+        return tot - 1.0
+
+    ymax = d(m[0], m[1])
+    hi = 0.5 * ymax
+    while F(hi) < 0:
+        hi = 0.5 * (hi + ymax)
+    y = brentq(F, 1e-14 * ymax, hi, xtol=1e-12)
+    x = np.array([1.0] + [x_of_y(a, y) for a in range(1, len(m))])
+    w = np.empty(len(m))
+    w[order] = x / x.sum()
+    return w
+
+
+def run(rng, mu=MU, delta=DELTA):
+    mu = np.asarray(mu)
+    K = len(mu)
+    N = np.ones(K)
+    S = (rng.random(K) < mu).astype(float)
+    t = K
+    while True:
+        Mu = S / N
+        ind = np.flatnonzero(Mu == Mu.max())
+        best = ind[rng.integers(len(ind))]
+        if len(ind) > 1:
+            arm = best
+        else:
+            mid = (S[best] + S) / (N[best] + N)
+            score = min(N[best] * d(Mu[best], mid[a]) + N[a] * d(Mu[a], mid[a]) for a in range(K) if a != best)
+            if score > math.log((math.log(t) + 1) / delta):
+                return t, best
+            if N.min() <= max(math.sqrt(t) - K / 2, 0):
+                arm = int(np.argmin(N))
+            else:
+                arm = int(np.argmax(optimal_weights(Mu) - N / t))
+        t += 1
+        S[arm] += rng.random() < mu[arm]
+        N[arm] += 1
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    mu = tuple(float(v) for v in sys.argv[3].split(",")) if len(sys.argv) > 3 else MU
+    delta = float(sys.argv[4]) if len(sys.argv) > 4 else DELTA
+    rng = np.random.default_rng(seed)
+    start = time.time()
+    taus, errors = [], 0
+    for _ in range(n):
+        tau, best = run(rng, mu, delta)
+        taus.append(tau)
+        errors += best != int(np.argmax(mu))
+        if len(taus) % 100 == 0:
+            print(f"  {len(taus)} runs: mean {np.mean(taus):.1f}, errors {errors}", flush=True)
+    taus = np.asarray(taus, float)
+    print(f"mu = {mu}, delta = {delta}, {n} runs: mean {taus.mean():.3f} +- {taus.std(ddof=1) / math.sqrt(n):.3f} "
+          f"(sd {taus.std(ddof=1):.2f}), errors {errors}, {time.time() - start:.0f} s")

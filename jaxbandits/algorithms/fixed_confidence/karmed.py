@@ -1,0 +1,199 @@
+"""Track-and-Stop for K-armed bandits in a one-parameter exponential family (Gaussian with known
+variance, Bernoulli), with Chernoff's GLR stopping rule.
+
+Source: Garivier & Kaufmann, "Optimal Best Arm Identification with Fixed Confidence", COLT 2016
+(arXiv 1602.04589): Sec 3.1 (D- and C-tracking of w*(mu_hat(t)) with forced exploration), Sec 3.2
+(Chernoff's stopping rule), Sec 6 (experiments: initialisation by one pull of each arm, threshold
+beta(t, delta) = log((log t + 1) / delta)); the authors' released Julia code (``TrackAndStop``:
+D-tracking with the forced exploration min_a N_a(t) <= max(sqrt(t) - K/2, 0) and ties among the
+empirical best arms broken at random by pulling one of them).
+
+The algorithm is a composition (:func:`jaxbandits.rules.compose`) of
+:class:`jaxbandits.rules.sampling.Initial` (each arm once) around
+:class:`jaxbandits.rules.karmed.TrackAndStop` and :class:`jaxbandits.rules.karmed.ChernoffGLR`;
+:meth:`KArmedTrackAndStop.rules` says which.  The instance is a K-armed bandit
+(:func:`jaxbandits.instances.k_armed`, :func:`jaxbandits.instances.garivier_kaufmann_2016`); the
+lower bound is T*(mu) kl(delta, 1 - delta) (:func:`jaxbandits.design.karmed.lower_bound`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.algorithms import common
+from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
+from jaxbandits.environment import pull_counts
+from jaxbandits.instances.base import Instance
+from jaxbandits.rules import karmed, sampling
+from jaxbandits.rules.composition import Composed, Composition
+
+
+@dataclasses.dataclass(frozen=True)
+class KArmedTrackAndStop(Composed):
+    """Track-and-Stop with Chernoff's stopping rule on a K-armed bandit (module docstring).
+
+    Attributes:
+      delta: confidence level.
+      tracking: "D" (D-tracking with forced exploration, the paper's experiments) or "C"
+        (C-tracking of the eps_t-projected weights).
+      threshold: "heuristic" log((log t + 1) / delta) (Sec 6), "gk16" log(2 t (K - 1) / delta)
+        (Bernoulli arms, delta-correct, Sec 4) or "log_t".
+      outer, inner: trip counts of the w* solver (static).
+      solver_tol: relative certified gap of w* above which a run is reported not converged.
+      sigma: the Gaussian noise scale (None: the instance's); unused with Bernoulli rewards.
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    tracking: str = "D"
+    threshold: str = "heuristic"
+    outer: int = hyperparameter(12, count=1)
+    inner: int = hyperparameter(8, count=1)
+    solver_tol: float = hyperparameter(1e-3, low=0.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    def __post_init__(self):
+        if self.tracking not in karmed.TRACKINGS:
+            raise ValueError(f"tracking must be one of {karmed.TRACKINGS}, got {self.tracking!r}")
+        karmed.thresholds.resolve("karmed", self.threshold)
+
+    def rules(self) -> Composition:
+        """The composition these options make (module docstring)."""
+        rule = karmed.TrackAndStop(tracking=self.tracking, outer=self.outer, inner=self.inner,
+                                   solver_tol=self.solver_tol)
+        return Composition(sampling.Initial(rule, first="all"), karmed.ChernoffGLR(threshold=self.threshold),
+                           delta=self.delta, sigma=self.sigma, name=f"Track-and-Stop ({self.tracking})")
+
+
+@dataclasses.dataclass(frozen=True)
+class KArmedTopTwo(Composed):
+    """Top Two with Chernoff's stopping rule on a K-armed bandit: EB-TC (``leader="EB"``, Jourdan
+    et al., "Top Two algorithms revisited", NeurIPS 2022), T3C (``leader="TS"``, Shang et al.,
+    AISTATS 2020) or TTTS (``leader="TS", challenger="TS"``, Russo 2016), each arm pulled once first
+    (:class:`jaxbandits.rules.karmed.TopTwo`).
+
+    Attributes:
+      delta: confidence level.
+      leader: "EB" (empirical best) or "TS" (Thompson sampling).
+      beta: the leader's probability (1/2 in the papers' experiments).
+      challenger: "TC" (transportation cost) or "TS" (TTTS's re-sampling).
+      grid: quadrature points of TTTS's challenger probabilities (static).
+      threshold: as :class:`KArmedTrackAndStop`'s.
+      sigma: the Gaussian noise scale (None: the instance's).
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    leader: str = "EB"
+    beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
+    challenger: str = "TC"
+    grid: int = hyperparameter(256, count=8)
+    threshold: str = "heuristic"
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    def __post_init__(self):
+        if self.leader not in karmed.LEADERS:
+            raise ValueError(f"leader must be one of {karmed.LEADERS}, got {self.leader!r}")
+        if self.challenger not in karmed.CHALLENGERS:
+            raise ValueError(f"challenger must be one of {karmed.CHALLENGERS}, got {self.challenger!r}")
+        karmed.thresholds.resolve("karmed", self.threshold)
+
+    def rules(self) -> Composition:
+        name = {("EB", "TC"): "EB-TC", ("TS", "TC"): "T3C", ("TS", "TS"): "TTTS"}.get(
+            (self.leader, self.challenger), f"Top Two ({self.leader}, {self.challenger})")
+        rule = karmed.TopTwo(leader=self.leader, beta=self.beta, challenger=self.challenger, grid=self.grid)
+        return Composition(sampling.Initial(rule, first="all"),
+                           karmed.ChernoffGLR(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
+                           name=name)
+
+
+@dataclasses.dataclass(frozen=True)
+class KArmedKLLUCB(Composed):
+    """KL-LUCB (Kaufmann & Kalyanakrishnan, COLT 2013) on a K-armed bandit: each arm once, then
+    rounds of two pulls (the empirical best arm and the challenger of largest KL upper bound) until
+    the best arm's KL lower bound exceeds the challenger's upper bound
+    (:class:`jaxbandits.rules.karmed.KLLUCB`, :class:`jaxbandits.rules.karmed.LUCBStop`), the bounds
+    at the level beta(t, delta) of ``threshold`` (Garivier & Kaufmann 2016's experiments:
+    log((log t + 1) / delta), ``"heuristic"``).
+
+    Attributes:
+      delta: confidence level.
+      threshold: "heuristic", "gk16" or "log_t" (:mod:`jaxbandits.rules.thresholds`).
+      sigma: the Gaussian noise scale (None: the instance's).
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    threshold: str = "heuristic"
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    def __post_init__(self):
+        karmed.thresholds.resolve("karmed", self.threshold)
+
+    def rules(self) -> Composition:
+        return Composition(sampling.Initial(karmed.KLLUCB(threshold=self.threshold), first="all"),
+                           karmed.LUCBStop(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
+                           name="KL-LUCB")
+
+
+class EliminationState(NamedTuple):
+    alive: jax.Array     # [K] bool, the arms not eliminated
+    rounds: jax.Array    # rounds done (every alive arm pulled once per round)
+    pulls: jax.Array     # [K]
+    sums: jax.Array      # [K]
+
+
+@dataclasses.dataclass(frozen=True)
+class SuccessiveElimination(Algorithm):
+    """Successive Elimination (Even-Dar, Mannor & Mansour, JMLR 2006, Algorithm 3, unknown biases)
+    on a K-armed bandit: every round pulls each remaining arm once (one engine step, the round's
+    rewards drawn as per-arm sums); after round t, with alpha_t = 2 sigma sqrt(log(c K t^2 / delta) / t)
+    (the paper's sqrt(log(c n t^2 / delta) / t) for rewards in [0, 1], sigma = 1/2; c = 4), every arm
+    with max_b mu_hat_b - mu_hat_a >= 2 alpha_t is eliminated; it stops when one arm is left.
+
+    Attributes:
+      delta: confidence level.
+      c: the constant c of alpha_t (the paper: 4).
+      sigma: the sub-Gaussian scale (None: the instance's; 1/2 for Bernoulli rewards).
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    c: float = hyperparameter(4.0, low=0.0, traced=True)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    needs_span: ClassVar[bool] = False
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        karmed.check_k_armed(instance, "SuccessiveElimination")
+
+    def init(self, key, instance: Instance) -> EliminationState:
+        K = instance.num_arms
+        dt = instance.arms.dtype
+        return EliminationState(jnp.ones((K,), bool), jnp.zeros((), jnp.int32), jnp.zeros((K,), dt),
+                                jnp.zeros((K,), dt))
+
+    def width(self, t, instance: Instance):
+        """alpha_t (class docstring; :func:`jaxbandits.rules.thresholds.even_dar_width`)."""
+        sigma = common.noise_scale(self.sigma, instance)
+        return karmed.thresholds.even_dar_width(t, self.delta, instance.num_arms, self.c, sigma)
+
+    def step(self, key, state: EliminationState, instance: Instance) -> EliminationState:
+        dt = instance.arms.dtype
+        counts = state.alive.astype(dt)
+        sums = state.sums + pull_counts(key, instance, counts)
+        pulls = state.pulls + counts
+        t = state.rounds + 1
+        mu = sums / jnp.maximum(pulls, 1.0)
+        top = jnp.max(jnp.where(state.alive, mu, -jnp.inf))
+        alive = state.alive & (top - mu < 2.0 * self.width(t.astype(dt), instance))
+        return EliminationState(alive, t, pulls, sums)
+
+    def done(self, state: EliminationState) -> jax.Array:
+        return jnp.sum(state.alive) <= 1
+
+    def outcome(self, state: EliminationState, instance: Instance) -> Outcome:
+        mu = state.sums / jnp.maximum(state.pulls, 1.0)
+        best = jnp.argmax(jnp.where(state.alive, mu, -jnp.inf))
+        return Outcome(answer_mask(best, instance.num_items), jnp.sum(state.pulls).astype(jnp.int32),
+                       state.pulls.astype(jnp.int32))

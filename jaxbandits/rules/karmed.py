@@ -1,0 +1,459 @@
+"""Rules for K-armed bandits in a one-parameter exponential family (Gaussian with known variance,
+Bernoulli): the instance is :func:`jaxbandits.instances.k_armed` (arms = items = I_K), and the rules
+read the per-arm counts N_a(t) and sums of the statistics, mu_hat_a(t) = S_a(t) / N_a(t).
+
+* :class:`ChernoffGLR`: Chernoff's stopping rule (Garivier & Kaufmann, COLT 2016, Sec 3.2):
+  the empirical best arm b and
+  Z(t) = min_{a != b} N_b d(mu_hat_b, m_ab) + N_a d(mu_hat_a, m_ab),
+  m_ab = (N_b mu_hat_b + N_a mu_hat_a) / (N_b + N_a) (the GLR statistic, eq. (6)-(7) of the paper's
+  Sec 3.2, :func:`jaxbandits.design.karmed.pair_cost`), against beta(t, delta)
+  (:data:`jaxbandits.rules.thresholds.ALIASES` ``["karmed"]``).
+* :class:`TopTwo`: Top Two sampling (EB-TC, T3C) with the transportation-cost challenger;
+  :class:`KLLUCB` and :class:`LUCBStop`: KL-LUCB (Kaufmann & Kalyanakrishnan 2013).
+* :class:`TrackAndStop`: the sampling rule of Track-and-Stop (Garivier & Kaufmann 2016, Sec 3.1):
+  w*(mu_hat(t)) (:func:`jaxbandits.design.karmed.optimal_weights`, fixed trip counts) tracked by
+  D-tracking with forced exploration, or by C-tracking of the eps_t-projected weights.
+
+The divergence is the instance's reward model's (``instance.model``: "gaussian" with the noise
+scale sigma of the composition, or "bernoulli").
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbandits.algorithms import common
+from jaxbandits.algorithms.base import hyperparameter
+from jaxbandits.design import karmed
+from jaxbandits.instances.base import Instance
+from jaxbandits.rules import thresholds
+from jaxbandits.rules.core import Belief, Context, Decision, SamplingRule, StoppingRule
+
+THRESHOLDS = thresholds.names("karmed")
+TRACKINGS = ("D", "C")
+
+
+def check_k_armed(instance: Instance, who: str) -> None:
+    """Refuse (``ValueError``, host side) an instance that is not a K-armed bandit of a family with
+    a divergence here: arms = items = the identity, Gaussian or Bernoulli rewards."""
+    if instance.model not in karmed.FAMILIES:
+        raise ValueError(f"{who} needs Gaussian or Bernoulli rewards (a one-parameter exponential family), "
+                         f"got model={instance.model!r}")
+    X, Z = np.asarray(instance.arms), np.asarray(instance.items)
+    K = X.shape[-2]
+    eye = np.eye(K)
+    if X.shape[-1] != K or not np.array_equal(X, np.broadcast_to(eye, X.shape)) or not np.array_equal(X, Z):
+        raise ValueError(f"{who} is for K-armed bandits: arms = items = the identity matrix "
+                         "(build the instance with jaxbandits.instances.k_armed)")
+
+
+def empirical_means(stats: common.LinearStats) -> jax.Array:
+    """mu_hat_a = S_a / N_a (0 where N_a = 0)."""
+    return stats.sums / jnp.maximum(stats.counts, 1.0)
+
+
+def chernoff_statistic(family: str, mu: jax.Array, counts: jax.Array, valid: jax.Array, sigma):
+    """(Z(t), b): the empirical best arm b (the first of the empirical maxima) and Chernoff's
+    statistic min_{a != b} N_b d(mu_b, m_ab) + N_a d(mu_a, m_ab) (module docstring), in KL units
+    (0 when another arm ties with b)."""
+    b = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
+    cost = karmed.pair_cost(family, mu[b], mu, counts[b], counts, sigma)
+    others = valid & (jnp.arange(mu.shape[0]) != b)
+    return jnp.min(jnp.where(others, cost, jnp.inf)), b
+
+
+@dataclasses.dataclass(frozen=True)
+class ChernoffGLR(StoppingRule):
+    """Chernoff's stopping rule (Garivier & Kaufmann 2016, Sec 3.2; module docstring): stop when
+    Z(t) > beta(t, delta), recommend the empirical best arm; ready once every arm was pulled.
+
+    Units: for Gaussian rewards the statistic is stated for unit variance and the threshold
+    multiplied by sigma^2 (the convention of :class:`~jaxbandits.rules.core.Decision`); for
+    Bernoulli rewards both are in KL units.
+
+    Attributes:
+      threshold: ``"heuristic"`` log((1 + log t) / delta) (the paper's experiments, Sec 6),
+        ``"gk16"`` log(2 t (K - 1) / delta) (delta-correct for Bernoulli arms under any sampling
+        rule, Sec 4), or ``"log_t"`` log((t + 1) / delta) (:mod:`jaxbandits.rules.thresholds`).
+    """
+
+    threshold: str = "heuristic"
+
+    def __post_init__(self):
+        thresholds.resolve("karmed", self.threshold)
+
+    def prior(self, instance: Instance) -> Belief:
+        dt = instance.arms.dtype
+        return Belief(common.init_stats(instance), jnp.zeros((), jnp.int32), jnp.zeros((instance.num_arms,), dt),
+                      None, None, jnp.zeros((), jnp.int32))
+
+    def _beta_kl(self, t, ctx: Context):
+        """beta(t, delta) in KL units."""
+        instance = ctx.instance
+        t = jnp.maximum(jnp.asarray(t, instance.arms.dtype), 1.0)
+        rule = thresholds.resolve("karmed", self.threshold)
+        if rule == "log_log_t":
+            return thresholds.log_log_t(t, ctx.delta)
+        if rule == "log_t":
+            return thresholds.log_t(t, ctx.delta)
+        K = jnp.asarray(instance.true_num_arms(), instance.arms.dtype)
+        return thresholds.chernoff_bernoulli(t, ctx.delta, K)
+
+    def _scale(self, ctx: Context):
+        return ctx.sigma**2 if ctx.instance.model == "gaussian" else jnp.ones((), ctx.instance.arms.dtype)
+
+    def beta(self, stats: common.LinearStats, t: jax.Array, ctx: Context):
+        valid = ctx.instance.valid_arms()
+        ready = jnp.all(jnp.where(valid, stats.counts >= 1, True))
+        return self._scale(ctx) * self._beta_kl(t, ctx), ready
+
+    def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+        instance = ctx.instance
+        mu = empirical_means(stats)
+        z, b = chernoff_statistic(instance.model, mu, stats.counts, instance.valid_arms(), ctx.sigma)
+        beta, ready = self.beta(stats, t, ctx)
+        return Decision(Belief(stats, t, mu, None, None, b.astype(jnp.int32)), self._scale(ctx) * z, beta, ready)
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "ChernoffGLR")
+        if thresholds.resolve("karmed", self.threshold) == "chernoff_bernoulli" and instance.model != "bernoulli":
+            raise ValueError("threshold='gk16' (log(2 t (K - 1) / delta)) is Garivier & Kaufmann's threshold for "
+                             "Bernoulli arms; use 'heuristic' or 'log_t' for Gaussian arms")
+
+
+class TrackingState(NamedTuple):
+    cum: jax.Array       # [K] sum of the tracked (projected) weights: C-tracking; the counts for D
+    gap: jax.Array       # largest relative certified gap of the w* solves (ties excluded)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrackAndStop(SamplingRule):
+    """Track-and-Stop's sampling rule (Garivier & Kaufmann, COLT 2016, Sec 3.1), on the empirical
+    means mu_hat(t) (module docstring).  Draws one key per step (ties among the empirical best
+    arms are broken at random, as the authors' code does).
+
+    * D-tracking (``tracking="D"``): with U_t = {a : N_a(t) <= max(sqrt(t) - K/2, 0)}, pull
+      argmin_{a in U_t} N_a(t) if U_t is not empty (forced exploration), else
+      argmax_a w*_a(mu_hat(t)) - N_a(t) / t; when several arms share the largest empirical mean,
+      pull one of them at random (the authors' released ``TrackAndStop``).
+    * C-tracking (``tracking="C"``): pull argmax_a sum_{s <= t} w^{eps_s}_a(s) - N_a(t), with
+      w^eps the L-infinity projection of w*(mu_hat(s)) on {w : w_a >= eps}, eps_s = (K^2 + s)^-1/2 / 2
+      (:func:`jaxbandits.design.karmed.epsilon_projection`); the sum starts from the counts of the
+      initialisation.  With tied empirical best arms w* is uniform on them.
+
+    w*(mu_hat(t)) is solved at every step by :func:`jaxbandits.design.karmed.optimal_weights` with
+    ``outer`` and ``inner`` Newton steps; the largest relative certified gap of a run is kept
+    (``state.gap``), and a run whose gap exceeded ``solver_tol`` is reported not converged.
+
+    Attributes:
+      tracking: "D" or "C".
+      outer, inner: the solver's trip counts (static).
+      solver_tol: the relative certified gap of w* above which a run is flagged.
+    """
+
+    draws: ClassVar[int] = 1
+    reads: ClassVar[tuple[str, ...]] = ()
+    tracking: str = "D"
+    outer: int = hyperparameter(12, count=1)
+    inner: int = hyperparameter(8, count=1)
+    solver_tol: float = hyperparameter(1e-3, low=0.0, traced=True)
+
+    def __post_init__(self):
+        if self.tracking not in TRACKINGS:
+            raise ValueError(f"tracking must be one of {TRACKINGS}, got {self.tracking!r}")
+
+    def init(self, key, instance: Instance) -> TrackingState:
+        dt = instance.arms.dtype
+        return TrackingState(jnp.zeros((instance.num_arms,), dt), jnp.zeros((), dt))
+
+    def update(self, keys, state: TrackingState, belief: Belief, ctx: Context):
+        (key,) = keys
+        instance = ctx.instance
+        dt = instance.arms.dtype
+        valid = instance.valid_arms()
+        counts = belief.stats.counts
+        mu = empirical_means(belief.stats)
+        sol = karmed.optimal_weights(mu, instance.model, sigma=ctx.sigma, mask=valid,
+                                     outer=int(self.outer), inner=int(self.inner))
+        w = sol.allocation
+        rel = jnp.where(jnp.isfinite(sol.value), sol.gap / sol.value, 0.0)
+        gap = jnp.maximum(state.gap, jnp.where(belief.t >= ctx.start, rel, 0.0))
+        t = jnp.maximum(belief.t.astype(dt), 1.0)
+        K = jnp.asarray(instance.true_num_arms(), dt)
+        pulled = jnp.where(valid, counts, jnp.inf)
+        if self.tracking == "D":
+            top = jnp.max(jnp.where(valid, mu, -jnp.inf))
+            is_max = valid & (mu == top)
+            tie = jnp.sum(is_max) > 1
+            random_max = common.argmax_fast(jnp.where(is_max, jax.random.uniform(key, mu.shape, dt), -1.0))
+            starved = jnp.min(pulled) <= jnp.maximum(jnp.sqrt(t) - K / 2.0, 0.0)
+            track = common.argmax_fast(jnp.where(valid, w - counts / t, -jnp.inf))
+            arm = jnp.where(tie, random_max, jnp.where(starved, common.argmax_fast(-pulled), track))
+            return arm, TrackingState(state.cum, gap)
+        eps = karmed.c_tracking_eps(t, K).astype(dt)
+        w_eps = jnp.where(valid, karmed.epsilon_projection(jnp.where(valid, w, 0.0), eps), 0.0)
+        base = jnp.where(belief.t == ctx.start, counts, state.cum)   # tracking starts from the initial counts
+        cum = base + w_eps
+        arm = common.argmax_fast(jnp.where(valid, cum - counts, -jnp.inf))
+        return arm, TrackingState(cum, gap)
+
+    def converged(self, state: TrackingState):
+        return state.gap <= self.solver_tol
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "TrackAndStop")
+
+
+# -- Top Two ------------------------------------------------------------------------------------------
+LEADERS = ("EB", "TS")
+CHALLENGERS = ("TC", "TS")
+
+
+def tc_challenger(family: str, mu, counts, leader, valid, sigma):
+    """The transportation-cost challenger argmin_{a != B} W(B, a), W(B, a) = 1{mu_B > mu_a}
+    [N_B d(mu_B, m) + N_a d(mu_a, m)] (Jourdan, Degenne, Baudry, de Heide & Kaufmann, "Top Two
+    algorithms revisited", NeurIPS 2022, eq. (4); Shang et al. 2020, T3C); ties towards the smaller
+    index."""
+    cost = karmed.pair_cost(family, mu[leader], mu, counts[leader], counts, sigma)
+    cost = jnp.where(mu < mu[leader], cost, 0.0)
+    others = valid & (jnp.arange(mu.shape[0]) != leader)
+    return common.argmax_fast(-jnp.where(others, cost, jnp.inf))
+
+
+def posterior_sample(key, family: str, stats: common.LinearStats, sigma):
+    """One draw of the arms' means from their posterior: Beta(1 + S_a, 1 + N_a - S_a) for Bernoulli
+    arms (uniform prior, Russo 2016; Shang et al. 2020), N(mu_hat_a, sigma^2 / N_a) for Gaussian arms
+    (flat prior).  The Beta draws go through ``jax.random.beta`` (a rejection sampler)."""
+    counts, sums = stats.counts, stats.sums
+    if family == "bernoulli":
+        return jax.random.beta(key, 1.0 + sums, 1.0 + counts - sums)
+    mu = empirical_means(stats)
+    return mu + sigma * jax.random.normal(key, mu.shape, mu.dtype) / jnp.sqrt(jnp.maximum(counts, 1.0))
+
+
+def posterior_argmax_logprob(family: str, stats: common.LinearStats, sigma, valid, grid: int = 256):
+    """[K] log P(argmax_a theta_a = j) under the posterior of :func:`posterior_sample`, by a fixed
+    quadrature: alpha_j = E_{X ~ pi_j}[prod_{k != j} F_k(X)], on each arm's own grid
+    X = m_j + s_j z (m_j, s_j its posterior mean and standard deviation, ``grid`` midpoints z in
+    [-12, 12]), with pi_j's density (Beta or normal) and the other arms' posterior CDFs (the
+    regularized incomplete beta function, or the normal CDF) in logarithms.  -inf off ``valid``."""
+    counts, sums = stats.counts, stats.sums
+    dt = sums.dtype
+    z = -12.0 + 24.0 * (jnp.arange(grid, dtype=dt) + 0.5) / grid
+    dz = 24.0 / grid
+    if family == "bernoulli":
+        a, b = 1.0 + sums, 1.0 + counts - sums
+        m = a / (a + b)
+        sd = jnp.sqrt(a * b / ((a + b) ** 2 * (a + b + 1.0)))
+        x = jnp.clip(m[:, None] + sd[:, None] * z[None, :], 1e-300, 1.0 - 1e-16)          # [K, G]
+        logpdf = jax.scipy.stats.beta.logpdf(x, a[:, None], b[:, None])
+        logcdf = jnp.log(jax.scipy.special.betainc(a[:, None, None], b[:, None, None], x[None, :, :]))  # [k, j, G]
+    else:
+        m = empirical_means(stats)
+        sd = sigma / jnp.sqrt(jnp.maximum(counts, 1.0))
+        x = m[:, None] + sd[:, None] * z[None, :]
+        logpdf = jax.scipy.stats.norm.logpdf(x, m[:, None], sd[:, None])
+        logcdf = jax.scipy.special.log_ndtr((x[None, :, :] - m[:, None, None]) / sd[:, None, None])
+    K = counts.shape[0]
+    others = valid[:, None] & ~jnp.eye(K, dtype=bool)                                      # [k, j]
+    rest = jnp.sum(jnp.where(others[:, :, None], logcdf, 0.0), axis=0)                       # [j, G]
+    log_alpha = jax.scipy.special.logsumexp(logpdf + rest, axis=-1) + jnp.log(sd * dz)
+    return jnp.where(valid, log_alpha, -jnp.inf)
+
+
+@dataclasses.dataclass(frozen=True)
+class TopTwo(SamplingRule):
+    """Top Two sampling on K-armed exponential families (Jourdan et al., "Top Two algorithms
+    revisited", NeurIPS 2022, Algorithm 1): a leader B_t, the transportation-cost challenger C_t
+    (:func:`tc_challenger`), and B_t pulled with probability ``beta``, else C_t.
+
+    * ``leader="EB"``: the empirical best arm (EB-TC; ties towards the smaller index);
+    * ``leader="TS"``: the best arm of a posterior sample (:func:`posterior_sample`): T3C (Shang,
+      de Heide, Kaufmann, Menard & Valko, AISTATS 2020).
+    * ``challenger="TS"`` (with ``leader="TS"``: TTTS, Russo, "Simple Bayesian algorithms for best
+      arm identification", COLT 2016): Russo re-samples the posterior until its best arm is not
+      the leader; the arm it ends on is a draw from the posterior law of the best arm conditioned
+      on not being the leader, which is drawn here directly, from the probabilities of
+      :func:`posterior_argmax_logprob` (a fixed quadrature: no loop; K^2 ``grid`` evaluations of
+      the posterior CDFs per step, the regularized incomplete beta function for Bernoulli arms,
+      which makes Bernoulli TTTS the costliest rule here).  When every other arm's
+      probability underflows, the TC challenger is taken and the step counted in the state (a run
+      with such a step is reported not converged).
+
+    Draws three keys per step (the leader's, the coin's, the re-sampling's).
+
+    Attributes:
+      leader: "EB" or "TS".
+      beta: the leader's probability, in (0, 1) (1/2 in the papers' experiments).
+      challenger: "TC" (transportation cost) or "TS" (re-sampling).
+      grid: quadrature points of the re-sampling challenger's probabilities (static).
+    """
+
+    draws: ClassVar[int] = 3
+    reads: ClassVar[tuple[str, ...]] = ()
+    leader: str = "EB"
+    beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
+    challenger: str = "TC"
+    grid: int = hyperparameter(256, count=8)
+
+    def __post_init__(self):
+        if self.leader not in LEADERS:
+            raise ValueError(f"leader must be one of {LEADERS}, got {self.leader!r}")
+        if self.challenger not in CHALLENGERS:
+            raise ValueError(f"challenger must be one of {CHALLENGERS}, got {self.challenger!r}")
+
+    def init(self, key, instance: Instance):
+        return jnp.zeros((), jnp.int32)       # steps whose re-sampling challenger fell back to TC
+
+    def converged(self, state):
+        return state == 0 if self.challenger == "TS" else None
+
+    def update(self, keys, state, belief: Belief, ctx: Context):
+        k_lead, k_coin, k_chal = keys
+        instance = ctx.instance
+        dt = instance.arms.dtype
+        valid = instance.valid_arms()
+        stats = belief.stats
+        mu = empirical_means(stats)
+        if self.leader == "TS":
+            sample = posterior_sample(k_lead, instance.model, stats, ctx.sigma)
+            lead = common.argmax_fast(jnp.where(valid, sample, -jnp.inf))
+        else:
+            lead = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
+        chal = tc_challenger(instance.model, mu, stats.counts, lead, valid, ctx.sigma)
+        if self.challenger == "TS":
+            # TTTS: Russo's re-sampling ends on a draw from the posterior law of the best arm
+            # conditioned on not being the leader: drawn here from that law directly
+            logp = posterior_argmax_logprob(instance.model, stats, ctx.sigma, valid, int(self.grid))
+            logp = jnp.where(jnp.arange(mu.shape[0]) == lead, -jnp.inf, logp)
+            found = jnp.any(jnp.isfinite(logp))
+            drawn = jax.random.categorical(k_chal, jnp.where(found, logp, 0.0))
+            chal = jnp.where(found, drawn, chal)
+            state = state + (~found & (belief.t >= ctx.start)).astype(jnp.int32)
+        arm = jnp.where(jax.random.uniform(k_coin, (), dt) < self.beta, lead, chal)
+        return arm, state
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "TopTwo")
+
+
+# -- LUCB ----------------------------------------------------------------------------------------------
+def kl_bounds(family: str, mu, counts, level, sigma, iters: int = 50):
+    """(L, U): the KL confidence bounds min / max {q : N_a d(mu_a, q) <= level} of every arm
+    (Kaufmann & Kalyanakrishnan, COLT 2013, KL-LUCB's L_a(t), U_a(t)); Gaussian arms in closed form,
+    mu_a -+ sigma sqrt(2 level / N_a); Bernoulli arms by ``iters`` bisection steps (fixed)."""
+    n = jnp.maximum(counts, 1.0)
+    if family == "gaussian":
+        w = sigma * jnp.sqrt(2.0 * level / n)
+        return mu - w, mu + w
+    target = level / n
+
+    def bisect(lo, hi, upper):
+        def body(_, b):
+            lo, hi = b
+            q = 0.5 * (lo + hi)
+            inside = karmed.kl_bernoulli(mu, q) <= target
+            if upper:
+                return jnp.where(inside, q, lo), jnp.where(inside, hi, q)
+            return jnp.where(inside, lo, q), jnp.where(inside, q, hi)
+        lo, hi = jax.lax.fori_loop(0, iters, body, (lo, hi))
+        return lo if upper else hi
+
+    up = bisect(mu, jnp.ones_like(mu), True)
+    low = bisect(jnp.zeros_like(mu), mu, False)
+    return low, up
+
+
+def lucb_pair(family: str, stats: common.LinearStats, level, valid, sigma):
+    """(b, c, L_b, U_c): the empirical best arm b and the arm c != b of largest upper bound
+    (Kalyanakrishnan et al. 2012, LUCB; with KL bounds, Kaufmann & Kalyanakrishnan 2013)."""
+    mu = empirical_means(stats)
+    low, up = kl_bounds(family, mu, stats.counts, level, sigma)
+    b = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
+    others = valid & (jnp.arange(mu.shape[0]) != b)
+    c = common.argmax_fast(jnp.where(others, up, -jnp.inf))
+    return b, c, low[b], up[c]
+
+
+class LUCBState(NamedTuple):
+    challenger: jax.Array   # the second arm of the current round
+
+
+@dataclasses.dataclass(frozen=True)
+class KLLUCB(SamplingRule):
+    """KL-LUCB's sampling rule (Kaufmann & Kalyanakrishnan, COLT 2013, Algorithm 2 with the KL
+    bounds of :func:`kl_bounds` at level beta(t, delta) of the stopping rule, ``threshold``): each
+    round pulls the empirical best arm b_t and the challenger c_t = argmax_{a != b_t} U_a(t), both
+    chosen from the data at the start of the round (two engine steps; the second reads the
+    challenger from the state).  Pair it with :class:`LUCBStop` (same ``threshold``).
+
+    Attributes:
+      threshold: the exploration rate, a name of :data:`jaxbandits.rules.thresholds.ALIASES`
+        ``["karmed"]`` (GK16's experiments: ``"heuristic"``).
+    """
+
+    reads: ClassVar[tuple[str, ...]] = ()
+    threshold: str = "heuristic"
+
+    def __post_init__(self):
+        thresholds.resolve("karmed", self.threshold)
+
+    def init(self, key, instance: Instance) -> LUCBState:
+        return LUCBState(jnp.zeros((), jnp.int32))
+
+    def update(self, keys, state: LUCBState, belief: Belief, ctx: Context):
+        instance = ctx.instance
+        level = ChernoffGLR(self.threshold)._beta_kl(belief.t, ctx)
+        b, c, _, _ = lucb_pair(instance.model, belief.stats, level, instance.valid_arms(), ctx.sigma)
+        first = (belief.t - ctx.start) % 2 == 0
+        arm = jnp.where(first, b, state.challenger)
+        return arm, LUCBState(jnp.where(first, c, state.challenger).astype(jnp.int32))
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "KLLUCB")
+
+
+@dataclasses.dataclass(frozen=True)
+class LUCBStop(StoppingRule):
+    """LUCB's stopping rule with KL bounds (Kaufmann & Kalyanakrishnan 2013): stop when
+    L_{b_t}(t) > U_{c_t}(t) at the end of a round (after an even number of pulls since the
+    initialisation), recommend b_t.  The statistic and the threshold of the
+    :class:`~jaxbandits.rules.core.Decision` are L_b and U_c.
+
+    Rounds are counted from the K pulls of the initialisation (each arm once,
+    :class:`jaxbandits.rules.sampling.Initial`).
+
+    Attributes:
+      threshold: the level beta(t, delta) of the bounds (``"heuristic"``, ``"gk16"``, ``"log_t"``).
+    """
+
+    threshold: str = "heuristic"
+
+    def __post_init__(self):
+        thresholds.resolve("karmed", self.threshold)
+
+    prior = ChernoffGLR.prior
+
+    def beta(self, stats, t, ctx: Context):
+        level = ChernoffGLR(self.threshold)._beta_kl(t, ctx)
+        _, _, _, up = lucb_pair(ctx.instance.model, stats, level, ctx.instance.valid_arms(), ctx.sigma)
+        return up, self._ready(stats, t, ctx)
+
+    def _ready(self, stats, t, ctx: Context):
+        valid = ctx.instance.valid_arms()
+        K = ctx.instance.num_arms
+        return jnp.all(jnp.where(valid, stats.counts >= 1, True)) & ((t - K) % 2 == 0)
+
+    def decide(self, stats, t, ctx: Context) -> Decision:
+        instance = ctx.instance
+        level = ChernoffGLR(self.threshold)._beta_kl(t, ctx)
+        b, _, low_b, up_c = lucb_pair(instance.model, stats, level, instance.valid_arms(), ctx.sigma)
+        mu = empirical_means(stats)
+        return Decision(Belief(stats, t, mu, None, None, b.astype(jnp.int32)), low_b, up_c, self._ready(stats, t, ctx))
+
+    def validate(self, instance: Instance) -> None:
+        ChernoffGLR(self.threshold).validate(instance)

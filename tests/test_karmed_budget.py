@@ -1,0 +1,121 @@
+"""Successive Rejects (Audibert & Bubeck 2010) and Sequential Halving (Karnin et al. 2013) on
+K-armed Bernoulli bandits: the schedules of the papers, the budget, and the error rates against a
+plain NumPy implementation of each algorithm (a two-sided two-proportion test)."""
+import math
+
+import numpy as np
+import pytest
+
+import jaxbandits  # noqa: F401
+from jaxbandits.algorithms import SequentialHalving, SuccessiveRejects
+from jaxbandits.algorithms.fixed_budget.karmed import halving_sizes, log_bar
+from jaxbandits.engine import simulate
+from jaxbandits.instances import k_armed
+
+#: Audibert & Bubeck 2010, Sec 5, experiment 4 (6 arms in three groups), Bernoulli
+MU = np.array([0.5, 0.42, 0.4, 0.4, 0.35, 0.35])
+
+
+def sr_numpy(rng, mu, n, reps):
+    """Successive Rejects, vectorised over replications (NumPy only): the recommended arms."""
+    K = len(mu)
+    nk = [0] + [math.ceil((n - K) / (log_bar(K) * (K + 1 - k))) for k in range(1, K)]
+    alive = np.ones((reps, K), bool)
+    S = np.zeros((reps, K))
+    N = np.zeros((reps, K))
+    for k in range(1, K):
+        c = np.where(alive, nk[k] - nk[k - 1], 0)
+        S += rng.binomial(c, mu)
+        N += c
+        m = np.where(alive, S / np.maximum(N, 1), np.inf)
+        low = m == m.min(axis=1, keepdims=True)
+        pick = np.argmax(low * rng.random((reps, K)), axis=1)        # a random one of the lowest
+        alive[np.arange(reps), pick] = False
+    return np.argmax(alive, axis=1), N
+
+
+def sh_numpy(rng, mu, T, reps):
+    """Sequential Halving, vectorised over replications: the recommended arms."""
+    K = len(mu)
+    sizes = halving_sizes(K)
+    R = len(sizes) - 1
+    alive = np.ones((reps, K), bool)
+    N = np.zeros((reps, K))
+    for r in range(R):
+        t = T // (sizes[r] * R)
+        c = np.where(alive, t, 0)
+        m = np.where(alive, rng.binomial(c, mu) / t, -np.inf)
+        N += c
+        key = m + 1e-9 * rng.random((reps, K))                      # means are multiples of 1/t
+        order = np.argsort(-key, axis=1)
+        keep = np.zeros_like(alive)
+        np.put_along_axis(keep, order[:, :sizes[r + 1]], True, axis=1)
+        alive &= keep
+    return np.argmax(alive, axis=1), N
+
+
+def _two_proportions_z(k1, n1, k2, n2):
+    p = (k1 + k2) / (n1 + n2)
+    se = math.sqrt(max(p * (1 - p), 1e-12) * (1 / n1 + 1 / n2))
+    return (k1 / n1 - k2 / n2) / se
+
+
+@pytest.mark.parametrize("algorithm,reference,budget", [(SuccessiveRejects, sr_numpy, 600),
+                                                        (SequentialHalving, sh_numpy, 600)])
+def test_error_rate_matches_the_numpy_algorithm(algorithm, reference, budget):
+    inst = k_armed(MU)
+    alg = algorithm(budget=budget)
+    n = 3000
+    res = simulate(alg, inst, 0, n_reps=n, max_steps=alg.steps_needed(inst))
+    errors = int(np.sum(~np.asarray(res.correct)))
+    pulls = np.asarray(res.pulls).reshape(n, -1) if res.pulls is not None else None
+    assert np.asarray(res.samples).max() <= budget
+    ref, N = reference(np.random.default_rng(1), MU, budget, 40_000)
+    ref_errors = int(np.sum(ref != 0))
+    z = _two_proportions_z(errors, n, ref_errors, ref.size)
+    assert abs(z) < 3.5, (errors / n, ref_errors / ref.size, z)
+    # the schedule is the paper's: the budget used is the reference's, replication for replication
+    assert int(np.asarray(res.samples).ravel()[0]) == int(N[0].sum())
+    del pulls
+
+
+def test_schedules_and_refusals():
+    K = 6
+    # Successive Rejects: n_k = ceil((n - K) / (log-bar(K) (K + 1 - k))), total <= n
+    n = 600
+    nk = [math.ceil((n - K) / (log_bar(K) * (K + 1 - k))) for k in range(1, K)]
+    assert sum(nk) + nk[-1] <= n
+    res = simulate(SuccessiveRejects(budget=n), k_armed(MU), 0, n_reps=4, max_steps=K - 1)
+    assert int(np.asarray(res.samples).ravel()[0]) == sum(nk) + nk[-1]
+    assert halving_sizes(6) == [6, 3, 2, 1] and halving_sizes(8) == [8, 4, 2, 1]
+    with pytest.raises(ValueError, match="budget > K"):
+        SuccessiveRejects(budget=6).validate(k_armed(MU))
+    with pytest.raises(ValueError, match="K ceil"):
+        SequentialHalving(budget=10).validate(k_armed(MU))
+    from jaxbandits.instances.base import make_instance
+    import jax.numpy as jnp
+    with pytest.raises(ValueError, match="K-armed"):
+        SequentialHalving(budget=100).validate(make_instance(jnp.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]]),
+                                                             jnp.array([0.5, 0.2]), model="bernoulli"))
+
+
+def test_k_armed_suites():
+    """The K-armed benchmark suites: complete, and the fixed-confidence suite's lower bound (the
+    sweep's sigma^2 T*(theta) of the Gaussian linear model) is the K-armed Gaussian T*(mu) kl(delta,
+    1 - delta) of Garivier & Kaufmann 2016 on its instances."""
+    import jax
+    import jax.numpy as jnp
+    from jaxbandits import benchmarking as bm
+    from jaxbandits.design import characteristic_time, karmed
+    from jaxbandits.instances import random_k_armed
+
+    for name, kind in (("k-armed", "fixed-confidence"), ("k-armed-budget", "fixed-budget")):
+        s = bm.SUITES[name]
+        assert s.kind == kind and s.version and set(s.quick_baselines) <= set(s.baselines)
+        for iset in s.sets:
+            assert iset.points("quick") and iset.points("full")
+    inst = random_k_armed(jax.random.key(3), 6, noise=0.5)
+    linear = float(inst.noise) ** 2 * float(characteristic_time(inst, tol=1e-9))
+    family = float(karmed.characteristic_time(inst.theta, "gaussian", sigma=0.5))
+    np.testing.assert_allclose(linear, family, rtol=1e-6)
+    assert float(inst.theta[0]) == 0.9 and float(jnp.max(inst.theta[1:])) <= 0.7
