@@ -51,7 +51,10 @@ def configurations():
                "MLinGapE": lambda: A.MLinGapE(2), "LinGIFA": lambda: A.LinGIFA(2),
                "Eliminate": lambda: A.Eliminate(A.LazyTrackAndStop()),
                "BudgetCapped": lambda: A.BudgetCapped(A.MLinGapE(2), BUDGET)}
-    instance_of = {"UCBGLM": bernoulli, "SphereBAI": sphere}
+    karmed = make_instance(jnp.eye(4), jnp.array([0.8, 0.3, 0.5, 0.2]), 1.0, model="bernoulli")
+    instance_of = {"UCBGLM": bernoulli, "SphereBAI": sphere,
+                   **{n: karmed for n in ("KArmedTrackAndStop", "KArmedTopTwo", "KArmedKLLUCB", "SuccessiveElimination",
+                                          "SuccessiveRejects", "SequentialHalving")}}
     out = []
     for name, cls in sorted(vars(A).items()):
         if not (isinstance(cls, type) and issubclass(cls, Algorithm)) or cls in (Algorithm, Wrapper):
