@@ -97,6 +97,8 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "design_sensitivity": (19, 120, "estimate"),
     # 12 rows (Track-and-Stop D and C, KL-LUCB): 100 runs each at --quick, 1000 at full size
     "garivier_kaufmann_table1": (130, 694, "measured"),
+    # quick: T = 1010 only, 1000 runs of each algorithm; full: 20,000 runs x 6 budgets x 2 algorithms
+    "peace_soare": (80, 7200, "estimate"),
     # the reduced run of the docstring (every algorithm, a quarter of the replications) took 25 min
     "modern_vs_seeds": (442, 10000, "estimate"),
     "seed000_table1": (49, 3400, "measured"),

@@ -67,7 +67,7 @@ def test_lingame_top_m_written_out_and_top_m_elimination_refused():
     the game, LinGame's GLR): the same replications, answers of two items; elimination (m = 1
     only) is refused with a message before anything compiles."""
     inst = jb.seeds.topm_classic()
-    mine = compose(sampling.Initial(sampling.Game(m=2), first="batch"), stopping.GameGLR(m=2), delta=0.05)
+    mine = compose(sampling.Initial(sampling.Game(m=2, reg=1.0), first="batch"), stopping.GameGLR(m=2, reg=1.0), delta=0.05)
     ours = _run(jb.algorithms.LinGame(m=2), inst)
     _same(ours, _run(mine, inst))
     assert np.all(np.asarray(ours.answer).sum(-1) == 2)

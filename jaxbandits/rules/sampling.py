@@ -452,11 +452,14 @@ class Game(SamplingRule):
        (``optimism``; ``width="norm"`` puts ||x_k||^{1/2}, as seed 003's code), clipped at log t (``clip``);
     4. the arm is tracked: C-tracking argmax_k sum_s w_k(s) - N_k(t), or D-tracking t w_k - N_k(t).
 
-    The estimate theta_hat and V_t^-1 are the stopping rule's (``reads``): LinGame's own
-    :class:`~jaxbandits.rules.stopping.GameGLR` keeps the ridge estimate.
+    The rule computes its ridge estimate theta_hat = (V_{N_t} + reg I)^-1 b_t and V_t^-1 from the
+    counts at every step (as LinGame does), so no estimate is carried between steps (``reads`` is
+    empty: less state per lane); LinGame's stopping rule, :class:`~jaxbandits.rules.stopping.GameGLR`,
+    uses the same ``reg``.
 
     Attributes:
       m: size of the answer (1: best-arm identification; Top-m answers are keyed by their rank).
+      reg: ridge regulariser of the estimate and of V_t = V_{N_t} + reg I (> 0).
       hedge_delta0: AdaHedge's initial mixability gap (0.01 in the experiments' code).
       learners: "per_answer" (one learner per answer, Sec 3) or "single" (one for every answer,
         Tirinzoni & Degenne's code).
@@ -468,8 +471,9 @@ class Game(SamplingRule):
       clip: clip the gains at log t (the experiments' code).
     """
 
-    reads: ClassVar[tuple[str, ...]] = ("theta", "chol", "inv")
+    reads: ClassVar[tuple[str, ...]] = ()
     m: int = hyperparameter(1, count=1)
+    reg: float = hyperparameter(1.0, low=0.0, traced=True)
     hedge_delta0: float = hyperparameter(0.01, low=0.0, traced=True)
     learners: str = "per_answer"
     learner_slots: int = hyperparameter(16, count=1)
@@ -530,7 +534,10 @@ class Game(SamplingRule):
         X = instance.arms
         dt = X.dtype
         tf = belief.t.astype(dt)
-        theta, Vinv = belief.theta, belief.inverse()
+        stats = belief.stats
+        d = stats.gram.shape[0]
+        Vinv = common.inverse_gram(stats.gram + self.reg * jnp.eye(d, dtype=stats.gram.dtype))
+        theta = Vinv @ stats.b
         answer = belief.answer if belief.answer.ndim else jnp.arange(instance.num_items) == belief.answer
         akey = answer_rank(answer, int(self.m))
         if self.learners == "single":

@@ -69,11 +69,12 @@ def successive_rejects_schedule(budget, K: int):
 
 
 @dataclasses.dataclass(frozen=True)
-class SuccessiveRejects(Algorithm):
-    """Successive Rejects (Audibert & Bubeck 2010, Sec 3; module docstring).
+class PhasedElimination(Algorithm):
+    """What Successive Rejects and Sequential Halving share: K-armed instances only, phases that
+    pull the surviving arms and drop some (one engine step per phase), the last survivor returned.
 
     Attributes:
-      budget: n, the number of pulls (n > K).
+      budget: the number of pulls.
     """
 
     budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
@@ -83,7 +84,31 @@ class SuccessiveRejects(Algorithm):
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
-        check_k_armed(instance, "SuccessiveRejects")
+        check_k_armed(instance, type(self).__name__)
+
+    def init(self, key, instance: Instance) -> PhaseState:
+        K = instance.num_arms
+        dt = instance.arms.dtype
+        return PhaseState(jnp.ones((K,), bool), jnp.zeros((), jnp.int32), jnp.zeros((K,), dt), jnp.zeros((K,), dt))
+
+    def done(self, state: PhaseState) -> jax.Array:
+        return jnp.sum(state.alive) <= 1
+
+    def outcome(self, state: PhaseState, instance: Instance) -> Outcome:
+        return Outcome(answer_mask(jnp.argmax(state.alive), instance.num_items),
+                       jnp.sum(state.pulls).astype(jnp.int32), state.pulls)
+
+
+@dataclasses.dataclass(frozen=True)
+class SuccessiveRejects(PhasedElimination):
+    """Successive Rejects (Audibert & Bubeck 2010, Sec 3; module docstring).
+
+    Attributes:
+      budget: n, the number of pulls (n > K).
+    """
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
         K = instance.num_arms
         if int(self.budget) <= K:
             raise ValueError(f"budget = {self.budget} too small for Successive Rejects with K = {K} arms: it needs "
@@ -93,11 +118,6 @@ class SuccessiveRejects(Algorithm):
         """K - 1 phases."""
         K = instance if isinstance(instance, int) else instance.num_arms
         return K - 1
-
-    def init(self, key, instance: Instance) -> PhaseState:
-        K = instance.num_arms
-        dt = instance.arms.dtype
-        return PhaseState(jnp.ones((K,), bool), jnp.zeros((), jnp.int32), jnp.zeros((K,), dt), jnp.zeros((K,), dt))
 
     def step(self, key, state: PhaseState, instance: Instance) -> PhaseState:
         K = instance.num_arms
@@ -114,12 +134,6 @@ class SuccessiveRejects(Algorithm):
         worst = jnp.argmin(jnp.where(state.alive, rank, K))
         return PhaseState(state.alive.at[worst].set(False), k, pulls, sums)
 
-    def done(self, state: PhaseState) -> jax.Array:
-        return jnp.sum(state.alive) <= 1
-
-    def outcome(self, state: PhaseState, instance: Instance) -> Outcome:
-        return Outcome(answer_mask(jnp.argmax(state.alive), instance.num_items),
-                       jnp.sum(state.pulls).astype(jnp.int32), state.pulls)
 
 
 def halving_sizes(K: int) -> list[int]:
@@ -132,21 +146,15 @@ def halving_sizes(K: int) -> list[int]:
 
 
 @dataclasses.dataclass(frozen=True)
-class SequentialHalving(Algorithm):
+class SequentialHalving(PhasedElimination):
     """Sequential Halving (Karnin, Koren & Somekh 2013, Algorithm 1; module docstring).
 
     Attributes:
       budget: T, the number of pulls (at least K ceil(log2 K), so that t_0 >= 1).
     """
 
-    budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
-
-    needs_span: ClassVar[bool] = False
-    fixed_budget: ClassVar[bool] = True
-
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
-        check_k_armed(instance, "SequentialHalving")
         K = instance.num_arms
         R = len(halving_sizes(K)) - 1
         if int(self.budget) < K * R:
@@ -157,11 +165,6 @@ class SequentialHalving(Algorithm):
         """ceil(log2 K) rounds."""
         K = instance if isinstance(instance, int) else instance.num_arms
         return len(halving_sizes(K)) - 1
-
-    def init(self, key, instance: Instance) -> PhaseState:
-        K = instance.num_arms
-        dt = instance.arms.dtype
-        return PhaseState(jnp.ones((K,), bool), jnp.zeros((), jnp.int32), jnp.zeros((K,), dt), jnp.zeros((K,), dt))
 
     def step(self, key, state: PhaseState, instance: Instance) -> PhaseState:
         K = instance.num_arms
@@ -180,9 +183,3 @@ class SequentialHalving(Algorithm):
         alive = state.alive & (rank < keep)
         return PhaseState(alive, r + 1, state.pulls + counts, state.sums + round_sums)
 
-    def done(self, state: PhaseState) -> jax.Array:
-        return jnp.sum(state.alive) <= 1
-
-    def outcome(self, state: PhaseState, instance: Instance) -> Outcome:
-        return Outcome(answer_mask(jnp.argmax(state.alive), instance.num_items),
-                       jnp.sum(state.pulls).astype(jnp.int32), state.pulls)

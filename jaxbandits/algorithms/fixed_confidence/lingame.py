@@ -198,7 +198,7 @@ class LinGame(Composed):
     def rules(self) -> Composition:
         """Each arm once (all before the first step), then the game
         (:class:`~jaxbandits.rules.sampling.Game`), stopped by :class:`~jaxbandits.rules.stopping.GameGLR`."""
-        game = sampling.Game(m=self.m, hedge_delta0=self.hedge_delta0, learners=self.learners,
+        game = sampling.Game(m=self.m, reg=self.reg, hedge_delta0=self.hedge_delta0, learners=self.learners,
                              learner_slots=self.learner_slots, tracking=self.tracking,
                              best_response=self.best_response, width=self.width, optimism=self.optimism,
                              clip=self.clip_gains)
