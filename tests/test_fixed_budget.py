@@ -107,11 +107,11 @@ def test_peace_design_is_the_released_frank_wolfe():
 
 def test_peace_matches_the_released_error_rate_where_halving_peace_cannot():
     """Fixed-budget Peace on Soare et al.'s instance (d = 10, omega = 0.1, theta = 2 e_1, sigma = 1)
-    at T = 1010: its error rate within 3.5 standard errors of the released runs' 0.0850 (21,000
+    at T = 1010, 400 runs: its error rate within 3.5 standard errors of the released runs' 0.0850 (21,000
     runs, Xiong et al.'s code); seed 002's halving approximation, which measures among the
     survivors only, errs far more often (the check has the power to tell the two apart)."""
     inst = seeds.soare_benchmark(10, omega=0.1, theta_scale=2.0, noise=1.0)
-    n, released = 600, 0.08505
+    n, released = 400, 0.08505
     alg = Peace(budget=1010)
     assert alg.steps_needed(inst) == 5  # rho(Z) = 20.03: ceil(log2 rho) epochs
     res = simulate(alg, inst, jax.random.key(3), n, max_steps=5)
@@ -120,7 +120,7 @@ def test_peace_matches_the_released_error_rate_where_halving_peace_cannot():
     assert abs(err - released) < 3.5 * se, (err, released)
     assert np.all(res.samples <= 1010) and np.all(res.stopped)
     halving = HalvingPeace(budget=1010, md_iters=20)
-    worse = simulate(halving, inst, jax.random.key(3), 100, max_steps=halving.steps_needed(11))
+    worse = simulate(halving, inst, jax.random.key(3), 60, max_steps=halving.steps_needed(11))
     assert 1.0 - float(np.mean(worse.correct)) > released + 5 * se
     with pytest.raises(TypeError, match="instance"):
         alg.steps_needed(11)
@@ -459,12 +459,13 @@ def test_steps_needed_is_one_declared_protocol():
 
     inst = _easy(6, gap=1.0)
     K, d = inst.num_arms, inst.dim
-    algs = [A.GSE(budget=60), A.ODLinBAI(budget=60), A.Peace(budget=60), A.BayesGap(budget=60), A.LinUCB(budget=60),
-            A.UCBGLM(budget=60), A.BudgetCapped(A.MLinGapE(2), 60)]
+    algs = [A.GSE(budget=60), A.ODLinBAI(budget=60), A.HalvingPeace(budget=60), A.Peace(budget=60),
+            A.BayesGap(budget=60), A.LinUCB(budget=60), A.UCBGLM(budget=60), A.BudgetCapped(A.MLinGapE(2), 60)]
     for alg in algs:
         assert isinstance(alg, StepsNeeded), type(alg).__name__
         n = alg.steps_needed(inst)
-        assert n == (alg.steps_needed(K, d) if isinstance(alg, ODLinBAI) else alg.steps_needed(K))
+        if not isinstance(alg, A.Peace):  # Peace's epochs depend on rho(Z): the instance form only
+            assert n == (alg.steps_needed(K, d) if isinstance(alg, ODLinBAI) else alg.steps_needed(K))
         if not isinstance(alg, (A.UCBGLM, A.BudgetCapped)):
             res = simulate(alg, inst, jax.random.key(0), 4, max_steps=n)
             assert np.asarray(res.stopped).all(), type(alg).__name__

@@ -106,8 +106,9 @@ def test_single_learner_uses_one_slot():
     single = LinGame.tirinzoni_degenne(m=2, delta=0.1)
     per = LinGame(m=2, delta=0.1)
     s1, s2 = final_states(single, inst, 4, cap=300), final_states(per, inst, 4, cap=300)
-    assert np.all((np.asarray(s1.keys) >= 0).sum(1) == 1)   # one learner, keyed 0
-    assert np.all((np.asarray(s2.keys) >= 0).sum(1) >= 2)   # one per answer visited (several here)
+    k1, k2 = s1.sampling.then.keys, s2.sampling.then.keys      # the game's learner slots
+    assert np.all((np.asarray(k1) >= 0).sum(1) == 1)   # one learner, keyed 0
+    assert np.all((np.asarray(k2) >= 0).sum(1) >= 2)   # one per answer visited (several here)
 
 
 def test_no_optimism_changes_the_gains():
@@ -119,7 +120,7 @@ def test_no_optimism_changes_the_gains():
     st = jax.jit(plain.init)(KEY, inst)
     a = jax.jit(plain.step)(KEY, st, inst)
     b = jax.jit(opt.step)(KEY, st, inst)
-    la, lb = np.asarray(a.losses[0]), np.asarray(b.losses[0])
+    la, lb = np.asarray(a.sampling.then.losses[0]), np.asarray(b.sampling.then.losses[0])
     assert np.all(lb <= la - 1e-6)   # optimistic gains are larger (losses are -gains)
 
 
