@@ -49,7 +49,7 @@ def main(argv=None):
         alg = LazyTrackAndStop(delta=1e-300, averaging=av)
         st = jax.jit(lambda inst, keys, alg=alg: run(alg, inst, keys))(inst, keys)
         C = np.asarray(LazyTrackAndStop.cumulative_allocation(st))
-        drift = float(np.median(np.abs(C - T * np.asarray(st.w)).sum(1)))
+        drift = float(np.median(np.abs(C - T * np.asarray(st.sampling.w)).sum(1)))
         print(f"averaging={av}: median |sum_s w(s) - T w(T)|_1 = {drift:.2f} (T = {T})")
         assert drift < 0.05 * T, drift
         N[av] = np.asarray(st.stats.counts)

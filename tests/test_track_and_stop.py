@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jaxbandits  # noqa: F401
+from jaxbandits.rules.lazy import SpanningGLR
 from jaxbandits.algorithms.fixed_confidence.track_and_stop import (LazyTrackAndStop, glr_statistic_inv, inverse_gram,
                                                   random_spanning_set, solve_where)
 from jaxbandits.algorithms import common
@@ -58,7 +59,7 @@ def test_glr_statistic_inv_matches_common():
 
 def test_stopping_shortcut_gives_the_full_pass_decisions():
     """Under the CPU policy a round evaluates Z_{best,b}(t) for one remembered item b and passes
-    over every item only where that bound exceeds beta (``LazyTrackAndStop._stops``, vmapped as
+    over every item only where that bound exceeds beta (``SpanningGLR._statistic``, vmapped as
     the engine steps lanes): its stops are those of the full pass, lane by lane, with beta just
     below, at and just above the min, b the minimiser, another item or the best item itself, some
     items masked and some lanes not ready; a lane that passes over every item remembers the
@@ -86,7 +87,8 @@ def test_stopping_shortcut_gives_the_full_pass_decisions():
 
     def stops(th, Ainv, beta, ready, near):
         values, top, best = common.empirical_best(th, Z, mask)
-        return LazyTrackAndStop()._stops(Ainv, Z, mask, values, top, best, beta, ready, near)
+        stat, near = SpanningGLR()._statistic(Ainv, Z, mask, values, top, best, beta, ready, near)
+        return ready & (stat > beta), near  # the composition's decision
 
     got, near2 = jax.jit(jax.vmap(stops))(th, Ainv, beta, ready, near)
     want = np.asarray(ready & (zmin > beta))
@@ -207,10 +209,10 @@ def test_averaging_differs_when_w_moves():
     for av in (True, False):
         st = _run_fixed(LazyTrackAndStop(delta=1e-300, averaging=av), inst, keys, T)
         C = np.asarray(LazyTrackAndStop.cumulative_allocation(st))
-        N, W = np.asarray(st.stats.counts), np.asarray(st.w)
+        N, W = np.asarray(st.stats.counts), np.asarray(st.sampling.w)
         assert np.all(N.sum(1) == T)
         res[av] = dict(N=N, to_cum=np.abs(N - C).max(1), to_cur=np.abs(N - T * W).max(1),
-                       moved=np.asarray(st.w_shift), gap=np.abs(C - T * W).max(1))
+                       moved=np.asarray(st.sampling.w_shift), gap=np.abs(C - T * W).max(1))
     for av in (True, False):
         r = res[av]
         assert np.median(r["moved"]) > 0.2, r["moved"]           # w(t) moves ...
@@ -247,11 +249,12 @@ def test_a0_prior_switch():
     for prior in (False, True):
         alg = LazyTrackAndStop(a0_prior=prior, **NO_STOP)
         st = jax.tree.map(lambda a: a[0], _run_fixed(alg, inst, keys, 2))  # two rounds
-        XA = inst.arms[st.forced_arms]
-        np.testing.assert_allclose(st.prior, XA.T @ XA if prior else jnp.zeros((2, 2)), atol=1e-15)
-        assert int(st.n_forced) == (0 if prior else 2)
+        carry = st.belief.carry  # the stopping rule's: A_0, its Gram matrix as prior, lambda_min(A_t)
+        XA = inst.arms[carry.forced_arms]
+        np.testing.assert_allclose(carry.prior, XA.T @ XA if prior else jnp.zeros((2, 2)), atol=1e-15)
+        assert int(st.sampling.n_forced) == (0 if prior else 2)
         if prior:  # lambda_min(prior + A_t) >= lambda_min(A_0's Gram matrix) = c
-            assert float(st.lmin) >= float(jnp.linalg.eigvalsh(XA.T @ XA)[0]) - 1e-12
+            assert float(carry.lmin) >= float(jnp.linalg.eigvalsh(XA.T @ XA)[0]) - 1e-12
 
 
 def test_sigma_scales_the_threshold():

@@ -102,11 +102,12 @@ def init_stats(instance: Instance) -> LinearStats:
 
 
 def add_pull(stats: LinearStats, instance: Instance, arm: jax.Array, reward: jax.Array) -> LinearStats:
-    """Record one reward of ``arm``: O(d^2)."""
+    """Record one reward of ``arm``: O(d^2).  Statistics whose ``sums`` are empty (a rule that keeps
+    no per-arm reward sums, e.g. :class:`jaxbandits.rules.lazy.SpanningGLR`) keep them empty."""
     x = instance.arms[arm]
     return LinearStats(
         stats.counts.at[arm].add(1.0),
-        stats.sums.at[arm].add(reward),
+        stats.sums if stats.sums.shape[0] == 0 else stats.sums.at[arm].add(reward),
         stats.gram + jnp.outer(x, x),
         stats.b + reward * x,
     )

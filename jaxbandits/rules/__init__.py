@@ -7,6 +7,8 @@
   challenger and allocations);
 * :mod:`jaxbandits.rules.stopping`: GLR stopping rules; :mod:`jaxbandits.rules.recommend`: the
   answer they certify;
+* :mod:`jaxbandits.rules.lazy`: seed 000's rules (forced exploration, tracking and lazy updates of
+  the plug-in allocation; the stopping rule (8)), of which LT&S is the composition;
 * :mod:`jaxbandits.rules.elimination`: elimination at stopping and at sampling, and the protocols
   an algorithm implements to be eliminated from;
 * :mod:`jaxbandits.rules.thresholds`: every stopping threshold (and confidence width) the library
@@ -21,12 +23,13 @@ build on the algorithms' shared pieces.
 """
 import importlib
 
-_MODULES = ("composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed")
+_MODULES = ("composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed",
+            "lazy")
 _NAMES = {"compose": "composition", "Composition": "composition", "Composed": "composition", "Elimination": "elimination",
           "SamplingRule": "core", "StoppingRule": "core", "Belief": "core", "Context": "core", "Decision": "core"}
 
 __all__ = ["compose", "Composition", "Composed", "Elimination", "SamplingRule", "StoppingRule", "Belief",
-           "Context", "Decision", "composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed"]
+           "Context", "Decision", "composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed", "lazy"]
 
 
 def __getattr__(name):

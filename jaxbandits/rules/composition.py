@@ -97,6 +97,9 @@ class Composed(Algorithm):
     def done(self, state: ComposedState) -> jax.Array:
         return self.composition().done(state)
 
+    def rounds(self, state: ComposedState, steps: jax.Array) -> jax.Array:
+        return self.composition().rounds(state, steps)
+
     def prepare(self, instances: Instance) -> Instance:
         return self.composition().sampling.prepare(instances)
 
@@ -174,10 +177,11 @@ class Composition(Composed):
         self.stopping.validate(instance)
 
     # -- pieces --------------------------------------------------------------------------------
-    def context(self, instance: Instance, active: jax.Array) -> Context:
+    def context(self, instance: Instance, active: jax.Array, stopped=False) -> Context:
         dt = instance.arms.dtype
         eps = jnp.zeros((), dt) if self.epsilon is None else self.epsilon
-        return Context(instance, self.delta, eps, common.noise_scale(self.sigma, instance), active)
+        return Context(instance, self.delta, eps, common.noise_scale(self.sigma, instance), active,
+                       stopped=stopped)
 
     def _eliminating(self) -> bool:
         return self.eliminate is not None and self.eliminate.on
@@ -196,14 +200,21 @@ class Composition(Composed):
         """(sigma^2 beta(t, delta), ready) of the last pull's stopping test (the elimination
         protocol), ready only once the sampling rule's initialisation is over."""
         ctx = self.context(instance, jnp.ones((instance.num_items,), bool))
-        beta, ready = self.stopping.beta(state.belief.stats, state.belief.t, ctx)
+        beta, ready = self.stopping.belief_beta(state.belief, ctx)
         return beta, self._ready(ready, state.belief.t, instance)
+
+    def rounds(self, state: ComposedState, steps: jax.Array) -> jax.Array:
+        """One round per step, unless the sampling rule may hold (:meth:`SamplingRule.holds`): then
+        the rounds played, so that the keys, hence the results, do not depend on the held steps."""
+        if self.sampling.holds(state.sampling) is None:
+            return steps
+        return state.belief.t  # a rule that holds makes no pulls before its first step
 
     # -- contract ------------------------------------------------------------------------------
     def init(self, key, instance: Instance) -> ComposedState:
         elim = self.eliminate.init(instance) if self._eliminating() else ()
         sampling = self.sampling.init(key, instance)
-        belief = self.stopping.prior(instance)
+        belief = self.stopping.start(key, instance)
         counts = self.sampling.initial_counts(instance)
         if counts is None:
             return ComposedState(self._carried(belief), sampling, jnp.zeros((), bool), elim)
@@ -211,7 +222,7 @@ class Composition(Composed):
         stats = common.add_counts(belief.stats, instance, counts, pull_counts(key, instance, counts))
         t = jnp.asarray(counts.shape[0], jnp.int32)
         ctx = self.context(instance, jnp.ones((instance.num_items,), bool))
-        dec = self.stopping.decide(stats, t, ctx)
+        dec = self.stopping.advance(belief, stats, t, ctx)
         stopped = dec.ready & (dec.statistic > dec.beta)
         return ComposedState(self._carried(dec.belief), sampling, stopped, elim)
 
@@ -226,7 +237,7 @@ class Composition(Composed):
         return self.step_masked(key, state, instance, self.active(state, instance))
 
     def step_masked(self, key, state: ComposedState, instance: Instance, active: jax.Array) -> ComposedState:
-        ctx = self.context(instance, active)
+        ctx = self.context(instance, active, self.done(state))
         n = self.sampling.draws
         if n:
             keys = jax.random.split(key, n + 1)
@@ -238,14 +249,21 @@ class Composition(Composed):
         reward = pull(k_pull, instance, arm)
         stats = common.add_pull(belief.stats, instance, arm, reward)
         t1 = belief.t + 1
-        dec = self.stopping.decide(stats, t1, ctx)
+        dec = self.stopping.advance(belief, stats, t1, ctx)
         ready = self._ready(dec.ready, t1, instance)
         stopped = ready & (dec.statistic > dec.beta)
         elim = state.elimination
         if self._eliminating():
             elim = self.eliminate.update(elim, stats, self.stopping.elimination_beta(dec, ctx), ready, instance.items,
                                          self.stopping.reg)
-        return ComposedState(self._carried(dec.belief), sampling, stopped, elim)
+        played = ComposedState(self._carried(dec.belief), sampling, stopped, elim)
+        hold = self.sampling.holds(sampling)
+        if hold is None:
+            return played
+        # a held step plays no round: everything but the sampling rule's state stays
+        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(hold, b, a), new, old)
+        return ComposedState(keep(played.belief, state.belief), sampling, keep(stopped, state.stopped),
+                             keep(elim, state.elimination))
 
     def done(self, state: ComposedState) -> jax.Array:
         if self._eliminating():

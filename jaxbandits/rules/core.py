@@ -20,6 +20,13 @@ the manner of optax's ``(init, update)`` pairs:
   reads (``reads``), so a composition carries no more state per lane than its rules need.
   ``initial_counts(instance)`` (None by default) says which arms a rule pulls all at once before
   its first step, as the released codes of LinGame and of Tirinzoni & Degenne's experiments do.
+  ``holds(state)`` (None by default) says that a step played no round: the rule is still working
+  towards its next pull (LT&S's allocation solve spread over steps on an accelerator).
+* A stopping rule that keeps something from one pull to the next (the spanning set that seed
+  000's rule (8) draws, the item of its last full pass) keeps it in ``Belief.carry`` and
+  implements ``start(key, instance)``, ``advance(belief, stats, t, ctx)`` and
+  ``belief_beta(belief, ctx)``, which the composition calls (by default ``prior``, ``decide``
+  and ``beta``).
 
 What every rule may read, :class:`Context`: the instance, the confidence level, the slack
 epsilon, the noise scale and the active answers (all True unless elimination at sampling is on).
@@ -48,6 +55,9 @@ class Context(NamedTuple):
       active: [M] bool, the answers not eliminated (all True without elimination at sampling).
       start: pulls made before a wrapped rule took over (:class:`jaxbandits.rules.sampling.Initial`
         sets it for the rule it hands over to; 0 otherwise).
+      stopped: the replication has stopped already (the engine steps a lane that waits for a new
+        replication from its final state and discards the result): a rule may skip work that
+        only a running replication needs.
     """
 
     instance: Instance
@@ -56,6 +66,7 @@ class Context(NamedTuple):
     sigma: jax.Array
     active: jax.Array
     start: int = 0
+    stopped: Any = False
 
 
 class Belief(NamedTuple):
@@ -70,6 +81,8 @@ class Belief(NamedTuple):
       inv: the inverse of the (regularised) design matrix, or None where it works with the factor.
       answer: the recommended answer: an int32 item index, or for Top-m a bool mask [M] of the
         m items.
+      carry: what a stopping rule keeps from one pull to the next besides the data (``()`` for
+        the stateless rules; see :meth:`StoppingRule.advance`).
     """
 
     stats: common.LinearStats
@@ -78,6 +91,7 @@ class Belief(NamedTuple):
     chol: Any
     inv: Any
     answer: jax.Array
+    carry: Any = ()
 
     def inverse(self) -> jax.Array:
         """(A_t + reg I)^-1, from whichever form the stopping rule kept."""
@@ -139,6 +153,14 @@ class SamplingRule(Configurable):
         ``prepare``; the batch of instances in, the instances, possibly with a cache, out)."""
         return instances
 
+    def holds(self, state: Any) -> jax.Array | None:
+        """True when the step that produced ``state`` played no round: the rule is still working
+        towards its next pull (a solve spread over several steps under the accelerator policy),
+        so the arm it returned is not pulled and the data, the belief and the stopping decision
+        stay as they were.  None (default): every step plays a round."""
+        del state
+        return None
+
     def converged(self, state: Any) -> jax.Array | None:
         """False when a solver with a fixed trip count that the rule relied on ended before its
         certificate (:attr:`jaxbandits.algorithms.base.Outcome.converged`); None: no such solver."""
@@ -162,8 +184,26 @@ class StoppingRule(Configurable):
         return Belief(common.init_stats(instance), jnp.zeros((), jnp.int32), jnp.zeros((d,), dt),
                       jnp.eye(d, dtype=dt), None, jnp.zeros((), jnp.int32))
 
+    def start(self, key: jax.Array, instance: Instance) -> Belief:
+        """The belief before any pull, for a rule that draws something at the start (the key of
+        the composition's ``init``); default: :meth:`prior`."""
+        del key
+        return self.prior(instance)
+
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
         raise NotImplementedError
+
+    def advance(self, belief: Belief, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+        """The decision after a pull, from the belief before it: what the composition calls.  A
+        stateless rule's is :meth:`decide` on the new data (the default); a rule that keeps
+        something from one pull to the next in ``Belief.carry`` overrides this instead."""
+        del belief
+        return self.decide(stats, t, ctx)
+
+    def belief_beta(self, belief: Belief, ctx: Context) -> tuple[jax.Array, jax.Array]:
+        """(sigma^2 beta(t, delta), ready) of ``belief``'s data: :meth:`beta` of its statistics by
+        default (a rule with a carry overrides this with :meth:`advance`)."""
+        return self.beta(belief.stats, belief.t, ctx)
 
     def beta(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> tuple[jax.Array, jax.Array]:
         """(sigma^2 beta(t, delta), ready) alone: what ``decide`` compares the statistic with (the

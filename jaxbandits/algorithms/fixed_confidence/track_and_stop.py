@@ -82,8 +82,8 @@ buffer, solves only those, and scatters the results back; steps where no lane up
 (Sherman-Morrison, lazily scaled weights, O(1) stopping test).  Under the accelerator policy
 (the configuration's ``batching``, :class:`jaxbandits.batching.SolvePolicy`) a lane pauses for its update instead: the run goes
 ``pause_trips`` iterations per step, carried in the state, and the lane plays no round
-until it ends (:meth:`LazyTrackAndStop._paused_update`; the same pulls and stopping times, the
-keys following :meth:`LazyTrackAndStop.rounds`), so no step waits for the slowest solve of the
+until it ends (:meth:`jaxbandits.rules.lazy.LazyTracking.holds`; the same pulls and stopping times, the
+keys following the rounds played), so no step waits for the slowest solve of the
 lanes; the smooth solver's chunks run as a fixed-trip loop; on a CPU both keep their
 ``while_loop`` within the step.  A round
 costs O(K + M d^2 + d^3): the tracking argmin over K, the GLR statistic as fused elementwise sums
@@ -98,27 +98,23 @@ fixed_confidence_ltns.py`` reports the split).
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, concrete, hyperparameter
+from jaxbandits.algorithms.base import hyperparameter
 from jaxbandits.algorithms.common import (glr_statistic_inv, glr_threshold_small, inverse_gram,  # noqa: F401 (also
                                          lambda_min_small, random_spanning_set)  # imported from here by older code)
-from jaxbandits.batching import current_policy, solve_where  # solve_where also re-exported: its old home
-from jaxbandits.design import oracle_allocation
-from jaxbandits.design import app_f
+from jaxbandits.batching import solve_where  # noqa: F401 (also imported from here: its old home)
 from jaxbandits.design.app_f import FIXED_FW_TRIPS, paper_frank_wolfe  # noqa: F401 (also used from here)
-from jaxbandits.environment import pull
 from jaxbandits.instances.base import Instance
 from jaxbandits import presets
 from jaxbandits.rules import thresholds
-
-SCHEDULES = ("exponential", "periodic", "every")
-METHODS = ("smooth", "paper")
+from jaxbandits.rules.composition import Composed, ComposedState, Composition
+from jaxbandits.rules.lazy import (METHODS, SCHEDULES, FWCarry, LazyTracking, LazyTrackingState,  # noqa: F401
+                                   SpanningCarry, SpanningGLR, plug_in_allocation)
 
 # The two named configurations, side by side (see the module docstring's table).
 #: LT&S as run in Tirinzoni & Degenne, "On elimination strategies for bandit fixed-confidence
@@ -132,83 +128,12 @@ PAPER_TEXT = presets.LTS_PAPER.settings        # jaxbandits.presets
 RELEASED_CODE = presets.LTS_RELEASED.settings
 
 
-# ------------------------------------------------------------------------------------------------
-# the allocation solver and the per-round statistics
-# ------------------------------------------------------------------------------------------------
-def plug_in_allocation(X, Z, theta, init, *, method: str, tol: float, max_iters: int, arm_mask=None,
-                       item_mask=None, fixed_trips: bool | None = None):
-    """w = argmax_w psi(theta, w) (seed 000 eq. (1)-(2); seed 001 eq. (1)): the oracle allocation of
-    the plug-in parameter.
-
-    ``item_mask`` ([M] bool, None = all): the min over z != z* in psi ranges over the masked items
-    only (elimination at sampling, Tirinzoni & Degenne Sec 4; z* must be masked in).
-
-    ``method="smooth"``: the project's certified smoothed Frank-Wolfe
-    (:func:`jaxbandits.design.oracle_allocation`, stops at relative duality gap ``tol``).
-    ``method="paper"``: the Frank-Wolfe of the released code (step 2 / (k + 2), relative change
-    < 0.01, weights < 1e-5 dropped; seed 001 App F, seed 000 App A.3), run by
-    :func:`paper_frank_wolfe`, which gives the iterates of ``oracle_allocation(...,
-    method="paper")`` at a fraction of the cost per iteration (tested for parity).
-    ``arm_mask`` / ``item_mask``: the real arms and items of a padded instance (None: all).
-    ``fixed_trips`` (None: True under the accelerator policy, :func:`jaxbandits.batching.
-    current_policy`): the solver's loops with trip counts known at compile time, the same result
-    (``"smooth"``: ``max_iters`` rounded up to whole chunks of 48 iterations; ``"paper"``:
-    :func:`paper_frank_wolfe`).
-    """
-    fixed = current_policy().batched if fixed_trips is None else bool(fixed_trips)
-    if method == "paper":
-        return paper_frank_wolfe(X, Z, theta, init, max_iters, arm_mask, item_mask, fixed_trips=fixed)
-    return oracle_allocation(X, Z, theta, init=init, tol=tol, max_iters=max_iters, method=method,
-                             arm_mask=arm_mask, item_mask=item_mask,
-                             fixed_trips=int(max_iters) if fixed else None).allocation
-
-
-# ------------------------------------------------------------------------------------------------
-# the algorithm
-# ------------------------------------------------------------------------------------------------
-class LTSState(NamedTuple):
-    stats: common.LinearStats  # counts, A_t, b_t; sums empty (not kept: linear_stats gives zeros)
-    t: jax.Array            # rounds played
-    lmin: jax.Array         # lambda_min(A_t)
-    w: jax.Array            # current allocation w(t) [K]
-    cum_base: jax.Array     # sum_{s <= t_base} w(s) [K] (both variants: a diagnostic without averaging)
-    t_base: jax.Array       # round of the last allocation change minus one: for t >= t_base,
-                            # sum_{s <= t} w(s) = cum_base + (t - t_base) w(t)
-    forced_arms: jax.Array  # A_0 [d]
-    prior: jax.Array        # sum_{a in A_0} a a^T with ``a0_prior`` (released code), else zeros [d, d]
-    c0: jax.Array           # c_{A_0}
-    i0: jax.Array           # forced-exploration pointer
-    next_update: jax.Array  # next round in the lazy update set T
-    best: jax.Array         # empirical best item
-    stopped: jax.Array
-    n_forced: jax.Array     # diagnostics: forced rounds, allocation updates,
-    n_updates: jax.Array
-    w_shift: jax.Array      # sum over the updates after the first of ||w(t) - w(t - 1)||_1
-    solve: "FWCarry"        # a Frank-Wolfe run carried across steps (paused lanes; see step_masked)
-    near: jax.Array         # the item b of the last min_b Z_{best,b}(t) computed in full (_stops)
-
-
-class FWCarry(NamedTuple):
-    """The released code's Frank-Wolfe (:func:`paper_frank_wolfe`) between two steps of a lane
-    paused for its allocation update (``LazyTrackAndStop.step_masked`` under the accelerator
-    policy).  Outside such a run ``on`` is False and the rest is unused.  ``v`` has K entries
-    under the accelerator policy and none under the CPU's, where no lane pauses: ``init`` and
-    ``step`` are traced under the same policy (the engine does; so does
-    :func:`jaxbandits.engine.layout.lane_bytes` for the platform)."""
-    v: jax.Array            # raw weights [K] (lambda = c v)
-    c: jax.Array
-    n2: jax.Array           # ||lambda||^2
-    A: jax.Array            # A(lambda) [d, d]
-    Ainv: jax.Array
-    k: jax.Array            # iterations run
-    rel: jax.Array          # last relative change of lambda
-    theta: jax.Array        # the plug-in parameter solved for [d]
-    on: jax.Array           # a run is in progress: the lane plays no round
-
-
 @dataclasses.dataclass(frozen=True)
-class LazyTrackAndStop(Algorithm):
-    """LT&S (seed 000 Algorithm 1; Lemma 5, eq. (5)-(10), Prop 2, Sec 5 experimental choices).
+class LazyTrackAndStop(Composed):
+    """LT&S (seed 000 Algorithm 1; Lemma 5, eq. (5)-(10), Prop 2, Sec 5 experimental choices): the
+    composition of :meth:`rules`, seed 000's sampling rule
+    (:class:`~jaxbandits.rules.lazy.LazyTracking`) and stopping rule (8)
+    (:class:`~jaxbandits.rules.lazy.SpanningGLR`).
 
     The defaults are the paper's text (:data:`jaxbandits.presets.LTS_PAPER`, :meth:`paper`); :meth:`released_code`
     gives the authors' code (:data:`jaxbandits.presets.LTS_RELEASED`).
@@ -284,18 +209,7 @@ class LazyTrackAndStop(Algorithm):
         return cls(**presets.TD_LTS.apply(**kw))
 
     def __post_init__(self):
-        thresholds.resolve("track_and_stop", self.threshold)
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.schedule == "exponential" and concrete(self.factor) and not self.factor > 1.0:
-            raise ValueError(f"the exponential schedule needs factor > 1, got {self.factor}")
-        if self.schedule == "periodic" and int(self.period) < 1:
-            raise ValueError(f"period must be >= 1, got {self.period}")
-        trips = self.pause_trips
-        if not (isinstance(trips, int) and not isinstance(trips, bool) and trips >= 1 and (app_f.REFACTOR % trips == 0 or trips % app_f.REFACTOR == 0)):
-            raise ValueError(f"pause_trips must be a positive divisor or multiple of {app_f.REFACTOR}, got {trips!r}")
+        self.rules()  # the rules check their options (schedule, method, factor, period, pause_trips, threshold)
 
     def validate(self, instance: Instance) -> None:
         """Also refuses reward models outside the paper's linear model (Sec 2: r = mu^T a + eta,
@@ -306,270 +220,26 @@ class LazyTrackAndStop(Algorithm):
         if isinstance(self.sigma, (int, float)) and not self.sigma > 0.0:  # host-side; a traced sigma is not checked
             raise ValueError(f"sigma must be positive, got {self.sigma}")
 
-    # -- pieces --------------------------------------------------------------------------------
-    def _next(self, t):
-        if self.schedule == "exponential":
-            return jnp.maximum(jnp.ceil(self.factor * t).astype(t.dtype), t + 1)
-        if self.schedule == "periodic":
-            return t + int(self.period)
-        return t + 1
-
-    def _solve(self, X, Z, theta, init, arm_mask=None, item_mask=None):
-        return plug_in_allocation(X, Z, theta, init if self.warm_start else None,
-                                  method=self.method, tol=self.tol, max_iters=self.max_iters,
-                                  arm_mask=arm_mask, item_mask=item_mask, fixed_trips=self.policy.batched)
+    def rules(self) -> Composition:
+        """Seed 000's sampling rule (forced exploration, tracking, lazy updates) and stopping rule
+        (8), with this configuration's options and its batching policy's program."""
+        batched = self.policy.batched
+        sampling = LazyTracking(averaging=self.averaging, schedule=self.schedule, factor=self.factor,
+                                period=self.period, first_update=self.first_update, method=self.method, tol=self.tol,
+                                max_iters=self.max_iters, warm_start=self.warm_start,
+                                solve_capacity=self.solve_capacity, pause_trips=self.pause_trips, batched=batched)
+        stopping = SpanningGLR(a0_prior=self.a0_prior, u=self.u, anytime=self.anytime, threshold=self.threshold,
+                               batched=batched)
+        return Composition(sampling, stopping, delta=self.delta, sigma=self.sigma, name=type(self).__name__)
 
     @staticmethod
-    def cumulative_allocation(state: LTSState) -> jax.Array:
+    def cumulative_allocation(state: ComposedState) -> jax.Array:
         """sum_{s <= t} w(s) [K], the target of Algorithm 1's tracking rule (kept for both
         variants); batched states (leading axes) are fine."""
-        steps = (state.t - state.t_base).astype(state.w.dtype)
-        return state.cum_base + steps[..., None] * state.w
+        s = state.sampling
+        steps = (state.belief.t - s.t_base).astype(s.w.dtype)
+        return s.cum_base + steps[..., None] * s.w
 
-    # -- contract ------------------------------------------------------------------------------
-    def init(self, key, instance: Instance) -> LTSState:
-        X = instance.arms
-        K, d = X.shape
-        A0 = random_spanning_set(key, X, arm_mask=instance.arm_mask)
-        XA = X[A0]
-        G0 = XA.T @ XA
-        c0 = common.lambda_min(G0) / math.sqrt(d)
-        first = d if self.first_update is None else int(self.first_update)
-        i32 = lambda v: jnp.asarray(v, jnp.int32)
-        return LTSState(
-            # per-arm reward sums are not kept ([0]; ``linear_stats`` gives zeros): a [K] array
-            # less to carry, select and write per step
-            stats=common.init_stats(instance)._replace(sums=jnp.zeros((0,), X.dtype)), t=i32(0),
-            lmin=common.lambda_min(G0) if self.a0_prior else jnp.zeros((), X.dtype),
-            w=instance.valid_arms().astype(X.dtype) / instance.true_num_arms(), cum_base=jnp.zeros((K,), X.dtype), t_base=i32(0), forced_arms=A0,
-            prior=G0 if self.a0_prior else jnp.zeros((d, d), X.dtype),
-            c0=c0, i0=i32(0), next_update=i32(max(first, 1)), best=i32(0),
-            stopped=jnp.zeros((), bool), n_forced=i32(0), n_updates=i32(0), w_shift=jnp.zeros((), X.dtype),
-            solve=FWCarry(jnp.zeros((K if self._pauses() else 0,), X.dtype), jnp.ones((), X.dtype),
-                          jnp.zeros((), X.dtype), jnp.zeros((d, d), X.dtype), jnp.zeros((d, d), X.dtype), i32(0),
-                          jnp.zeros((), X.dtype), jnp.zeros((d,), X.dtype), jnp.zeros((), bool)),
-            near=i32(0))
-
-    def _pauses(self) -> bool:
-        """Whether a lane pauses for its allocation update (``pause_trips`` Frank-Wolfe
-        iterations per step, no round played until the run ends) instead of running the whole
-        solve in one step: the released code's Frank-Wolfe under the accelerator policy, where a
-        step costs its kernel launches and a whole solve would make every lane's step wait for
-        the slowest of the lanes that solve in it."""
-        return self.method == "paper" and self.policy.batched
-
-    def rounds(self, state: LTSState, steps: jax.Array) -> jax.Array:
-        """Rounds played, counting the round whose allocation update is still running as not yet
-        complete: the engine's key index and ``max_steps`` count, the same whether lanes pause
-        or not."""
-        return state.t - state.solve.on.astype(state.t.dtype)
-
-    def step(self, key, state: LTSState, instance: Instance) -> LTSState:
-        return self.step_masked(key, state, instance, jnp.ones((instance.num_items,), bool))
-
-    # -- elimination protocol (Tirinzoni & Degenne 2022; jaxbandits.algorithms.Eliminate) --------
-    def linear_stats(self, state: LTSState) -> common.LinearStats:
+    def linear_stats(self, state: ComposedState) -> common.LinearStats:
         """Counts, A_t and b_t of the observations (``sums`` is not kept by LT&S: zeros)."""
-        return state.stats._replace(sums=jnp.zeros_like(state.stats.counts))
-
-    def stopping_threshold(self, state: LTSState, instance: Instance):
-        """(beta, ready) of the stopping rule (8): beta(delta_t, t) of Prop 2 / eq. (9) with the
-        Sec 5 choices (the released code's with ``a0_prior`` / ``anytime=False``), and
-        ready = lambda_min(A_t) >= c (and t >= d with the prior)."""
-        d = instance.arms.shape[1]
-        gram = state.stats.gram + state.prior if self.a0_prior else state.stats.gram
-        return self._threshold(gram, state.t, state.c0, instance), self._ready(state.lmin, state.t, state.c0, d)
-
-    def _threshold(self, gram, t, c0, instance):
-        d = instance.arms.shape[1]
-        if thresholds.resolve("track_and_stop", self.threshold) == "log_t":  # Tirinzoni & Degenne 2022
-            sigma = common.noise_scale(self.sigma, instance)
-            return sigma**2 * thresholds.log_t(t.astype(gram.dtype), self.delta)
-        dl = (thresholds.anytime_delta(self.delta, t.astype(gram.dtype)) if self.anytime
-              else jnp.asarray(self.delta, gram.dtype))
-        # sigma enters here only: beta(delta, t) = (1 + u) sigma^2 log(...) of Prop 2 / eq. (9)
-        sigma = common.noise_scale(self.sigma, instance)
-        return thresholds.prop2_small(gram, dl, sigma, c0 * math.sqrt(d), self.u)
-
-    def _ready(self, lmin, t, c0, d):
-        ready = lmin >= c0 * math.sqrt(d) * (1.0 - 1e-9)
-        if self.a0_prior:  # the code's ``t >= d`` (lambda_min >= c holds from the start)
-            ready = ready & (t >= d)
-        return ready
-
-    def step_masked(self, key, state: LTSState, instance: Instance, active: jax.Array) -> LTSState:
-        """One round in which the lazy allocation update w(t) = argmax_w psi(mu_hat_t, w) takes the
-        min over the items z != z* with ``active[z]`` only (elimination at sampling, Tirinzoni &
-        Degenne Sec 4; the empirical best z* is always kept).  Forced exploration, tracking and the
-        stopping rule are unchanged."""
-        X, Z = instance.arms, instance.items
-        K, d = X.shape
-        dtype = X.dtype
-        t = state.t
-        tf = t.astype(dtype)
-        # forced exploration (Lemma 5): f evaluated at max(t, 1); relative slack so that
-        # lambda_min(A_d) = c_{A0} sqrt(d) after the d first (forced) rounds counts as reached.
-        f = state.c0 * jnp.sqrt(jnp.maximum(tf, 1.0))
-        forced = state.lmin < f * (1.0 - 1e-9)
-        counts = state.stats.counts
-        if self.averaging:
-            # sum_{s <= t} w(s), from the value at the last allocation change (w is constant
-            # between lazy updates): no O(K) write per round
-            cum_w = state.cum_base + (tf - state.t_base.astype(dtype)) * state.w
-            track = counts - cum_w
-            supp = cum_w > 0
-        else:
-            track = counts - tf * state.w
-            supp = state.w > 0
-        tracked = common.argmax_fast(jnp.where(supp, -track, -jnp.inf))
-        arm = jnp.where(forced, state.forced_arms[state.i0], tracked)
-        i0 = jnp.where(forced, (state.i0 + 1) % d, state.i0)
-
-        reward = pull(key, instance, arm)
-        x = X[arm]
-        # LT&S needs counts, A_t and b_t only: per-arm reward sums are not kept (``stats.sums`` is
-        # empty), which saves a scatter per round
-        stats = common.LinearStats(state.stats.counts.at[arm].add(1.0), state.stats.sums,
-                                   state.stats.gram + jnp.outer(x, x), state.stats.b + reward * x)
-        t1 = t + 1
-        Ainv = inverse_gram(stats.gram)
-        if self.a0_prior:
-            # released code: A_t = prior + sum_s a_s a_s^T in mu_hat, forced exploration and the
-            # threshold; Z(t) from the count-only A_t (its ``allocation`` design)
-            gram = stats.gram + state.prior
-            theta = inverse_gram(gram) @ stats.b
-        else:
-            gram = stats.gram
-            theta = Ainv @ stats.b
-        # Lemma 7: no sigma (unit-variance likelihood)
-        values, top, best = common.empirical_best(theta, Z, instance.item_mask)
-        lmin = lambda_min_small(gram)
-        beta = self._threshold(gram, t1, state.c0, instance)
-        # a stopped state stays stopped without the stopping pass: the engine steps the lanes
-        # that wait for a replication (and discards their rounds), and on a CPU their pass over
-        # every item ran in each of those steps (``_stops``)
-        stop, near = self._stops(Ainv, Z, instance.item_mask, values, top, best, beta,
-                                 self._ready(lmin, t1, state.c0, d) & ~state.stopped, state.near)
-        stop = stop | state.stopped
-
-        upd = (t1 == state.next_update) & ~stop
-
-        item_mask = active | (jnp.arange(Z.shape[0]) == best)  # elimination at sampling (step_masked)
-        if instance.item_mask is not None:  # padded items of a shape bucket
-            item_mask = item_mask & instance.item_mask
-
-        def update(X, Z, theta, w, base, tb, t1, shift, nu, masks):  # no closed-over tracers (custom_vmap)
-            new = self._solve(X, Z, theta, w, *masks)
-            # a failed solve (non-finite, e.g. mu_hat = 0) keeps the previous allocation
-            new = jnp.where(jnp.all(jnp.isfinite(new)) & (jnp.sum(new) > 0), new, w)
-            # sum_{s <= t1 - 1} w(s) with the old w, then w(t1) = new (both variants: diagnostic)
-            base = base + (t1 - 1 - tb).astype(dtype) * w
-            tb = t1 - 1
-            shift = shift + jnp.where(nu > 0, jnp.sum(jnp.abs(new - w)), 0.0)
-            return new, base, tb, shift
-
-        nxt = jnp.where(t1 == state.next_update, self._next(t1), state.next_update)
-        # the round played, with the allocation (w, its cumulative sum, w_shift) not yet updated
-        played = LTSState(
-            stats=stats, t=t1, lmin=lmin, w=state.w, cum_base=state.cum_base, t_base=state.t_base,
-            forced_arms=state.forced_arms, prior=state.prior, c0=state.c0, i0=i0, next_update=nxt,
-            best=best.astype(jnp.int32), stopped=stop,
-            n_forced=state.n_forced + forced.astype(jnp.int32),
-            n_updates=state.n_updates + upd.astype(jnp.int32), w_shift=state.w_shift, solve=state.solve,
-            near=near)
-        if self._pauses():
-            return self._paused_update(state, instance, active, played, theta, upd)
-        w, cum_base, t_base, w_shift = solve_where(
-            upd, update, (X, Z, theta, state.w, state.cum_base, state.t_base, t1, state.w_shift, state.n_updates,
-                          (instance.arm_mask, item_mask)),
-            (state.w, state.cum_base, state.t_base, state.w_shift), self.solve_capacity)
-        return played._replace(w=w, cum_base=cum_base, t_base=t_base, w_shift=w_shift)
-
-    def _stops(self, Ainv, Z, item_mask, values, top, best, beta, ready, near):
-        """(stop, near): the stopping rule (8), ready and min_b Z_{best,b}(t) > beta, and the item
-        b reaching the min the last time it was computed in full.
-
-        Any one item b bounds the min from above, so where Z_{best,b}(t) of the last minimiser is
-        at most beta (less a relative 1e-12, against rounding) the round cannot stop and the pass
-        over every item is skipped: under the CPU policy it runs (:func:`solve_where`) only for
-        the lanes that are ready and whose bound exceeds beta, near the stopping time (at K = 1000,
-        that pass was a fifth of a round).  The stops are those of the full pass in every round.
-        Under the accelerator policy every lane runs the full pass: a branch would cost a host
-        round trip per step.  :meth:`step_masked` passes ``ready`` False for a state that has
-        stopped already (it stays stopped): the engine steps the lanes waiting for a replication,
-        and their pass ran in every such step (48.8 passes per replication of the released code's
-        configuration at K = 1000, 96 replications on 16 lanes, against 2.7 without them)."""
-        zb = Z[best]
-        if self.policy.batched:
-            z = jnp.min(common.glr_pair_statistics(Ainv, Z, values, top, zb, item_mask))
-            return ready & (z > beta), near
-        row = lambda a: None if a is None else a[near][None]
-        zc = common.glr_pair_statistics(Ainv, row(Z), row(values), top, zb, row(item_mask))[0]
-        check = ready & ~(zc <= beta - 1e-12 * jnp.abs(beta))
-
-        def full(Ainv, Z, values, top, zb, item_mask, beta):  # no closed-over tracers (custom_vmap)
-            r = common.glr_pair_statistics(Ainv, Z, values, top, zb, item_mask)
-            neg, first = common.max_argmax(-r)  # the min and the first minimiser
-            return -neg > beta, first.astype(near.dtype)
-
-        exceeds, near = solve_where(check, full, (Ainv, Z, values, top, zb, item_mask, beta),
-                                    (jnp.zeros((), bool), near))
-        return check & exceeds, near
-
-    def _paused_update(self, state: LTSState, instance: Instance, active, played: LTSState, theta, upd):
-        """The allocation update of a step under the accelerator policy (:meth:`_pauses`): a lane
-        whose round triggers an update starts the released code's Frank-Wolfe and runs
-        ``pause_trips`` iterations of it; a lane whose run is still going plays no round
-        (``played`` is dropped, its state stays) and runs the next ``pause_trips``; a run
-        that ends sets w(t) as the one-step update would, for the round that started it.  No round
-        is played while w(t) is pending, so the pulls, the stopping time and the answer are those
-        of the one-step update (the keys follow :meth:`rounds`); what changes is the number of
-        engine steps (``Results.steps``): a run of n iterations adds ceil(n / ``pause_trips``) - 1
-        steps (13 at the median of 112 iterations on the released code's K = 1000 instance with
-        the default 8)."""
-        X, Z = instance.arms, instance.items
-        dtype = X.dtype
-        old = state.solve
-        paused = old.on
-        start = upd & ~paused
-        go = start | paused
-        theta_s = jnp.where(paused, old.theta, theta)
-        best_s = jnp.where(paused, state.best, played.best)
-        item_mask = active | (jnp.arange(Z.shape[0]) == best_s)
-        if instance.item_mask is not None:
-            item_mask = item_mask & instance.item_mask
-        max_iters, trips = int(self.max_iters), int(self.pause_trips)
-        carry = (old.v, old.c, old.n2, old.A, old.Ainv, old.k, old.rel)
-
-        def advance(X, Z, theta_s, w, carry, start, masks):  # no closed-over tracers (custom_vmap)
-            arm_mask, item_mask = masks
-            Y, Yq, ym = app_f.oracle_fw_directions(Z, theta_s, item_mask, dtype)
-            fresh = app_f.incremental_start(X, w if self.warm_start else None, arm_mask)
-            st = tuple(jnp.where(start, a, b) for a, b in zip(fresh, carry))
-            st = app_f.incremental_trips(X, Y, Yq, ym, arm_mask, st, max_iters, trips)
-            return st, app_f.incremental_running(st, max_iters), app_f.incremental_allocation(X, st[0], st[1])
-
-        st, running, new = solve_where(
-            go, advance, (X, Z, theta_s, state.w, carry, start, (instance.arm_mask, item_mask)),
-            (carry, jnp.zeros((), bool), state.w), self.solve_capacity)
-        fin = go & ~running
-        # as the one-step update: a failed solve keeps the previous allocation; sum_{s <= t - 1} w(s)
-        # with the old w, then w(t) = new, t the round that started the run
-        new = jnp.where(jnp.all(jnp.isfinite(new)) & (jnp.sum(new) > 0), new, state.w)
-        t_s = jnp.where(paused, state.t, played.t)
-        nu = jnp.where(paused, state.n_updates - 1, state.n_updates)  # updates before this one
-        shift = state.w_shift + jnp.where(nu > 0, jnp.sum(jnp.abs(new - state.w)), 0.0)
-        base = state.cum_base + (t_s - 1 - state.t_base).astype(dtype) * state.w
-        keep = lambda a, b: jax.tree.map(lambda x, y: jnp.where(paused, y, x), a, b)
-        out = keep(played, state)
-        return out._replace(
-            w=jnp.where(fin, new, state.w), cum_base=jnp.where(fin, base, state.cum_base),
-            t_base=jnp.where(fin, t_s - 1, state.t_base), w_shift=jnp.where(fin, shift, state.w_shift),
-            solve=FWCarry(*st, theta_s, go & running))
-
-    def done(self, state: LTSState) -> jax.Array:
-        return state.stopped
-
-    def outcome(self, state: LTSState, instance: Instance) -> Outcome:
-        return Outcome(answer_mask(state.best, instance.num_items), state.t,
-                       state.stats.counts.astype(jnp.int32))
+        return state.belief.stats._replace(sums=jnp.zeros_like(state.belief.stats.counts))
