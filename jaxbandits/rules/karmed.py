@@ -224,6 +224,43 @@ def tc_challenger(family: str, mu, counts, leader, valid, sigma):
     return common.argmax_fast(-jnp.where(others, cost, jnp.inf))
 
 
+#: the Beta samplers of the Thompson leader on Bernoulli arms: ``"rejection"`` (``jax.random.beta``,
+#: whose rejection loop runs until every lane accepts) or ``"bounded"`` (:func:`beta_bounded`)
+BETA_SAMPLERS = ("rejection", "bounded")
+
+
+def gamma_bounded(key, shape_a, proposals: int = 8):
+    """(G, ok): a Gamma(shape_a, 1) draw for every entry of ``shape_a`` (all >= 1) by Marsaglia &
+    Tsang's method ("A simple method for generating gamma variables", ACM TOMS 2000) with a fixed
+    number of proposals: d = a - 1/3, c = 1 / sqrt(9 d); proposal d v, v = (1 + c x)^3, x ~ N(0, 1),
+    accepted when v > 0 and log U < x^2 / 2 + d - d v + d log v; the first accepted proposal is
+    returned, so that, given ``ok``, G has exactly the Gamma law.  Each proposal is accepted with
+    probability above 0.95 for a >= 1, so all ``proposals`` fail with probability below
+    0.05^proposals (``ok`` False, G the last proposal's d v clipped to be positive)."""
+    dt = shape_a.dtype
+    kx, ku = jax.random.split(key)
+    x = jax.random.normal(kx, (proposals,) + shape_a.shape, dt)
+    u = jax.random.uniform(ku, (proposals,) + shape_a.shape, dt)
+    d = shape_a - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * d)
+    v = (1.0 + c * x) ** 3
+    vpos = jnp.where(v > 0, v, 1.0)
+    accept = (v > 0) & (jnp.log(u) < 0.5 * x * x + d - d * vpos + d * jnp.log(vpos))
+    first = jnp.argmax(accept, axis=0)
+    ok = jnp.any(accept, axis=0)
+    g = d * jnp.take_along_axis(vpos, first[None], axis=0)[0]
+    return g, ok
+
+
+def beta_bounded(key, a, b, proposals: int = 8):
+    """(X, ok): X = G_a / (G_a + G_b) ~ Beta(a, b) (a, b >= 1) from two :func:`gamma_bounded` draws:
+    a fixed number of operations per draw (no data-dependent loop), exact given ``ok``."""
+    ka, kb = jax.random.split(key)
+    ga, oka = gamma_bounded(ka, a, proposals)
+    gb, okb = gamma_bounded(kb, b, proposals)
+    return ga / (ga + gb), oka & okb
+
+
 def posterior_sample(key, family: str, stats: common.LinearStats, sigma):
     """One draw of the arms' means from their posterior: Beta(1 + S_a, 1 + N_a - S_a) for Bernoulli
     arms (uniform prior, Russo 2016; Shang et al. 2020), N(mu_hat_a, sigma^2 / N_a) for Gaussian arms
@@ -291,6 +328,10 @@ class TopTwo(SamplingRule):
       beta: the leader's probability, in (0, 1) (1/2 in the papers' experiments).
       challenger: "TC" (transportation cost) or "TS" (re-sampling).
       grid: quadrature points of the re-sampling challenger's probabilities (static).
+      beta_sampler: the Thompson leader's Beta draws on Bernoulli arms: ``"rejection"``
+        (``jax.random.beta``) or ``"bounded"`` (:func:`beta_bounded`: Marsaglia & Tsang with a fixed
+        number of proposals, no data-dependent loop in the step; a step whose proposals all failed,
+        probability below 1e-10 per draw, is counted in the state and the run reported not converged).
     """
 
     draws: ClassVar[int] = 3
@@ -299,18 +340,25 @@ class TopTwo(SamplingRule):
     beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
     challenger: str = "TC"
     grid: int = hyperparameter(256, count=8)
+    beta_sampler: str = "rejection"
 
     def __post_init__(self):
         if self.leader not in LEADERS:
             raise ValueError(f"leader must be one of {LEADERS}, got {self.leader!r}")
         if self.challenger not in CHALLENGERS:
             raise ValueError(f"challenger must be one of {CHALLENGERS}, got {self.challenger!r}")
+        if self.beta_sampler not in BETA_SAMPLERS:
+            raise ValueError(f"beta_sampler must be one of {BETA_SAMPLERS}, got {self.beta_sampler!r}")
 
     def init(self, key, instance: Instance):
-        return jnp.zeros((), jnp.int32)       # steps whose re-sampling challenger fell back to TC
+        # steps that fell back: the re-sampling challenger to TC, or the bounded Beta sampler
+        return jnp.zeros((), jnp.int32)
+
+    def _bounded(self) -> bool:
+        return self.leader == "TS" and self.beta_sampler == "bounded"
 
     def converged(self, state):
-        return state == 0 if self.challenger == "TS" else None
+        return state == 0 if self.challenger == "TS" or self._bounded() else None
 
     def update(self, keys, state, belief: Belief, ctx: Context):
         k_lead, k_coin, k_chal = keys
@@ -319,7 +367,11 @@ class TopTwo(SamplingRule):
         valid = instance.valid_arms()
         stats = belief.stats
         mu = empirical_means(stats)
-        if self.leader == "TS":
+        if self.leader == "TS" and self._bounded() and instance.model == "bernoulli":
+            sample, ok = beta_bounded(k_lead, 1.0 + stats.sums, 1.0 + stats.counts - stats.sums)
+            lead = common.argmax_fast(jnp.where(valid, sample, -jnp.inf))
+            state = state + (~jnp.all(ok | ~valid) & (belief.t >= ctx.start)).astype(jnp.int32)
+        elif self.leader == "TS":
             sample = posterior_sample(k_lead, instance.model, stats, ctx.sigma)
             lead = common.argmax_fast(jnp.where(valid, sample, -jnp.inf))
         else:

@@ -82,6 +82,9 @@ class KArmedTopTwo(Composed):
       grid: quadrature points of TTTS's challenger probabilities (static).
       threshold: as :class:`KArmedTrackAndStop`'s.
       sigma: the Gaussian noise scale (None: the instance's).
+      beta_sampler: the Thompson leader's Beta draws on Bernoulli arms, ``"rejection"``
+        (``jax.random.beta``) or ``"bounded"`` (a fixed number of operations per step,
+        :func:`jaxbandits.rules.karmed.beta_bounded`).
     """
 
     delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
@@ -91,8 +94,11 @@ class KArmedTopTwo(Composed):
     grid: int = hyperparameter(256, count=8)
     threshold: str = "heuristic"
     sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+    beta_sampler: str = "rejection"
 
     def __post_init__(self):
+        if self.beta_sampler not in karmed.BETA_SAMPLERS:
+            raise ValueError(f"beta_sampler must be one of {karmed.BETA_SAMPLERS}, got {self.beta_sampler!r}")
         if self.leader not in karmed.LEADERS:
             raise ValueError(f"leader must be one of {karmed.LEADERS}, got {self.leader!r}")
         if self.challenger not in karmed.CHALLENGERS:
@@ -102,7 +108,8 @@ class KArmedTopTwo(Composed):
     def rules(self) -> Composition:
         name = {("EB", "TC"): "EB-TC", ("TS", "TC"): "T3C", ("TS", "TS"): "TTTS"}.get(
             (self.leader, self.challenger), f"Top Two ({self.leader}, {self.challenger})")
-        rule = karmed.TopTwo(leader=self.leader, beta=self.beta, challenger=self.challenger, grid=self.grid)
+        rule = karmed.TopTwo(leader=self.leader, beta=self.beta, challenger=self.challenger, grid=self.grid,
+                             beta_sampler=self.beta_sampler)
         return Composition(sampling.Initial(rule, first="all"),
                            karmed.ChernoffGLR(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
                            name=name)
