@@ -100,7 +100,8 @@ def test_lil_ucb_is_delta_correct_and_matches_the_paper(preset):
     """lil'UCB (300 runs, delta = 0.1): the paper's constants on Gaussian arms (sigma = 1/2, means
     (1, 0.5, 0.25); measured 245.7 +- 6.3 against the NumPy implementation's 246.5 +- 1.7,
     z = -0.1; mutants 115.5 and 562.3) and the heuristic's on Bernoulli arms (0.7, 0.5, 0.4)
-    (measured 465.8 +- 15.1 against 448.7 +- 4.0, z = 1.1; mutants 212.7 and 956.8): error rate not above delta (binomial test at level 1e-3), mean stopping time
+    (measured 465.8 +- 15.1 against 448.7 +- 4.0, z = 1.1; mutants 212.7 and 956.8): error rate
+    not above delta (binomial test at level 1e-3), mean stopping time
     two-sided within 3.5 combined SE of the NumPy implementation (4,000 runs).  Mutations: the
     log-log term / 2 and x 2 leave the band."""
     if preset == "paper":
