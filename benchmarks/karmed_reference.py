@@ -9,6 +9,10 @@ arms pull one of them at random.  It shares no code with the library.
 time with its standard error and the error count; by default on the instance of
 ``tests/test_karmed.py``'s reference band (Bernoulli mu = [0.7, 0.5, 0.4], delta = 0.1), whose band
 is this script's output.
+
+Also here, vectorised over replications: :func:`lucb1` (Kalyanakrishnan et al. 2012) and
+:func:`lil_ucb` (Jamieson et al. 2014), written from the papers, for the checks of
+``tests/test_karmed.py``.
 """
 from __future__ import annotations
 
@@ -87,6 +91,84 @@ def run(rng, mu=MU, delta=DELTA):
         t += 1
         S[arm] += rng.random() < mu[arm]
         N[arm] += 1
+
+
+# -- LUCB1 and lil'UCB, vectorised over replications ------------------------------------------------
+def _draw(rng, mu, mask, gaussian, sigma):
+    """One reward of arm ``mu`` (per replication) where ``mask``, else 0."""
+    if gaussian:
+        x = mu + sigma * rng.standard_normal(mu.shape)
+    else:
+        x = (rng.random(mu.shape) < mu).astype(float)
+    return np.where(mask, x, 0.0)
+
+
+def lucb1(rng, mu, delta, reps, *, gaussian=False, sigma=0.5, scale=1.0, max_rounds=10**6):
+    """LUCB1 (Kalyanakrishnan, Tewari, Auer & Stone, ICML 2012, Sec 3; m = 1, epsilon = 0),
+    written from the paper: sample every arm once, t = 1; while U(l_t) >= L(h_t): sample h_t and
+    l_t, t = t + 1; with h_t the empirical best arm, l_t the other arm of largest upper bound, and
+    the bounds mu_hat -+ sigma sqrt(2 beta / u), beta = log(5 K t^4 / (4 delta)) (``scale`` times
+    it: the mutations).  Returns (samples, recommended arm) per replication."""
+    mu = np.asarray(mu, float)
+    K = len(mu)
+    N = np.ones((reps, K))
+    S = _draw(rng, np.broadcast_to(mu, (reps, K)), True, gaussian, sigma)
+    done = np.zeros(reps, bool)
+    tau = np.zeros(reps)
+    best = np.zeros(reps, int)
+    rows = np.arange(reps)
+    for t in range(1, max_rounds):
+        m = S / N
+        w = sigma * np.sqrt(2.0 * scale * math.log(5 * K * t**4 / (4 * delta)) / N)
+        h = m.argmax(axis=1)
+        up = m + w
+        up[rows, h] = -np.inf
+        low = m[rows, h] - w[rows, h]
+        l_ = up.argmax(axis=1)
+        stop = ~done & (low > up[rows, l_])
+        tau[stop], best[stop] = N[stop].sum(axis=1), h[stop]
+        done |= stop
+        if done.all():
+            return tau, best
+        for arm in (h, l_):
+            x = _draw(rng, mu[arm], ~done, gaussian, sigma)
+            S[rows, arm] += x
+            N[rows, arm] += ~done
+    raise RuntimeError("LUCB1 did not stop")
+
+
+def lil_ucb(rng, mu, delta, reps, *, eps=0.01, beta=1.0, lam=9.0, gaussian=False, sigma=0.5, scale=1.0,
+            max_steps=10**7):
+    """lil'UCB (Jamieson, Malloy, Nowak & Bubeck, COLT 2014, Algorithm 1), written from the paper:
+    sample every arm once; while N_i < 1 + lam sum_{j != i} N_j for every i, sample
+    argmax_i mu_hat_i + (1 + beta)(1 + sqrt(eps)) sqrt(2 sigma^2 (1 + eps) log(log((1 + eps) N_i) / delta) / N_i)
+    (+inf where log((1 + eps) N_i) <= delta; ``scale`` multiplies the log-log term: the
+    mutations); output argmax_i N_i.  ``delta`` is the bound's parameter.  Returns (samples,
+    recommended arm) per replication."""
+    mu = np.asarray(mu, float)
+    K = len(mu)
+    N = np.ones((reps, K))
+    S = _draw(rng, np.broadcast_to(mu, (reps, K)), True, gaussian, sigma)
+    done = np.zeros(reps, bool)
+    tau = np.zeros(reps)
+    best = np.zeros(reps, int)
+    rows = np.arange(reps)
+    for _ in range(max_steps):
+        tot = N.sum(axis=1, keepdims=True)
+        stop = ~done & (N >= 1.0 + lam * (tot - N)).any(axis=1)
+        tau[stop], best[stop] = tot[stop, 0], N[stop].argmax(axis=1)
+        done |= stop
+        if done.all():
+            return tau, best
+        inner = np.log((1.0 + eps) * N)
+        ok = inner > delta
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = (1 + beta) * (1 + math.sqrt(eps)) * np.sqrt(
+                2 * sigma**2 * (1 + eps) * scale * np.log(np.where(ok, inner, 2 * delta) / delta) / N)
+        arm = np.where(ok, S / N + w, np.inf).argmax(axis=1)
+        S[rows, arm] += _draw(rng, mu[arm], ~done, gaussian, sigma)
+        N[rows, arm] += ~done
+    raise RuntimeError("lil'UCB did not stop")
 
 
 if __name__ == "__main__":

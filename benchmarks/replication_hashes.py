@@ -54,7 +54,8 @@ def configurations():
     karmed = make_instance(jnp.eye(4), jnp.array([0.8, 0.3, 0.5, 0.2]), 1.0, model="bernoulli")
     instance_of = {"UCBGLM": bernoulli, "SphereBAI": sphere,
                    **{n: karmed for n in ("KArmedTrackAndStop", "KArmedTopTwo", "KArmedKLLUCB", "SuccessiveElimination",
-                                          "SuccessiveRejects", "SequentialHalving")}}
+                                          "SuccessiveRejects", "SequentialHalving", "KArmedLUCB1",
+                                          "KArmedLilUCB")}}
     out = []
     for name, cls in sorted(vars(A).items()):
         if not (isinstance(cls, type) and issubclass(cls, Algorithm)) or cls in (Algorithm, Wrapper):

@@ -9,7 +9,9 @@ x replications, run on the engine, returned as a tidy :class:`pandas.DataFrame`.
 One row per replication: the algorithm, the generator, every parameter of the grid, delta, the
 instance and replication indices, the stopping time (``samples``), steps, correctness, whether the
 run stopped before the cap, the returned item(s), the instance's noise scale, and the lower bound
-sigma^2 T*(theta) kl(delta, 1 - delta) of seed 000 Thm 1 (for best-arm identification).
+sigma^2 T*(theta) kl(delta, 1 - delta) of seed 000 Thm 1 (for best-arm identification; on K-armed
+Bernoulli instances T*(mu) kl(delta, 1 - delta) of the Bernoulli family, Garivier & Kaufmann 2016,
+Theorem 1: :func:`jaxbandits.design.karmed.characteristic_time`).
 
 Reproducibility: the instances of a grid point depend only on (key, generator name, parameters),
 so every algorithm and every delta sees the same instances (paired comparisons); the replications
@@ -90,6 +92,7 @@ class _PointInfo(NamedTuple):
     K: int
     d: int
     M: int
+    scale: np.ndarray  # the lower bound's unit: sigma^2 (Gaussian T*), 1 (Bernoulli K-armed T*)
 
 
 def _configure(alg, delta):
@@ -104,10 +107,31 @@ def _configure(alg, delta):
     return dataclasses.replace(alg, delta=delta)
 
 
+def _bernoulli_k_armed(instances: Instance) -> bool:
+    """Whether the instances are K-armed bandits (arms = items = the identity) with Bernoulli
+    rewards, whose T* is the Bernoulli family's (host side)."""
+    if instances.model != "bernoulli":
+        return False
+    X, Z = np.asarray(instances.arms), np.asarray(instances.items)
+    K = X.shape[-2]
+    return X.shape[-1] == K and np.array_equal(X, np.broadcast_to(np.eye(K), X.shape)) and np.array_equal(X, Z)
+
+
 def _characteristic_times(instances: Instance) -> np.ndarray:
+    """T* per instance: the Bernoulli family's T*(mu) on K-armed Bernoulli instances (Garivier &
+    Kaufmann 2016, Theorem 1), else the Gaussian T*(theta) of unit variance (seed 000 Thm 1)."""
+    if _bernoulli_k_armed(instances):
+        from jaxbandits.design import karmed
+
+        return np.asarray(jax.device_get(karmed.characteristic_time(instances.theta, "bernoulli")), float)
     from jaxbandits.design import characteristic_time
 
     return np.asarray(jax.device_get(characteristic_time(instances)), float)
+
+
+def _lower_bound_scale(noise: np.ndarray, bernoulli_k_armed: bool) -> np.ndarray:
+    """The unit of T*: sigma^2 for the Gaussian T* of unit variance, 1 for the Bernoulli family's."""
+    return np.ones_like(noise) if bernoulli_k_armed else noise**2
 
 
 def _kl(delta: float) -> float:
@@ -256,24 +280,30 @@ def sweep(
                 have_t = [tstar_cache.get((point, j)) for j in range(J)]
                 have_all_t = all(h is not None for h in have_t)
                 if not pending[point] and all(m is not None for m in metas) and (have_all_t or not lower_bound):
-                    insts, info = None, _PointInfo(np.asarray([m["noise"] for m in metas], float), int(metas[0]["K"]),
-                                                   int(metas[0]["d"]), int(metas[0]["M"]))
+                    noise = np.asarray([m["noise"] for m in metas], float)
+                    # tables written before the Bernoulli T* have no lb_scale: sigma^2 as then
+                    scale = np.asarray([m.get("lb_scale", np.nan) for m in metas], float)
+                    insts, info = None, _PointInfo(noise, int(metas[0]["K"]), int(metas[0]["d"]), int(metas[0]["M"]),
+                                                   np.where(np.isnan(scale), noise**2, scale))
                 else:
                     bar.status(f"drawing {J} instance(s): {point_text}")
                     insts = g.draw(key_for(base, point), params)
-                    info = _PointInfo(np.asarray(jax.device_get(insts.noise), float).reshape(-1), insts.num_arms,
-                                      insts.dim, insts.num_items)
+                    noise = np.asarray(jax.device_get(insts.noise), float).reshape(-1)
+                    info = _PointInfo(noise, insts.num_arms, insts.dim, insts.num_items,
+                                      _lower_bound_scale(noise, _bernoulli_k_armed(insts)))
                     if meta_path is not None and not all(m is not None for m in metas):
                         new = not meta_path.exists()
                         pd.DataFrame(dict(point=point, instance=np.arange(J), noise=info.noise, K=info.K, d=info.d,
-                                          M=info.M)).to_csv(meta_path, mode="a", header=new, index=False)
+                                          M=info.M, lb_scale=info.scale)).to_csv(meta_path, mode="a", header=new,
+                                                                                 index=False)
                 tstar = np.full(J, np.nan)
                 if lower_bound:
                     if have_all_t:
                         tstar = np.asarray(have_t, float)
                     else:
                         bar.status(f"T* of {J} instance(s): {point_text}")
-                        tstar = _characteristic_times(insts if buckets is None else pad_to(insts, *buckets.shape_for(insts)))
+                        pad_t = buckets is not None and not _bernoulli_k_armed(insts)  # the Bernoulli T*: unpadded
+                        tstar = _characteristic_times(pad_to(insts, *buckets.shape_for(insts)) if pad_t else insts)
                         if inst_path is not None:
                             new = not inst_path.exists()
                             pd.DataFrame(dict(point=point, instance=np.arange(J), T_star=tstar)).to_csv(
@@ -321,7 +351,8 @@ def sweep(
             ts = tstar[df["instance"].to_numpy()]
             df["T_star"] = ts if bai else np.nan
             d_ = float(df["delta"].iloc[0]) if len(df) else np.nan
-            df["lower_bound"] = df["noise"] ** 2 * df["T_star"] * (_kl(d_) if d_ == d_ else np.nan)
+            df["lower_bound"] = (info.scale[df["instance"].to_numpy()] * df["T_star"]
+                                 * (_kl(d_) if d_ == d_ else np.nan))
             lead = ["algorithm", "generator", *params, "delta", "instance", "rep"]
             df = df[lead + [c for c in df.columns if c not in lead]]
             frames.append(df.sort_values(["instance", "rep"]))

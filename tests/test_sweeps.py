@@ -155,3 +155,42 @@ def test_plots_draw_the_summary():
     assert ax.get_xlabel() == "E[tau] / lower bound, per instance" and ax.get_xscale() == "log"
     assert [t.get_text() for t in ax.get_yticklabels()] == ["A", "B"]
     plt.close(ax.figure)
+
+
+
+
+def fixed_k_armed(key, *, model, K):
+    """The K-armed instance of means (0.7, 0.5, 0.4, ...)[:K] whatever the key (a generator)."""
+    from jaxbandits.instances import k_armed
+
+    del key
+    return k_armed([0.7, 0.5, 0.4, 0.35][:K], model, noise=0.5)
+
+
+def test_bernoulli_k_armed_instances_get_the_bernoulli_lower_bound(tmp_path):
+    """On K-armed Bernoulli instances the table's T* is the Bernoulli family's T*(mu) (Garivier &
+    Kaufmann 2016, Theorem 1) and the lower bound T*(mu) kl(delta, 1 - delta), not the Gaussian
+    sigma^2 T*(theta); Gaussian K-armed instances keep sigma^2 T*(theta).  A rerun reads the unit
+    back from disk."""
+    import jax.numpy as jnp
+
+    from jaxbandits.algorithms import KArmedLilUCB
+    from jaxbandits.design import karmed
+
+    def run(model):
+        gen = jb.Generator(f"k-armed-{model}", fixed_k_armed, {"K": [3]}, n_instances=2, fixed=dict(model=model))
+        return jb.sweep({"lil": KArmedLilUCB(preset="heuristic")}, gen, deltas=[0.1], n_reps=2, key=jax.random.key(0),
+                        max_steps=20_000, out=tmp_path / model, progress=False)
+
+    kl = kl_bernoulli(0.1, 0.9)
+    mu = jnp.array([0.7, 0.5, 0.4])
+    bern, gauss = float(karmed.characteristic_time(mu, "bernoulli")), float(karmed.characteristic_time(mu, "gaussian"))
+    assert abs(bern - gauss) > 0.05 * bern  # the check can tell them apart
+    df = run("bernoulli")
+    np.testing.assert_allclose(df["T_star"], bern, rtol=1e-6)
+    np.testing.assert_allclose(df["lower_bound"], bern * kl, rtol=1e-6)
+    again = run("bernoulli")  # read back: the unit from instance_meta.csv
+    np.testing.assert_array_equal(df["lower_bound"].to_numpy(), again["lower_bound"].to_numpy())
+    g = run("gaussian")  # sigma = 1/2: sigma^2 T*(theta) with T* of unit variance
+    np.testing.assert_allclose(g["T_star"], gauss, rtol=1e-6)
+    np.testing.assert_allclose(g["lower_bound"], 0.25 * gauss * kl, rtol=1e-6)

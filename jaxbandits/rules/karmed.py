@@ -224,6 +224,43 @@ def tc_challenger(family: str, mu, counts, leader, valid, sigma):
     return common.argmax_fast(-jnp.where(others, cost, jnp.inf))
 
 
+#: the Beta samplers of the Thompson leader on Bernoulli arms: ``"rejection"`` (``jax.random.beta``,
+#: whose rejection loop runs until every lane accepts) or ``"bounded"`` (:func:`beta_bounded`)
+BETA_SAMPLERS = ("rejection", "bounded")
+
+
+def gamma_bounded(key, shape_a, proposals: int = 8):
+    """(G, ok): a Gamma(shape_a, 1) draw for every entry of ``shape_a`` (all >= 1) by Marsaglia &
+    Tsang's method ("A simple method for generating gamma variables", ACM TOMS 2000) with a fixed
+    number of proposals: d = a - 1/3, c = 1 / sqrt(9 d); proposal d v, v = (1 + c x)^3, x ~ N(0, 1),
+    accepted when v > 0 and log U < x^2 / 2 + d - d v + d log v; the first accepted proposal is
+    returned, so that, given ``ok``, G has exactly the Gamma law.  Each proposal is accepted with
+    probability above 0.95 for a >= 1, so all ``proposals`` fail with probability below
+    0.05^proposals (``ok`` False, G the last proposal's d v clipped to be positive)."""
+    dt = shape_a.dtype
+    kx, ku = jax.random.split(key)
+    x = jax.random.normal(kx, (proposals,) + shape_a.shape, dt)
+    u = jax.random.uniform(ku, (proposals,) + shape_a.shape, dt)
+    d = shape_a - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * d)
+    v = (1.0 + c * x) ** 3
+    vpos = jnp.where(v > 0, v, 1.0)
+    accept = (v > 0) & (jnp.log(u) < 0.5 * x * x + d - d * vpos + d * jnp.log(vpos))
+    first = jnp.argmax(accept, axis=0)
+    ok = jnp.any(accept, axis=0)
+    g = d * jnp.take_along_axis(vpos, first[None], axis=0)[0]
+    return g, ok
+
+
+def beta_bounded(key, a, b, proposals: int = 8):
+    """(X, ok): X = G_a / (G_a + G_b) ~ Beta(a, b) (a, b >= 1) from two :func:`gamma_bounded` draws:
+    a fixed number of operations per draw (no data-dependent loop), exact given ``ok``."""
+    ka, kb = jax.random.split(key)
+    ga, oka = gamma_bounded(ka, a, proposals)
+    gb, okb = gamma_bounded(kb, b, proposals)
+    return ga / (ga + gb), oka & okb
+
+
 def posterior_sample(key, family: str, stats: common.LinearStats, sigma):
     """One draw of the arms' means from their posterior: Beta(1 + S_a, 1 + N_a - S_a) for Bernoulli
     arms (uniform prior, Russo 2016; Shang et al. 2020), N(mu_hat_a, sigma^2 / N_a) for Gaussian arms
@@ -291,6 +328,10 @@ class TopTwo(SamplingRule):
       beta: the leader's probability, in (0, 1) (1/2 in the papers' experiments).
       challenger: "TC" (transportation cost) or "TS" (re-sampling).
       grid: quadrature points of the re-sampling challenger's probabilities (static).
+      beta_sampler: the Thompson leader's Beta draws on Bernoulli arms: ``"rejection"``
+        (``jax.random.beta``) or ``"bounded"`` (:func:`beta_bounded`: Marsaglia & Tsang with a fixed
+        number of proposals, no data-dependent loop in the step; a step whose proposals all failed,
+        probability below 1e-10 per draw, is counted in the state and the run reported not converged).
     """
 
     draws: ClassVar[int] = 3
@@ -299,18 +340,25 @@ class TopTwo(SamplingRule):
     beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
     challenger: str = "TC"
     grid: int = hyperparameter(256, count=8)
+    beta_sampler: str = "rejection"
 
     def __post_init__(self):
         if self.leader not in LEADERS:
             raise ValueError(f"leader must be one of {LEADERS}, got {self.leader!r}")
         if self.challenger not in CHALLENGERS:
             raise ValueError(f"challenger must be one of {CHALLENGERS}, got {self.challenger!r}")
+        if self.beta_sampler not in BETA_SAMPLERS:
+            raise ValueError(f"beta_sampler must be one of {BETA_SAMPLERS}, got {self.beta_sampler!r}")
 
     def init(self, key, instance: Instance):
-        return jnp.zeros((), jnp.int32)       # steps whose re-sampling challenger fell back to TC
+        # steps that fell back: the re-sampling challenger to TC, or the bounded Beta sampler
+        return jnp.zeros((), jnp.int32)
+
+    def _bounded(self) -> bool:
+        return self.leader == "TS" and self.beta_sampler == "bounded"
 
     def converged(self, state):
-        return state == 0 if self.challenger == "TS" else None
+        return state == 0 if self.challenger == "TS" or self._bounded() else None
 
     def update(self, keys, state, belief: Belief, ctx: Context):
         k_lead, k_coin, k_chal = keys
@@ -319,7 +367,11 @@ class TopTwo(SamplingRule):
         valid = instance.valid_arms()
         stats = belief.stats
         mu = empirical_means(stats)
-        if self.leader == "TS":
+        if self.leader == "TS" and self._bounded() and instance.model == "bernoulli":
+            sample, ok = beta_bounded(k_lead, 1.0 + stats.sums, 1.0 + stats.counts - stats.sums)
+            lead = common.argmax_fast(jnp.where(valid, sample, -jnp.inf))
+            state = state + (~jnp.all(ok | ~valid) & (belief.t >= ctx.start)).astype(jnp.int32)
+        elif self.leader == "TS":
             sample = posterior_sample(k_lead, instance.model, stats, ctx.sigma)
             lead = common.argmax_fast(jnp.where(valid, sample, -jnp.inf))
         else:
@@ -405,10 +457,18 @@ class KLLUCB(SamplingRule):
     def init(self, key, instance: Instance) -> LUCBState:
         return LUCBState(jnp.zeros((), jnp.int32))
 
+    def level(self, t, ctx: Context):
+        """The exploration rate beta(t, delta) of the bounds after t pulls."""
+        return ChernoffGLR(self.threshold)._beta_kl(t, ctx)
+
+    def family(self, ctx: Context) -> str:
+        """The divergence of the bounds (KL-LUCB: the instance's)."""
+        return ctx.instance.model
+
     def update(self, keys, state: LUCBState, belief: Belief, ctx: Context):
         instance = ctx.instance
-        level = ChernoffGLR(self.threshold)._beta_kl(belief.t, ctx)
-        b, c, _, _ = lucb_pair(instance.model, belief.stats, level, instance.valid_arms(), ctx.sigma)
+        level = self.level(belief.t, ctx)
+        b, c, _, _ = lucb_pair(self.family(ctx), belief.stats, level, instance.valid_arms(), ctx.sigma)
         first = (belief.t - ctx.start) % 2 == 0
         arm = jnp.where(first, b, state.challenger)
         return arm, LUCBState(jnp.where(first, c, state.challenger).astype(jnp.int32))
@@ -438,9 +498,12 @@ class LUCBStop(StoppingRule):
 
     prior = ChernoffGLR.prior
 
+    level = KLLUCB.level
+    family = KLLUCB.family
+
     def beta(self, stats, t, ctx: Context):
-        level = ChernoffGLR(self.threshold)._beta_kl(t, ctx)
-        _, _, _, up = lucb_pair(ctx.instance.model, stats, level, ctx.instance.valid_arms(), ctx.sigma)
+        level = self.level(t, ctx)
+        _, _, _, up = lucb_pair(self.family(ctx), stats, level, ctx.instance.valid_arms(), ctx.sigma)
         return up, self._ready(stats, t, ctx)
 
     def _ready(self, stats, t, ctx: Context):
@@ -450,10 +513,172 @@ class LUCBStop(StoppingRule):
 
     def decide(self, stats, t, ctx: Context) -> Decision:
         instance = ctx.instance
-        level = ChernoffGLR(self.threshold)._beta_kl(t, ctx)
-        b, _, low_b, up_c = lucb_pair(instance.model, stats, level, instance.valid_arms(), ctx.sigma)
+        level = self.level(t, ctx)
+        b, _, low_b, up_c = lucb_pair(self.family(ctx), stats, level, instance.valid_arms(), ctx.sigma)
         mu = empirical_means(stats)
         return Decision(Belief(stats, t, mu, None, None, b.astype(jnp.int32)), low_b, up_c, self._ready(stats, t, ctx))
 
     def validate(self, instance: Instance) -> None:
         ChernoffGLR(self.threshold).validate(instance)
+
+
+# -- LUCB1 ---------------------------------------------------------------------------------------------
+LUCB1_THRESHOLDS = thresholds.names("lucb1")
+
+
+def lucb1_round(t, K):
+    """The round index of LUCB after t pulls: 1 after the K initial pulls, then one more per pair
+    of pulls (Kalyanakrishnan et al. 2012, the LUCB algorithm of Sec 3)."""
+    return (t - K) / 2.0 + 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class LUCB1(KLLUCB):
+    """LUCB1's sampling rule (Kalyanakrishnan, Tewari, Auer & Stone, ICML 2012, Sec 3, m = 1,
+    epsilon = 0): each round pulls the empirical best arm h_t and the arm l_t != h_t of largest
+    upper bound, with Hoeffding's bounds mu_hat_a -+ sigma sqrt(2 beta / N_a) (the paper's
+    beta(u, t) = sqrt(ln(k1 K t^4 / delta) / (2u)), k1 = 5/4, for rewards in [0, 1]: sigma = 1/2),
+    the level beta = log(5 K t^4 / (4 delta)) at the round index t (:func:`lucb1_round`;
+    :func:`jaxbandits.rules.thresholds.lucb1`).  Rounds are two engine steps, as
+    :class:`KLLUCB`'s.  Pair it with :class:`LUCB1Stop` (same ``threshold``).
+
+    Attributes:
+      threshold: ``"lucb1"`` (the paper's) or ``"heuristic"`` log((1 + log t) / delta), t pulls
+        (:data:`jaxbandits.rules.thresholds.ALIASES` ``["lucb1"]``).
+    """
+
+    threshold: str = "lucb1"
+
+    def __post_init__(self):
+        thresholds.resolve("lucb1", self.threshold)
+
+    def level(self, t, ctx: Context):
+        return lucb1_level(self.threshold, t, ctx)
+
+    def family(self, ctx: Context) -> str:
+        return "gaussian"  # Hoeffding's bounds: the Gaussian form with the sub-Gaussian sigma
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "LUCB1")
+
+
+def lucb1_level(threshold: str, t, ctx: Context):
+    """beta(t, delta) of LUCB1's bounds: log(5 K t_r^4 / (4 delta)) at the round index t_r of t
+    pulls, or log((1 + log t) / delta) (``"heuristic"``)."""
+    instance = ctx.instance
+    dt = instance.arms.dtype
+    t = jnp.asarray(t, dt)
+    if thresholds.resolve("lucb1", threshold) == "log_log_t":
+        return thresholds.log_log_t(jnp.maximum(t, 1.0), ctx.delta)
+    K = jnp.asarray(instance.true_num_arms(), dt)
+    return thresholds.lucb1(jnp.maximum(lucb1_round(t, K), 1.0), ctx.delta, K)
+
+
+@dataclasses.dataclass(frozen=True)
+class LUCB1Stop(LUCBStop):
+    """LUCB1's stopping rule (Kalyanakrishnan et al. 2012, Sec 3, epsilon = 0): stop at the end of
+    a round when L_{h_t}(t) > U_{l_t}(t) with the Hoeffding bounds of :class:`LUCB1`, recommend h_t.
+
+    Attributes:
+      threshold: ``"lucb1"`` or ``"heuristic"`` (as :class:`LUCB1`'s).
+    """
+
+    threshold: str = "lucb1"
+
+    def __post_init__(self):
+        thresholds.resolve("lucb1", self.threshold)
+
+    level = LUCB1.level
+    family = LUCB1.family
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "LUCB1Stop")
+
+
+# -- lil'UCB -----------------------------------------------------------------------------------------
+def lil_width(counts, delta, eps, beta, sigma):
+    """lil'UCB's confidence width (Jamieson, Malloy, Nowak & Bubeck, COLT 2014, Algorithm 1):
+
+    (1 + beta) (1 + sqrt(eps)) sigma sqrt(2 (1 + eps) log(log((1 + eps) T) / delta) / T),
+
+    T = N_a pulls of the arm, ``delta`` the algorithm's parameter in the bound.  Where
+    log((1 + eps) T) <= delta (the outer logarithm not positive: the formula is undefined, e.g.
+    T = 1 with eps = 0) the width is +inf, as in the public implementations of the heuristic
+    (banditpylib's ``LilUCBHeuristic``); with delta < log(1 + eps) / e, the range of the paper's
+    guarantee, this never happens."""
+    T = jnp.maximum(counts, 1.0)
+    inner = jnp.log((1.0 + eps) * T)
+    ok = inner > delta
+    loglog = jnp.log(jnp.where(ok, inner, 2.0 * delta) / delta)
+    w = (1.0 + beta) * (1.0 + jnp.sqrt(eps)) * sigma * jnp.sqrt(2.0 * (1.0 + eps) * loglog / T)
+    return jnp.where(ok, w, jnp.inf)
+
+
+@dataclasses.dataclass(frozen=True)
+class LilUCB(SamplingRule):
+    """lil'UCB's sampling rule (Jamieson et al., COLT 2014, Algorithm 1): pull
+    argmax_a mu_hat_a + :func:`lil_width` (N_a), the bound's parameter delta' = ``delta_factor``
+    delta (the first of the maxima).  Deterministic.  Pair it with :class:`LilUCBStop`.
+
+    Attributes:
+      eps: epsilon of the bound (the paper's experiments: 0.01; the heuristic: 0).
+      beta: beta of the bound (1; the heuristic: 1/2).
+      delta_factor: delta' / delta (1; the heuristic: 1/5).
+    """
+
+    reads: ClassVar[tuple[str, ...]] = ()
+    eps: float = hyperparameter(0.01, low=0.0, low_open=False, traced=True)
+    beta: float = hyperparameter(1.0, low=0.0, traced=True)
+    delta_factor: float = hyperparameter(1.0, low=0.0, high=1.0, high_open=False, traced=True)
+
+    def width(self, counts, ctx: Context):
+        return lil_width(counts, self.delta_factor * ctx.delta, self.eps, self.beta, ctx.sigma)
+
+    def update(self, keys, state, belief: Belief, ctx: Context):
+        valid = ctx.instance.valid_arms()
+        ucb = empirical_means(belief.stats) + self.width(belief.stats.counts, ctx)
+        return common.argmax_fast(jnp.where(valid, ucb, -jnp.inf)).astype(jnp.int32), state
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "LilUCB")
+
+
+@dataclasses.dataclass(frozen=True)
+class LilUCBStop(StoppingRule):
+    """lil'UCB's stopping rule (Jamieson et al., COLT 2014, Algorithm 1): stop as soon as some arm
+    has N_a(t) >= 1 + lambda sum_{b != a} N_b(t), and recommend the most pulled arm; lambda =
+    ``lam`` + ``lam_per_arm`` / K (the paper: ((2 + beta) / beta)^2; its heuristic: 1 + 10 / K).
+
+    The :class:`~jaxbandits.rules.core.Decision`'s statistic is max_a N_a - lambda sum_{b != a}
+    N_b and its threshold the largest float below 1 (so that ``statistic > beta`` is ``>= 1``).
+
+    Attributes:
+      lam: the constant part of lambda.
+      lam_per_arm: the part of lambda divided by the number of arms K.
+    """
+
+    lam: float = hyperparameter(9.0, low=0.0, traced=True)
+    lam_per_arm: float = hyperparameter(0.0, low=0.0, low_open=False, traced=True)
+
+    prior = ChernoffGLR.prior
+
+    def _lambda(self, ctx: Context):
+        K = jnp.asarray(ctx.instance.true_num_arms(), ctx.instance.arms.dtype)
+        return self.lam + self.lam_per_arm / K
+
+    def beta(self, stats, t, ctx: Context):
+        dt = ctx.instance.arms.dtype
+        return jnp.nextafter(jnp.ones((), dt), jnp.zeros((), dt)), jnp.ones((), bool)
+
+    def decide(self, stats, t, ctx: Context) -> Decision:
+        valid = ctx.instance.valid_arms()
+        counts = jnp.where(valid, stats.counts, 0.0)
+        lead = common.argmax_fast(jnp.where(valid, counts, -jnp.inf))
+        total = jnp.sum(counts)
+        z = counts[lead] - self._lambda(ctx) * (total - counts[lead])
+        beta, ready = self.beta(stats, t, ctx)
+        mu = empirical_means(stats)
+        return Decision(Belief(stats, t, mu, None, None, lead.astype(jnp.int32)), z, beta, ready)
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "LilUCBStop")

@@ -114,8 +114,10 @@ def abbasi_yadkori(gram: jax.Array, delta, reg, S, sigma) -> jax.Array:
 
 
 def lucb1(t, delta, K):
-    """beta = log(5 K t^4 / (4 delta)) of LUCB1 (Kalyanakrishnan et al. 2012), K arms; units of
-    sigma^2."""
+    """beta = log(5 K t^4 / (4 delta)) of LUCB1 (Kalyanakrishnan, Tewari, Auer & Stone, ICML 2012,
+    Sec 3: the exploration rate beta(u, t) = sqrt(ln(k1 K t^4 / delta) / (2u)) with k1 = 5/4, for
+    rewards in [0, 1]), K arms, t the round index; units of sigma^2 (Hoeffding: sigma = 1/2 gives
+    the paper's width).  The same constant is in Reda et al.'s released code (``LUCB1Beta``)."""
     return jnp.log(5.0 * K * t**4 / (4.0 * delta))
 
 
@@ -209,6 +211,8 @@ RULES["chernoff_bernoulli"] = Rule("log(2 t (K - 1) / delta)",
                                    (chernoff_bernoulli,))
 #: K-armed exponential families (:class:`jaxbandits.rules.karmed.ChernoffGLR`)
 ALIASES["karmed"] = {"heuristic": "log_log_t", "gk16": "chernoff_bernoulli", "log_t": "log_t"}
+#: LUCB1 (:class:`jaxbandits.rules.karmed.LUCB1`): the paper's rate at the round index, or GK16's
+ALIASES["lucb1"] = {"lucb1": "lucb1", "heuristic": "log_log_t"}
 
 
 def even_dar_width(t, delta, K, c=4.0, sigma=0.5):

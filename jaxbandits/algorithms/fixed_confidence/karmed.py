@@ -82,6 +82,9 @@ class KArmedTopTwo(Composed):
       grid: quadrature points of TTTS's challenger probabilities (static).
       threshold: as :class:`KArmedTrackAndStop`'s.
       sigma: the Gaussian noise scale (None: the instance's).
+      beta_sampler: the Thompson leader's Beta draws on Bernoulli arms, ``"rejection"``
+        (``jax.random.beta``) or ``"bounded"`` (a fixed number of operations per step,
+        :func:`jaxbandits.rules.karmed.beta_bounded`).
     """
 
     delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
@@ -91,8 +94,11 @@ class KArmedTopTwo(Composed):
     grid: int = hyperparameter(256, count=8)
     threshold: str = "heuristic"
     sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+    beta_sampler: str = "rejection"
 
     def __post_init__(self):
+        if self.beta_sampler not in karmed.BETA_SAMPLERS:
+            raise ValueError(f"beta_sampler must be one of {karmed.BETA_SAMPLERS}, got {self.beta_sampler!r}")
         if self.leader not in karmed.LEADERS:
             raise ValueError(f"leader must be one of {karmed.LEADERS}, got {self.leader!r}")
         if self.challenger not in karmed.CHALLENGERS:
@@ -102,7 +108,8 @@ class KArmedTopTwo(Composed):
     def rules(self) -> Composition:
         name = {("EB", "TC"): "EB-TC", ("TS", "TC"): "T3C", ("TS", "TS"): "TTTS"}.get(
             (self.leader, self.challenger), f"Top Two ({self.leader}, {self.challenger})")
-        rule = karmed.TopTwo(leader=self.leader, beta=self.beta, challenger=self.challenger, grid=self.grid)
+        rule = karmed.TopTwo(leader=self.leader, beta=self.beta, challenger=self.challenger, grid=self.grid,
+                             beta_sampler=self.beta_sampler)
         return Composition(sampling.Initial(rule, first="all"),
                            karmed.ChernoffGLR(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
                            name=name)
@@ -134,6 +141,96 @@ class KArmedKLLUCB(Composed):
         return Composition(sampling.Initial(karmed.KLLUCB(threshold=self.threshold), first="all"),
                            karmed.LUCBStop(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
                            name="KL-LUCB")
+
+
+@dataclasses.dataclass(frozen=True)
+class KArmedLUCB1(Composed):
+    """LUCB1 (Kalyanakrishnan, Tewari, Auer & Stone, ICML 2012, Sec 3; m = 1, epsilon = 0) on a
+    K-armed bandit: each arm once, then rounds of two pulls (the empirical best arm h_t and the arm
+    l_t != h_t of largest upper confidence bound) until L_{h_t} > U_{l_t}, with Hoeffding's bounds
+    mu_hat_a -+ sigma sqrt(2 beta(t, delta) / N_a) at beta(t, delta) = log(5 K t^4 / (4 delta)),
+    t the round index (:class:`jaxbandits.rules.karmed.LUCB1`,
+    :class:`jaxbandits.rules.karmed.LUCB1Stop`).  sigma: 1/2 for Bernoulli arms (the paper's
+    rewards in [0, 1]), the noise scale for Gaussian arms.
+
+    Attributes:
+      delta: confidence level.
+      threshold: "lucb1" (the paper's beta) or "heuristic" log((1 + log t) / delta).
+      sigma: the sub-Gaussian scale (None: the instance's; 1/2 for Bernoulli rewards).
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    threshold: str = "lucb1"
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    def __post_init__(self):
+        karmed.thresholds.resolve("lucb1", self.threshold)
+
+    def rules(self) -> Composition:
+        return Composition(sampling.Initial(karmed.LUCB1(threshold=self.threshold), first="all"),
+                           karmed.LUCB1Stop(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
+                           name="LUCB1")
+
+
+#: lil'UCB's constants (Jamieson et al. 2014): ``"paper"`` epsilon = 0.01, beta = 1,
+#: lambda = ((2 + beta) / beta)^2 = 9, delta' = delta; ``"heuristic"`` (the paper's lil'UCB
+#: Heuristic) epsilon = 0, beta = 1/2, lambda = 1 + 10 / K, delta' = delta / 5
+LIL_PRESETS = {"paper": dict(eps=0.01, beta=1.0, lam=None, lam_per_arm=0.0, delta_factor=1.0),
+               "heuristic": dict(eps=0.0, beta=0.5, lam=1.0, lam_per_arm=10.0, delta_factor=0.2)}
+
+
+@dataclasses.dataclass(frozen=True)
+class KArmedLilUCB(Composed):
+    """lil'UCB (Jamieson, Malloy, Nowak & Bubeck, COLT 2014, Algorithm 1) on a K-armed bandit: each
+    arm once, then the arm of largest upper bound mu_hat_a + (1 + beta) (1 + sqrt(eps)) sigma
+    sqrt(2 (1 + eps) log(log((1 + eps) N_a) / delta') / N_a), until some arm has
+    N_a >= 1 + lambda sum_{b != a} N_b; the most pulled arm is recommended
+    (:class:`jaxbandits.rules.karmed.LilUCB`, :class:`jaxbandits.rules.karmed.LilUCBStop`).
+
+    Presets (:data:`LIL_PRESETS`; the constants the paper recommends for its experiments, as its
+    public implementations read them): ``"paper"`` eps = 0.01, beta = 1, lambda =
+    ((2 + beta) / beta)^2, delta' = delta; ``"heuristic"`` eps = 0, beta = 1/2, lambda = 1 + 10 / K,
+    delta' = delta / 5.  ``delta`` is the algorithm's parameter: the paper's Theorem 2 guarantees a
+    success probability that is a function of delta' and eps, not 1 - delta itself.
+
+    Attributes:
+      delta: the confidence parameter (delta' = delta for "paper", delta / 5 for "heuristic").
+      preset: "paper" or "heuristic".
+      eps, beta: the bound's epsilon and beta (None: the preset's).
+      lam: lambda of the stopping rule (None: the preset's; with "paper", ((2 + beta) / beta)^2).
+      sigma: the sub-Gaussian scale (None: the instance's; 1/2 for Bernoulli rewards).
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    preset: str = "paper"
+    eps: float | None = hyperparameter(None, low=0.0, low_open=False)
+    beta: float | None = hyperparameter(None, low=0.0)
+    lam: float | None = hyperparameter(None, low=0.0)
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    def __post_init__(self):
+        if self.preset not in LIL_PRESETS:
+            raise ValueError(f"preset must be one of {tuple(LIL_PRESETS)}, got {self.preset!r}")
+
+    def constants(self) -> dict:
+        """eps, beta, lam, lam_per_arm and delta_factor of this configuration."""
+        c = dict(LIL_PRESETS[self.preset])
+        if self.eps is not None:
+            c["eps"] = self.eps
+        if self.beta is not None:
+            c["beta"] = self.beta
+        if self.lam is not None:
+            c["lam"], c["lam_per_arm"] = self.lam, 0.0
+        elif c["lam"] is None:
+            c["lam"] = ((2.0 + c["beta"]) / c["beta"]) ** 2
+        return c
+
+    def rules(self) -> Composition:
+        c = self.constants()
+        rule = karmed.LilUCB(eps=c["eps"], beta=c["beta"], delta_factor=c["delta_factor"])
+        stop = karmed.LilUCBStop(lam=c["lam"], lam_per_arm=c["lam_per_arm"])
+        name = "lil'UCB" if self.preset == "paper" else "lil'UCB (heuristic)"
+        return Composition(sampling.Initial(rule, first="all"), stop, delta=self.delta, sigma=self.sigma, name=name)
 
 
 class EliminationState(NamedTuple):
