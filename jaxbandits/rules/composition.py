@@ -249,7 +249,7 @@ class Composition(Composed):
         reward = pull(k_pull, instance, arm)
         stats = common.add_pull(belief.stats, instance, arm, reward)
         t1 = belief.t + 1
-        dec = self.stopping.advance(belief, stats, t1, ctx)
+        dec = self.stopping.advance(belief, stats, t1, ctx, (arm, reward))
         ready = self._ready(dec.ready, t1, instance)
         stopped = ready & (dec.statistic > dec.beta)
         elim = state.elimination

@@ -193,11 +193,15 @@ class StoppingRule(Configurable):
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
         raise NotImplementedError
 
-    def advance(self, belief: Belief, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+    def advance(self, belief: Belief, stats: common.LinearStats, t: jax.Array, ctx: Context,
+                pulled: tuple[jax.Array, jax.Array] | None = None) -> Decision:
         """The decision after a pull, from the belief before it: what the composition calls.  A
         stateless rule's is :meth:`decide` on the new data (the default); a rule that keeps
-        something from one pull to the next in ``Belief.carry`` overrides this instead."""
-        del belief
+        something from one pull to the next in ``Belief.carry`` overrides this instead.
+        ``pulled``: (arm, reward) of the pull (None after the pulls made all at once at the start,
+        ``SamplingRule.initial_counts``), for a rule whose carry is updated pull by pull (e.g. the
+        per-arm sums of squared rewards of an empirical-variance test)."""
+        del belief, pulled
         return self.decide(stats, t, ctx)
 
     def belief_beta(self, belief: Belief, ctx: Context) -> tuple[jax.Array, jax.Array]:

@@ -163,7 +163,9 @@ class SpanningGLR(StoppingRule):
         d = gram.shape[0]
         return self._threshold(gram, belief.t, carry.c0, ctx), self._ready(carry.lmin, belief.t, carry.c0, d)
 
-    def advance(self, belief: Belief, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+    def advance(self, belief: Belief, stats: common.LinearStats, t: jax.Array, ctx: Context,
+                pulled=None) -> Decision:
+        del pulled  # the statistics say all this rule needs
         instance = ctx.instance
         Z = instance.items
         d = instance.arms.shape[1]
