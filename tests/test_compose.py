@@ -42,8 +42,9 @@ def _run(alg, inst, n=16, seed=3):
 @pytest.mark.parametrize("alg", [UniformGLR(u=0.5), TopTwo(leader="TS", allocation="greedy"),
                                  TopTwo(initial="spanning", answer="best", threshold="lts"),
                                  jb.algorithms.LinGame(tracking="D", learners="single"),
-                                 FixedWeightsOracle(delta=0.1)],
-                         ids=["uniform", "top-two-ts-greedy", "top-two-spanning", "lingame", "fixed-weights-oracle"])
+                                 FixedWeightsOracle(delta=0.1), jb.algorithms.LazyTrackAndStop(delta=0.1)],
+                         ids=["uniform", "top-two-ts-greedy", "top-two-spanning", "lingame", "fixed-weights-oracle",
+                              "lts"])
 def test_named_composition_is_its_rules(alg):
     """A named algorithm and the composition its options make give the same replications."""
     inst = _inst()
@@ -89,6 +90,25 @@ def test_elimination_piece_and_wrapper_agree(at_sampling):
     et = np.asarray(states.elimination.elim_time)
     samples = np.asarray(states.belief.t)[:, None]
     assert np.any((et > 0) & (et < samples))  # some answer eliminated before the last pull
+
+
+def test_lts_written_out_with_its_rules_recombined():
+    """LT&S written out (seed 000's sampling rule and stopping rule (8)): the same replications;
+    with the composition's own elimination at sampling, those of the elimination wrapper; its
+    stopping rule with another sampling rule runs; its sampling rule, which reads the stopping
+    rule's spanning set, is refused with another stopping rule before anything compiles."""
+    from jaxbandits.rules.lazy import LazyTracking, SpanningGLR
+
+    inst = _inst()
+    lts = jb.algorithms.LazyTrackAndStop.released_code(delta=0.1)
+    mine = compose(LazyTracking(warm_start=False), SpanningGLR(a0_prior=True, u=0.1, anytime=False), delta=0.1)
+    _same(_run(lts, inst), _run(mine, inst))
+    wrapped = _run(Eliminate(lts, at_sampling=True), inst)
+    _same(wrapped, _run(dataclasses.replace(mine, eliminate=Elimination(at_sampling=True)), inst))
+    robin = _run(compose(sampling.RoundRobin(), SpanningGLR(threshold="log_t"), delta=0.1), inst)
+    assert np.all(np.asarray(robin.stopped))
+    with pytest.raises(TypeError, match="SpanningGLR"):
+        simulate(compose(LazyTracking(), stopping.GLR()), inst, 0, n_reps=2, max_steps=10)
 
 
 def test_protocols_are_declared():

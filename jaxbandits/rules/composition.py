@@ -173,6 +173,7 @@ class Composition(Composed):
                                  f"{type(self.stopping).__name__} identifies the best arm (epsilon = 0)")
         if self.eliminate is not None and self.eliminate.on and (not (eps is None or eps == 0) or self.top_m != 1):
             raise ValueError("elimination covers exact best-arm identification (m = 1, epsilon = 0)")
+        self.sampling.check_stopping(self.stopping)
         self.sampling.validate(instance)
         self.stopping.validate(instance)
 

@@ -148,6 +148,10 @@ class SamplingRule(Configurable):
     def validate(self, instance: Instance) -> None:
         """Host-side checks of the rule against an instance (raise ``ValueError``)."""
 
+    def check_stopping(self, stopping: "StoppingRule") -> None:
+        """Host-side check that the rule can read what ``stopping`` puts in the belief (raise
+        ``TypeError``); default: any stopping rule."""
+
     def prepare(self, instances: Instance) -> Instance:
         """Per-instance work shared by every replication, once per run (the contract's
         ``prepare``; the batch of instances in, the instances, possibly with a cache, out)."""

@@ -334,6 +334,11 @@ class LazyTracking(SamplingRule):
             solve=FWCarry(jnp.zeros((K if self.pauses() else 0,), X.dtype), jnp.ones((), X.dtype), z,
                           jnp.zeros((d, d), X.dtype), jnp.zeros((d, d), X.dtype), i32(0), z, jnp.zeros((), bool)))
 
+    def check_stopping(self, stopping: StoppingRule) -> None:
+        if not isinstance(stopping, SpanningGLR):
+            raise TypeError(f"LazyTracking reads the spanning set A_0 and lambda_min(A_t) that SpanningGLR keeps in "
+                            f"the belief: compose it with jaxbandits.rules.lazy.SpanningGLR, got {type(stopping).__name__}")
+
     def holds(self, state: LazyTrackingState):
         return state.solve.on if self.pauses() else None
 

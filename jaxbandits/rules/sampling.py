@@ -297,6 +297,9 @@ class Initial(SamplingRule):
     def validate(self, instance: Instance) -> None:
         self.then.validate(instance)
 
+    def check_stopping(self, stopping) -> None:
+        self.then.check_stopping(stopping)
+
     def converged(self, state: InitialState):
         return self.then.converged(state.then)
 
