@@ -17,6 +17,9 @@ from jaxbandits.instances.base import make_instance, pad_to
 from jaxbandits.instances.seeds import topm_classic
 from jaxbandits.instances.seeds import topm_hard_top1
 from jaxbandits.stats import binomial_test_upper
+from jaxbandits.rules.gap import GapIndices
+
+V = gifa.GIFA.view  # the data, statistics and decision of a GIFA state
 
 
 _HARNESS = {}
@@ -101,10 +104,10 @@ def test_epsilon_slack_accepts_near_optimal_arms():
 
 
 # -- Lemma 1: UGapE's stopping statistic never exceeds LUCB's for the same indices ----------------
-class _GivenIndices(gifa.GIFA):
-    """GIFA whose gap indices are a given matrix (carried in the state's G field)."""
+class _GivenIndices(GapIndices):
+    """GIFA's stopping rule whose gap indices are a given matrix (carried in the view's G field)."""
 
-    def gap_indices(self, state, inst):
+    def gap_indices(self, state, ctx):
         return state.G
 
 
@@ -114,14 +117,15 @@ def test_lemma1_ugape_statistic_below_lucb(compute_b):
     key = jax.random.key(11)
     inst = make_instance(jnp.eye(K), jnp.zeros(K), 1.0)
     for m in (1, 3):
-        kw = dict(m=m, compute_J="gap", compute_b=compute_b, tie_break="first")
-        a_lucb = _GivenIndices(stopping="lucb", **kw)
-        a_ugape = _GivenIndices(stopping="ugape", **kw)
-        base = jax.jit(a_lucb.init)(jax.random.key(0), inst)  # one program (op by op: ~100)
+        kw = dict(m=m, compute_J="gap", compute_b=compute_b)
+        a_lucb = gifa.GIFA(stopping="lucb", tie_break="first", **kw)
+        r_lucb, r_ugape = _GivenIndices(stop="lucb", **kw), _GivenIndices(stop="ugape", **kw)
+        base = V(jax.jit(a_lucb.init)(jax.random.key(0), inst))  # one program (op by op: ~100)
+        ctx = a_lucb.context(inst)
 
         def stats(Bmat, eps):
             st = base._replace(G=Bmat, mu=jnp.diagonal(Bmat))
-            s1, s2 = a_lucb._decide(st, inst), a_ugape._decide(st, inst)
+            s1, s2 = r_lucb.decide_pair(st, ctx), r_ugape.decide_pair(st, ctx)
             return s1.stat, s2.stat, s1.stat <= eps, s2.stat <= eps
 
         Bs = jax.random.normal(jax.random.fold_in(key, m), (trials, K, K))
@@ -192,18 +196,18 @@ def test_lingape_framework_equals_direct_lingape(selection):
     T = 3000
     normals = np.asarray(jax.vmap(lambda t: jax.random.normal(jax.random.split(jax.random.fold_in(k_run, t), 3)[1], (), jnp.float64))(jnp.arange(T)))
     st = jax.jit(alg.init)(k_init, inst)
-    rewards0 = np.asarray(st.sums)
+    rewards0 = np.asarray(V(st).sums)
     direct, answer = _direct_lingape(X, theta, 0.5, 0.1, 1.0, float(np.linalg.norm(theta)), rewards0, normals, selection, T)
     assert answer is not None, "direct LinGapE did not stop; pick an easier instance"
     step = jax.jit(alg.step)
     ours = []
     t = 0
-    while not bool(st.done) and t < T:
+    while not bool(V(st).done) and t < T:
         new = step(jax.random.fold_in(k_run, t), st, inst)
-        ours.append(int(jnp.argmax(new.counts - st.counts)))
+        ours.append(int(jnp.argmax(V(new).counts - V(st).counts)))
         st, t = new, t + 1
     assert ours == direct
-    assert bool(st.done) and int(np.flatnonzero(np.asarray(st.J))[0]) == answer
+    assert bool(V(st).done) and int(np.flatnonzero(np.asarray(V(st).J))[0]) == answer
 
 
 # -- fixed-shape top-m operators ----------------------------------------------------------------------
@@ -239,11 +243,11 @@ def test_incremental_quadratic_forms_match_direct_solve(mode):
     def body(t, st):
         return alg.step(jax.random.fold_in(key, t), st, inst)
 
-    st = jax.jit(lambda: jax.lax.fori_loop(0, 20_000, body, alg.init(key, inst)))()
+    st = V(jax.jit(lambda: jax.lax.fori_loop(0, 20_000, body, alg.init(key, inst)))())
     assert not bool(st.done)
-    V = 0.1 * np.eye(4) + (np.asarray(X).T * np.asarray(st.counts)) @ np.asarray(X)
-    G = np.asarray(X) @ np.linalg.solve(V, np.asarray(X).T)
-    mu = np.asarray(X) @ np.linalg.solve(V, np.asarray(X).T @ np.asarray(st.sums))
+    Vt = 0.1 * np.eye(4) + (np.asarray(X).T * np.asarray(st.counts)) @ np.asarray(X)
+    G = np.asarray(X) @ np.linalg.solve(Vt, np.asarray(X).T)
+    mu = np.asarray(X) @ np.linalg.solve(Vt, np.asarray(X).T @ np.asarray(st.sums))
     if mode == "column":
         assert st.G.shape == (1, 1) and st.Vinv.shape == (4, 4)
         ours = np.asarray(X) @ np.asarray(st.Vinv) @ np.asarray(X).T
@@ -253,16 +257,24 @@ def test_incremental_quadratic_forms_match_direct_solve(mode):
         ours = np.asarray(st.G)
     np.testing.assert_allclose(ours, G, rtol=0, atol=1e-11 * np.abs(G).max())
     np.testing.assert_allclose(np.asarray(st.mu), mu, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(float(st.logdet), np.linalg.slogdet(V)[1] - 4 * np.log(0.1), rtol=1e-10)
+    np.testing.assert_allclose(float(st.logdet), np.linalg.slogdet(Vt)[1] - 4 * np.log(0.1), rtol=1e-10)
 
 
 # -- column mode (V_t^-1 and the m columns B[:, J]) = the full K x K matrix, step for step ---------
+class _FullMatrixRule(GapIndices):
+    def _full_matrix(self):
+        return self._linear()
+
+
 class _FullMatrix(gifa.GIFA):
     """The same configuration computed from the carried K x K matrix G = X V_t^-1 X^T (the full
     mode, which LinGIFA with paired indices uses and every configuration used before)."""
 
-    def _full_matrix(self):
-        return self._linear()
+    def rules(self):
+        comp = super().rules()
+        stop = comp.stopping
+        full = _FullMatrixRule(**{f.name: getattr(stop, f.name) for f in dataclasses.fields(stop)})
+        return dataclasses.replace(comp, stopping=full)
 
 
 def _reference_decision(alg, X, counts, sums, noise):
@@ -319,13 +331,14 @@ def test_column_mode_matches_full_matrix(name):
         inst = pad_to(inst, 8, 8)
     kw = dict(threshold="heuristic", reg=0.5, tie_break="first", **cfg)
     col, full = gifa.GIFA(**kw), _FullMatrix(**kw)
-    assert not col._full_matrix() and full._full_matrix()
+    assert not col.rules().stopping._full_matrix() and full.rules().stopping._full_matrix()
     steps = 150
 
     def trajectory(alg):
         def body(st, t):
             new = alg.step(jax.random.fold_in(jax.random.key(9), t), st, inst)
-            return new, (new.J, new.b, new.c, new.stat, new.counts, new.sums, new.done)
+            v = V(new)
+            return new, (v.J, v.b, v.c, v.stat, v.counts, v.sums, v.done)
         st0 = alg.init(jax.random.key(8), inst)
         return jax.lax.scan(body, st0, jnp.arange(steps))[1], st0
 
@@ -367,8 +380,8 @@ def test_step_is_traced_once_and_vmaps():
     st2 = step(keys, st, inst)
     step(keys, st2, inst)
     assert step._cache_size() == 1
-    assert st2.G.shape == (3, 4, 4) and st2.G.dtype == jnp.float64
-    assert np.all(np.asarray(st2.t) == 1.0)
+    assert V(st2).G.shape == (3, 4, 4) and V(st2).G.dtype == jnp.float64
+    assert np.all(np.asarray(V(st2).t) == 1.0)
 
 
 def test_validation_errors():
@@ -409,7 +422,7 @@ def test_threshold_tail_changes_only_the_tail(threshold):
     inst = make_instance(topm_classic(4, 2).arms, 1.5 * topm_classic(4, 2).theta, 0.7)
     paper = gifa.MLinGapE(2, 0.05, threshold=threshold, sigma=0.9)
     rel = dataclasses.replace(paper, threshold_tail="lambda")
-    st = paper.init(jax.random.key(0), inst)._replace(t=jnp.asarray(57.0), logdet=jnp.asarray(9.3))
+    st = V(paper.init(jax.random.key(0), inst))._replace(t=jnp.asarray(57.0), logdet=jnp.asarray(9.3))
     lam, S, sigma = 0.9 / 20, 1.5, 0.9  # lambda = sigma / 20 (Sec 5), S = ||theta||, the explicit sigma
     diff = float(rel.confidence(st, inst) - paper.confidence(st, inst))
     want = (lam - math.sqrt(lam)) * S / sigma if threshold in ("theoretical", "determinant") else 0.0
@@ -457,7 +470,7 @@ def test_pre_pull_changes_nothing_before_the_stop():
             st = a.init(jax.random.key(0), inst)
             return jax.lax.fori_loop(0, 200, lambda t, s: a.step(jax.random.fold_in(jax.random.key(1), t), s, inst), st)
 
-        s1, s2 = jax.jit(lambda: run(alg))(), jax.jit(lambda: run(pre))()
+        s1, s2 = V(jax.jit(lambda: run(alg))()), V(jax.jit(lambda: run(pre))())
         assert not bool(s1.done) and not bool(s2.done)
         for f in ("counts", "mu", "J", "b", "c", "stat"):
             np.testing.assert_array_equal(np.asarray(getattr(s1, f)), np.asarray(getattr(s2, f)))
@@ -473,7 +486,7 @@ def test_sigma_scales_the_widths_and_defaults_to_the_instance():
     for index in ("paired", "individual", "classical"):
         kw = dict(m=2, index=index, threshold="heuristic", reg=0.1)
         a1, a3 = gifa.GIFA(sigma=1.0, **kw), gifa.GIFA(sigma=3.0, **kw)
-        st = a1.init(jax.random.key(0), inst)
+        st = V(a1.init(jax.random.key(0), inst))
         st = st._replace(t=jnp.asarray(100.0), counts=st.counts * 7)
         gap = st.mu[:, None] - st.mu[None, :]
         w1 = np.asarray(a1.gap_indices(st, inst) - gap)
@@ -484,10 +497,11 @@ def test_sigma_scales_the_widths_and_defaults_to_the_instance():
                                       np.asarray(gifa.GIFA(sigma=2.0, **kw).gap_indices(st, inst)))
     # lambda = sigma / 20: the explicit sigma, else the instance's
     a = gifa.MLinGapE(2, 0.05)
-    assert float(a._reg(inst)) == pytest.approx(0.1)
-    assert float(dataclasses.replace(a, sigma=0.4)._reg(inst)) == pytest.approx(0.02)
+    reg = lambda alg, inst: alg.rules().stopping._reg(alg.context(inst))  # noqa: E731
+    assert float(reg(a, inst)) == pytest.approx(0.1)
+    assert float(reg(dataclasses.replace(a, sigma=0.4), inst)) == pytest.approx(0.02)
     bern = make_instance(base.arms, 0.5 * base.theta, 1.0, model="bernoulli")
-    assert float(a._sigma(bern)) == 0.5 and float(a._reg(bern)) == pytest.approx(0.025)
+    assert float(a.context(bern).sigma) == 0.5 and float(reg(a, bern)) == pytest.approx(0.025)
 
 
 def test_validate_refuses_models_the_indices_cannot_handle():
@@ -551,10 +565,10 @@ def test_sigma_can_be_traced():
     @jax.jit
     def stat(sig):
         a = dataclasses.replace(base, sigma=sig)
-        return a.step(jax.random.key(1), a.init(jax.random.key(0), inst), inst).stat
+        return V(a.step(jax.random.key(1), a.init(jax.random.key(0), inst), inst)).stat
 
     s1, s2 = stat(0.5), stat(1.0)
     assert stat._cache_size() == 1
     direct = dataclasses.replace(base, sigma=1.0)
-    want = direct.step(jax.random.key(1), direct.init(jax.random.key(0), inst), inst).stat
+    want = V(direct.step(jax.random.key(1), direct.init(jax.random.key(0), inst), inst)).stat
     assert float(s2) == pytest.approx(float(want), rel=1e-9) and float(s1) != float(s2)

@@ -139,7 +139,7 @@ def _check_glr_against_ridge_solve(alg, inst, st, runs):
     K, d = X.shape
     m = alg.m
     for r in runs:
-        counts, sums = np.asarray(st.counts[r]), np.asarray(st.sums[r])
+        counts, sums = np.asarray(GIFA.view(st).counts[r]), np.asarray(GIFA.view(st).sums[r])
         V = np.eye(d) + (X.T * counts) @ X
         Vi = np.linalg.inv(V)
         mu = X @ (Vi @ (X.T @ sums))
@@ -164,7 +164,7 @@ def test_gifa_presets_glr_lingape_constant_and_correct():
         _check_glr_against_ridge_solve(alg, inst, st, (0, 1))
         if alg.m == 1:
             sub = jax.tree.map(lambda a: a[0], st)
-            t = float(sub.t)
+            t = float(GIFA.view(sub).t)
             assert float(alg.confidence(sub, inst)) == pytest.approx(
                 math.sqrt(2 * (math.log(1 / delta) + 2 * math.log(t + 2))), rel=1e-12)
     with pytest.raises(ValueError):

@@ -102,26 +102,30 @@ def init_stats(instance: Instance) -> LinearStats:
 
 
 def add_pull(stats: LinearStats, instance: Instance, arm: jax.Array, reward: jax.Array) -> LinearStats:
-    """Record one reward of ``arm``: O(d^2).  Statistics whose ``sums`` are empty (a rule that keeps
-    no per-arm reward sums, e.g. :class:`jaxbandits.rules.lazy.SpanningGLR`) keep them empty."""
+    """Record one reward of ``arm``: O(d^2).  A part that a rule does not keep (empty: the per-arm
+    reward sums of :class:`jaxbandits.rules.lazy.SpanningGLR`, A_t and b_t of
+    :class:`jaxbandits.rules.gap.GapIndices`) stays empty."""
     x = instance.arms[arm]
+    kept = lambda a: a.shape[0] > 0
     return LinearStats(
         stats.counts.at[arm].add(1.0),
-        stats.sums if stats.sums.shape[0] == 0 else stats.sums.at[arm].add(reward),
-        stats.gram + jnp.outer(x, x),
-        stats.b + reward * x,
+        stats.sums.at[arm].add(reward) if kept(stats.sums) else stats.sums,
+        stats.gram + jnp.outer(x, x) if kept(stats.gram) else stats.gram,
+        stats.b + reward * x if kept(stats.b) else stats.b,
     )
 
 
 def add_counts(stats: LinearStats, instance: Instance, counts: jax.Array, sums: jax.Array) -> LinearStats:
-    """Record a whole phase: ``counts[k]`` pulls of arm k whose rewards sum to ``sums[k]``."""
+    """Record a whole phase: ``counts[k]`` pulls of arm k whose rewards sum to ``sums[k]`` (an empty
+    part stays empty, as in :func:`add_pull`)."""
     X = instance.arms
     counts = counts.astype(X.dtype)
+    kept = lambda a: a.shape[0] > 0
     return LinearStats(
         stats.counts + counts,
-        stats.sums + sums,
-        stats.gram + (X.T * counts) @ X,
-        stats.b + X.T @ sums,
+        stats.sums + sums if kept(stats.sums) else stats.sums,
+        stats.gram + (X.T * counts) @ X if kept(stats.gram) else stats.gram,
+        stats.b + X.T @ sums if kept(stats.b) else stats.b,
     )
 
 

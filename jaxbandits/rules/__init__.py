@@ -9,6 +9,8 @@
   answer they certify;
 * :mod:`jaxbandits.rules.lazy`: seed 000's rules (forced exploration, tracking and lazy updates of
   the plug-in allocation; the stopping rule (8)), of which LT&S is the composition;
+* :mod:`jaxbandits.rules.gap`: seed 003's rules (gap indices, the pair (b_t, c_t) and its stopping
+  tests; the selection rules), of which the GIFA family is the composition;
 * :mod:`jaxbandits.rules.elimination`: elimination at stopping and at sampling, and the protocols
   an algorithm implements to be eliminated from;
 * :mod:`jaxbandits.rules.thresholds`: every stopping threshold (and confidence width) the library
@@ -24,12 +26,12 @@ build on the algorithms' shared pieces.
 import importlib
 
 _MODULES = ("composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed",
-            "lazy")
+            "lazy", "gap")
 _NAMES = {"compose": "composition", "Composition": "composition", "Composed": "composition", "Elimination": "elimination",
           "SamplingRule": "core", "StoppingRule": "core", "Belief": "core", "Context": "core", "Decision": "core"}
 
 __all__ = ["compose", "Composition", "Composed", "Elimination", "SamplingRule", "StoppingRule", "Belief",
-           "Context", "Decision", "composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed", "lazy"]
+           "Context", "Decision", "composition", "core", "elimination", "recommend", "sampling", "stopping", "thresholds", "karmed", "lazy", "gap"]
 
 
 def __getattr__(name):

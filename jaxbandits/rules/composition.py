@@ -215,14 +215,14 @@ class Composition(Composed):
     def init(self, key, instance: Instance) -> ComposedState:
         elim = self.eliminate.init(instance) if self._eliminating() else ()
         sampling = self.sampling.init(key, instance)
-        belief = self.stopping.start(key, instance)
+        ctx = self.context(instance, jnp.ones((instance.num_items,), bool))
+        belief = self.stopping.start(key, instance, ctx)
         counts = self.sampling.initial_counts(instance)
         if counts is None:
-            return ComposedState(self._carried(belief), sampling, jnp.zeros((), bool), elim)
+            return ComposedState(self._carried(belief), sampling, self.stopping.stops_at_start(belief), elim)
         # pulls made all at once before the first step (their rewards from this key), then a decision
         stats = common.add_counts(belief.stats, instance, counts, pull_counts(key, instance, counts))
-        t = jnp.asarray(counts.shape[0], jnp.int32)
-        ctx = self.context(instance, jnp.ones((instance.num_items,), bool))
+        t = jnp.sum(counts).astype(belief.t.dtype)
         dec = self.stopping.advance(belief, stats, t, ctx)
         stopped = dec.ready & (dec.statistic > dec.beta)
         return ComposedState(self._carried(dec.belief), sampling, stopped, elim)
@@ -239,18 +239,17 @@ class Composition(Composed):
 
     def step_masked(self, key, state: ComposedState, instance: Instance, active: jax.Array) -> ComposedState:
         ctx = self.context(instance, active, self.done(state))
-        n = self.sampling.draws
-        if n:
-            keys = jax.random.split(key, n + 1)
-            draws, k_pull = tuple(keys[i] for i in range(n)), keys[n]
-        else:
-            draws, k_pull = (), key
+        draws, k_pulls = self.sampling.split_key(key)
         belief = state.belief
         arm, sampling = self.sampling.update(draws, state.sampling, belief, ctx)
-        reward = pull(k_pull, instance, arm)
-        stats = common.add_pull(belief.stats, instance, arm, reward)
-        t1 = belief.t + 1
-        dec = self.stopping.advance(belief, stats, t1, ctx, (arm, reward))
+        p = self.sampling.pulls
+        arms = (arm,) if p == 1 else tuple(arm[i] for i in range(p))
+        stats, rewards = belief.stats, ()
+        for a, k in zip(arms, k_pulls):
+            rewards += (pull(k, instance, a),)
+            stats = common.add_pull(stats, instance, a, rewards[-1])
+        t1 = belief.t + p
+        dec = self.stopping.advance(belief, stats, t1, ctx, (arm, rewards[0]) if p == 1 else (arms, rewards))
         ready = self._ready(dec.ready, t1, instance)
         stopped = ready & (dec.statistic > dec.beta)
         elim = state.elimination

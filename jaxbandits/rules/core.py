@@ -74,7 +74,7 @@ class Belief(NamedTuple):
 
     Attributes:
       stats: the sufficient statistics (:class:`jaxbandits.algorithms.common.LinearStats`).
-      t: pulls so far (int32).
+      t: pulls so far (int32; a float where a rule's start says so, for more than 2^31 pulls).
       theta: [d] the estimate.
       chol: the Cholesky factor of the (regularised) design matrix, or None where the stopping
         rule works with the inverse.
@@ -120,9 +120,22 @@ class SamplingRule(Configurable):
 
     #: random keys ``update`` takes per step (0: deterministic; the pull then uses the step's key)
     draws: ClassVar[int] = 0
+    #: arms pulled per step: ``update`` returns one arm, or an array of ``pulls`` arms pulled in
+    #: that order (LUCB's pair)
+    pulls: ClassVar[int] = 1
     #: the fields of the :class:`Belief` that ``update`` reads besides ``stats``, ``t`` and ``answer``
     #: (of "theta", "chol", "inv"); the composition carries only these from one step to the next
     reads: ClassVar[tuple[str, ...]] = ("theta", "chol", "inv")
+
+    def split_key(self, key: jax.Array) -> tuple[tuple, tuple]:
+        """(the keys ``update`` takes, one key per pull) from the step's key: the step's key for
+        the pull of a deterministic one-pull rule, else the first ``draws`` and the last ``pulls``
+        of ``split(key, draws + pulls)``."""
+        n, p = self.draws, self.pulls
+        if n == 0 and p == 1:
+            return (), (key,)
+        keys = jax.random.split(key, n + p)
+        return tuple(keys[i] for i in range(n)), tuple(keys[n + i] for i in range(p))
 
     def init(self, key: jax.Array, instance: Instance) -> Any:
         """The rule's own state before the first pull (default: none)."""
@@ -188,11 +201,17 @@ class StoppingRule(Configurable):
         return Belief(common.init_stats(instance), jnp.zeros((), jnp.int32), jnp.zeros((d,), dt),
                       jnp.eye(d, dtype=dt), None, jnp.zeros((), jnp.int32))
 
-    def start(self, key: jax.Array, instance: Instance) -> Belief:
+    def start(self, key: jax.Array, instance: Instance, ctx: Context) -> Belief:
         """The belief before any pull, for a rule that draws something at the start (the key of
-        the composition's ``init``); default: :meth:`prior`."""
-        del key
+        the composition's ``init``) or reads the context; default: :meth:`prior`."""
+        del key, ctx
         return self.prior(instance)
+
+    def stops_at_start(self, belief: Belief) -> jax.Array:
+        """Whether the rule stops before any pull (a test that its prior data can pass: GIFA's
+        tau_LUCB with a large epsilon); default: no."""
+        del belief
+        return jnp.zeros((), bool)
 
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
         raise NotImplementedError

@@ -120,9 +120,10 @@ class SpanningGLR(StoppingRule):
     def __post_init__(self):
         thresholds.resolve("track_and_stop", self.threshold)
 
-    def start(self, key: jax.Array, instance: Instance) -> Belief:
+    def start(self, key: jax.Array, instance: Instance, ctx: Context) -> Belief:
         """A_0 drawn at random among the spanning sets (Sec 5, "A_0 is chosen at random"), zero
         data, answer 0."""
+        del ctx
         X = instance.arms
         K, d = X.shape
         A0 = common.random_spanning_set(key, X, arm_mask=instance.arm_mask)

@@ -262,6 +262,13 @@ class Initial(SamplingRule):
         return self.then.draws
 
     @property
+    def pulls(self) -> int:
+        return self.then.pulls
+
+    def split_key(self, key):
+        return self.then.split_key(key)
+
+    @property
     def reads(self) -> tuple[str, ...]:
         return self.then.reads
 
@@ -271,7 +278,7 @@ class Initial(SamplingRule):
     def initial_counts(self, instance: Instance) -> jax.Array | None:
         if self.first != "batch":
             return None
-        return jnp.ones((instance.num_arms,), instance.arms.dtype)
+        return instance.valid_arms().astype(instance.arms.dtype)  # each real arm once
 
     def init(self, key, instance: Instance) -> InitialState:
         K = instance.num_arms

@@ -2,7 +2,9 @@
 
 Seed 003 = Reda, Kaufmann, Delahaye-Duriez, "Top-m identification for linear bandits", AISTATS 2021.
 
-One configurable kernel, :class:`GIFA`, whose pluggable pieces are the degrees of freedom of
+:class:`GIFA` is the composition of two rules (:mod:`jaxbandits.rules.gap`: the gap indices with
+their stopping test, :class:`~jaxbandits.rules.gap.GapIndices`, and the selection rule,
+:class:`~jaxbandits.rules.gap.GapSelection`), whose options are the degrees of freedom of
 Algorithm 1; the named algorithms of Table 1 are assemblies, subclasses of :class:`GIFA` (:class:`LUCB`, :class:`UGapE`, :class:`MLinGapE`,
 :class:`LinGIFA`; the best-arm :class:`~jaxbandits.algorithms.fixed_confidence.lingape.LinGapE`):
 
@@ -91,15 +93,15 @@ with a direct solve).  max^m / argmax^[m] use m passes of max-and-remove (no sor
 under vmap); for individual and classical indices, which are separable (B_ij = U_i - L_j),
 max^m_{i != j} B_ij for all j is read off the m + 1 largest U_i in O(K).
 
-Stopping happens at the top of Algorithm 1's loop: the state holds J(t), b_t, c_t and the stopping
-statistic of the current data, so ``done`` is "statistic <= eps" (``stopping_pair="post_pull"``) and
-``outcome`` returns J(t).
+Stopping happens at the top of Algorithm 1's loop: the stopping rule's carry holds J(t), b_t, c_t
+and the stopping statistic of the current data (:meth:`GIFA.view` reads them from a state), so the
+composition stops when "statistic <= eps" (``stopping_pair="post_pull"``) and ``outcome`` returns
+J(t).
 """
 from __future__ import annotations
 
 import dataclasses
-import math
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -109,20 +111,16 @@ from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, concrete, display_name, hyperparameter
 from jaxbandits.algorithms.common import (TOPK_ITERATIVE_MAX, argmax_fast, mth_largest, noise_scale,  # noqa: F401
                                          top_indices, top_values, topm_mask)
-from jaxbandits.design.simplex import min_l1_representation
-from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 from jaxbandits import presets
+from jaxbandits.rules import sampling as sampling_rules
 from jaxbandits.rules import thresholds
+from jaxbandits.rules.composition import Composed, ComposedState, Composition
+from jaxbandits.rules.gap import (COMPUTE_B, COMPUTE_J, INDICES, SELECTIONS, STOPPING_PAIRS, STOPPINGS,  # noqa: F401
+                                  THRESHOLD_TAILS, TIE_RTOL, UNROLL_D_MAX, GapCarry, GapIndices, GapSelection,
+                                  GapView, _mv, argmax_random_ties, view)
 
-INDICES = ("paired", "individual", "classical")
 THRESHOLDS = thresholds.names("gifa")  # jaxbandits.rules.thresholds.ALIASES
-COMPUTE_J = ("empirical", "gap")
-COMPUTE_B = ("lucb", "gap")
-SELECTIONS = ("largest_variance", "greedy", "optimized", "both")
-STOPPINGS = ("lucb", "ugape", "glr")
-STOPPING_PAIRS = ("post_pull", "pre_pull")
-THRESHOLD_TAILS = ("sqrt_lambda", "lambda")
 
 #: the two behaviours of the released code (module docstring) as GIFA options
 RELEASED_CODE = presets.GIFA_RELEASED.settings
@@ -131,88 +129,12 @@ TIRINZONI_DEGENNE = {k: v for k, v in presets.TD_LINGAPE.settings.items()
                      if k not in ("index", "threshold", "compute_J", "compute_b")}
 
 
-class GIFAState(NamedTuple):
-    """State of a GIFA run.
-
-    Attributes:
-      counts: [K] pulls per arm.  sums: [K] reward sums per arm.
-      Vinv: [d, d] V_t^-1 (column mode, module docstring; [1, 1] zeros otherwise).
-      g: [K] ||x_a||^2_{V_t^-1} (column mode; [1] zeros otherwise).
-      G: [K, K] X V_t^-1 X^T (full mode: paired indices with compute_J = "gap"; [1, 1] zeros
-        otherwise).
-      mu: [K] empirical means mu_a(t) (least squares, or averages for classical indices).
-      logdet: ln det V_t - N ln lambda (for the determinant threshold).
-      t: samples so far.
-      J: [K] bool, the estimated m best arms J(t).  b, c: b_t and c_t.
-      stat: the stopping statistic of the current data.  done: the stopping rule fired (stat <=
-        epsilon, or the released code's pre-pull check).
-      w_pair: [2] pair (b, c) whose w* is cached in ``w`` ([K] with the optimized rule, else [1] zeros).
-    """
-
-    counts: jax.Array
-    sums: jax.Array
-    Vinv: jax.Array
-    g: jax.Array
-    G: jax.Array
-    mu: jax.Array
-    logdet: jax.Array
-    t: jax.Array
-    J: jax.Array
-    b: jax.Array
-    c: jax.Array
-    stat: jax.Array
-    done: jax.Array
-    w_pair: jax.Array
-    w: jax.Array
-
-
-#: up to this d, the column mode's products with X and V^-1 are unrolled over d (see :func:`_mv`)
-UNROLL_D_MAX = 5
-
-
-def _mv(A: jax.Array, x: jax.Array) -> jax.Array:
-    """A @ x for A [n, d], x [d] (or [d, k]: then A @ x [n, k]).
-
-    For d <= ``UNROLL_D_MAX``: sum_l A[:, l] x[l], unrolled, so that XLA fuses the products with
-    the elementwise ops around them; under vmap on CPU a dot is a separate batched kernel, and a
-    reduction over a short minor axis does not vectorise.  Measured per lane-step of LinGapE, 32
-    lanes, 2 shared cores: many arms K = 1000, d = 2: 14-19 us unrolled, 21 us with dots, 53 us
-    with broadcast-and-reduce; Soare d = 5 (K = 6): 0.39 us unrolled, 0.48-0.51 us with dots;
-    K = d = 8: 0.81 us unrolled, 0.44 us with dots; K = d = 16: 2.8 us unrolled, 0.83 us with dots.
-    """
-    d = A.shape[-1]
-    if d > UNROLL_D_MAX:
-        return A @ x
-    if x.ndim == 1:
-        return sum(A[:, l] * x[l] for l in range(d))
-    return sum(A[:, l, None] * x[None, l, :] for l in range(d))
-
-
-TIE_RTOL = 1e-9
-
-
-def argmax_random_ties(key: jax.Array | None, v: jax.Array, valid: jax.Array) -> jax.Array:
-    """argmax of ``v`` over ``valid`` entries, ties broken uniformly at random (seed 003 Sec 3.1).
-
-    Values within a relative ``TIE_RTOL`` of the maximum are ties: the selection rules produce
-    exact ties (equal counts, w* = e_b - e_c) that rounding would otherwise break arbitrarily.
-    One uniform draw per call: the k-th tied index, k = floor(u * #ties); ``key=None``: the first.
-    """
-    v = jnp.where(valid, v, -jnp.inf)
-    mx = jnp.max(v)
-    ties = valid & (v >= mx - TIE_RTOL * jnp.abs(mx))
-    if key is None:
-        return argmax_fast(ties)
-    n = jnp.sum(ties)
-    k = jnp.floor(jax.random.uniform(key, (), v.dtype) * n).astype(jnp.int32)
-    k = jnp.minimum(k, n - 1)
-    rank = jnp.cumsum(ties) - 1
-    return argmax_fast(ties & (rank == k))
-
-
 @dataclasses.dataclass(frozen=True)
-class GIFA(Algorithm):
-    """A GIFA algorithm for (epsilon, m, delta)-PAC Top-m identification (seed 003 Algorithm 1).
+class GIFA(Composed):
+    """A GIFA algorithm for (epsilon, m, delta)-PAC Top-m identification (seed 003 Algorithm 1): the
+    composition of :meth:`rules`, the gap indices and stopping test
+    (:class:`~jaxbandits.rules.gap.GapIndices`) and the selection rule
+    (:class:`~jaxbandits.rules.gap.GapSelection`), after each arm once with ``initialization``.
 
     Args:
       m: number of arms to identify.  delta: risk.  epsilon: slack (>= 0).
@@ -277,7 +199,7 @@ class GIFA(Algorithm):
     def validate(self, instance: Instance) -> None:
         """Host-side checks: Z = X, m < K, a positive sigma and lambda, and a reward model the
         indices are valid for (seed 003 Sec 2: r = x^T theta + sigma-sub-Gaussian noise)."""
-        super().validate(instance)
+        Algorithm.validate(self, instance)
         if instance.num_items != instance.num_arms:
             raise ValueError("Top-m identification returns arms: the items must be the arms (Z = X)")
         K = int(np.min(np.asarray(instance.true_num_arms())))
@@ -292,206 +214,56 @@ class GIFA(Algorithm):
         elif instance.model == "bernoulli":
             common.require_linear_rewards(instance, self.name)
 
-    # -- pieces --------------------------------------------------------------------------------
-    def _sigma(self, inst) -> jax.Array:
-        """sigma of seed 003 Sec 2 (sub-Gaussian noise scale)."""
-        return noise_scale(self.sigma, inst)
-
-    def _reg(self, inst):
-        if self.reg is None:
-            return self._sigma(inst) / 20.0  # lambda = sigma / 20 (seed 003 Sec 5)
-        return jnp.asarray(self.reg, inst.arms.dtype)
-
     def _linear(self) -> bool:
         return self.index != "classical"
-
-    def confidence(self, state: GIFAState, inst: Instance) -> jax.Array:
-        """The threshold C_{t,delta} (seed 003 eq. (2), Sec 5, Kalyanakrishnan et al. 2012, Xu et al. 2018).
-
-        Dimensionless: the widths are C_{t,delta} ||x||_Sigma = C_{t,delta} sigma ||x||_{V_t^-1}.
-        """
-        N = inst.arms.shape[1]
-        K = inst.true_num_arms()
-        t = jnp.maximum(state.t, 1.0)
-        delta = self.delta
-        rule = thresholds.resolve("gifa", self.threshold)
-        if rule == "log_log_t":  # Sec 5
-            return thresholds.width(thresholds.log_log_t(t, delta))
-        if rule == "log_t2":  # Tirinzoni & Degenne's code: log(1 / delta) + 2 log(t + 2)
-            return thresholds.width(thresholds.log_t2(state.t + 2.0, delta))
-        if rule == "log_t":  # sqrt(2 log((t' + 1) / delta)), round index t' = t + 1
-            return thresholds.width(thresholds.log_t(state.t + 1.0, delta))
-        if rule == "lucb1":
-            # LUCB1: width sqrt(2 sigma^2 beta(t) / N_a), beta = ln(5 K t^4 / (4 delta)) (released LUCB1Beta)
-            return thresholds.width(thresholds.lucb1(t, delta, K))
-        lam = self._reg(inst)
-        S = jnp.linalg.norm(inst.theta) if self.S is None else self.S
-        sigma = self._sigma(inst)
-        if self.threshold_tail == "sqrt_lambda":
-            tail = jnp.sqrt(lam) * S / sigma  # eq. (2): + sqrt(lambda) S / sigma
-        else:
-            tail = lam * S / sigma  # released code (betas.FrequentistBeta): + lambda S / sigma
-        if rule == "reda_eq2":
-            L2 = jnp.max(jnp.sum(inst.arms**2, axis=-1))
-            return thresholds.reda_eq2_width(state.t, delta, N, L2, lam, tail)
-        # determinant (Abbasi-Yadkori et al. 2011, Thm 2, divided by sigma; Xu et al. 2018)
-        return thresholds.abbasi_yadkori_width(state.logdet, delta, tail)
 
     def _full_matrix(self) -> bool:
         """Full mode (module docstring): J(t) needs max^m_{i != j} B_{i,j} for every j, paired."""
         return self.index == "paired" and self.compute_J == "gap"
 
-    def _variances(self, state: GIFAState) -> jax.Array:
-        """[K] ||x_a||^2_{V_t^-1} (linear indices)."""
-        return jnp.diagonal(state.G) if self._full_matrix() else state.g
+    def rules(self) -> Composition:
+        """The gap indices and stopping test of this configuration, and its selection rule (each
+        arm once first, all before the first step, with ``initialization``)."""
+        stop = GapIndices(m=self.m, index=self.index, threshold=self.threshold, compute_J=self.compute_J,
+                          compute_b=self.compute_b, stop=self.stopping, reg=self.reg, S=self.S,
+                          stopping_pair=self.stopping_pair, threshold_tail=self.threshold_tail)
+        select = GapSelection(selection=self.selection, tie_break=self.tie_break, batched=self.policy.batched)
+        if self.initialization:
+            select = sampling_rules.Initial(select, first="batch")
+        return Composition(select, stop, delta=self.delta, epsilon=self.epsilon, sigma=self.sigma, name=self.name)
 
-    def _cross(self, state: GIFAState, inst: Instance, idx: jax.Array | None) -> jax.Array:
-        """[K, n] x_i^T V_t^-1 x_j for j in ``idx`` (None: all K): a slice of G in full mode,
-        X (V^-1 X_idx^T) in column mode (O(n K d + n d^2))."""
-        if self._full_matrix():
-            return state.G if idx is None else state.G[:, idx]
-        X = inst.arms
-        Xj = X if idx is None else X[idx]
-        return _mv(X, _mv(state.Vinv, Xj.T))
+    # the gap indices are not a GLR statistic: no elimination protocol (``Eliminate`` refuses GIFA)
+    linear_stats = None
+    stopping_threshold = None
 
-    def gap_columns(self, state: GIFAState, inst: Instance, idx: jax.Array | None = None) -> jax.Array:
-        """B[:, idx] = mu_i(t) - mu_j(t) + C_{t,delta} W_t(i, j) for j in ``idx`` [K, n] (seed 003
-        Sec 2); ``idx=None``: the whole [K, K] matrix."""
-        mu = state.mu
-        take = (lambda v: v) if idx is None else (lambda v: v[idx])
-        if self.index == "paired":
-            # ||x_i - x_j||_Sigma = sigma ||x_i - x_j||_{V_t^-1}, Sigma = sigma^2 V_t^-1 (Sec 2)
-            C = self.confidence(state, inst) * self._sigma(inst)
-            g = self._variances(state)
-            D = jnp.maximum(g[:, None] + take(g)[None, :] - 2.0 * self._cross(state, inst, idx), 0.0)
-            W = C * jnp.sqrt(D)
-            B = mu[:, None] - take(mu)[None, :] + W
-            # a padded arm is never a challenger i (row -inf)
-            return B if inst.arm_mask is None else jnp.where(inst.arm_mask[:, None], B, -jnp.inf)
-        up, low = self._individual_bounds(state, inst)
-        return up[:, None] - take(low)[None, :]
+    def outcome(self, state: ComposedState, inst: Instance) -> Outcome:
+        # counts stay floats (exact integers): the engine saturates a lost count as NON_FINITE, where a
+        # cast to int32 would clamp a count past 2**31 - 1 (two pulls a step, "both") silently
+        b = state.belief
+        return Outcome(answer=b.answer, samples=b.t, pulls=b.stats.counts)
 
-    def gap_indices(self, state: GIFAState, inst: Instance) -> jax.Array:
-        """B[i, j] = mu_i(t) - mu_j(t) + C_{t,delta} W_t(i, j) [K, K] (seed 003 Sec 2).  Read by
-        the algorithm in full mode only; in column mode O(K^2 d), for diagnostics and tests."""
-        return self.gap_columns(state, inst, None)
+    # -- diagnostics: the rule's formulas on a state of this configuration -----------------------
+    @staticmethod
+    def view(state: ComposedState | GapView) -> GapView:
+        """The data and the gap-index statistics of a state (:class:`~jaxbandits.rules.gap.GapView`:
+        counts, sums, V_t^-1, variances, G, mu, log det, t, J, b, c, statistic, done); batched
+        states (leading axes) are fine; a view is returned as it is."""
+        return state if isinstance(state, GapView) else view(state.belief)
 
-    def _individual_bounds(self, state: GIFAState, inst: Instance):
-        """Individual indices: B[i, j] = U_i - L_j with U = mu + W, L = mu - W (Sec 2).
+    def context(self, inst: Instance):
+        return self.composition().context(inst, jnp.ones((inst.num_items,), bool))
 
-        W_t(a) = C_t sigma ||x_a||_{V_t^-1} (Sigma = sigma^2 V_t^-1), or C_t sigma / sqrt(N_a)
-        for classical indices (Sec 2, last paragraph: lambda = 0, canonical features).
-        """
-        # W_t(a) = C_t ||x_a||_Sigma = C_t sigma ||x_a||_{V_t^-1} (Sec 2); classical: C_t sigma / sqrt(N_a)
-        # (Sec 2, last paragraph; with the LUCB1 threshold, Kalyanakrishnan et al. 2012's width)
-        C = self.confidence(state, inst) * self._sigma(inst)
-        if self.index == "individual":
-            s = jnp.sqrt(jnp.maximum(self._variances(state), 0.0))
-        else:
-            s = 1.0 / jnp.sqrt(jnp.maximum(state.counts, 1e-300))
-        up = state.mu + C * s
-        if inst.arm_mask is not None:
-            up = jnp.where(inst.arm_mask, up, -jnp.inf)  # a padded arm is never a challenger
-        return up, state.mu - C * s
+    def confidence(self, state: ComposedState | GapView, inst: Instance) -> jax.Array:
+        """C_{t,delta} of the state's data (:meth:`jaxbandits.rules.gap.GapIndices.confidence`)."""
+        return self.composition().stopping.confidence(self.view(state), self.context(inst))
 
-    def _mth_index(self, state: GIFAState, inst: Instance, B: jax.Array | None) -> jax.Array:
-        """[j] -> max^m_{i != j} B[i, j] for every j (compute_J = "gap").
+    def gap_indices(self, state: ComposedState | GapView, inst: Instance) -> jax.Array:
+        """B[i, j] [K, K] of the state's data (:meth:`jaxbandits.rules.gap.GapIndices.gap_indices`)."""
+        return self.composition().stopping.gap_indices(self.view(state), self.context(inst))
 
-        Paired indices (full mode): m passes over the K x K matrix ``B``.  Individual (and
-        classical) indices are separable, B[i, j] = U_i - L_j, so max^m_{i != j} B[i, j] = (the m-th
-        largest U, or the (m+1)-th when j is itself among the m largest) - L_j: O(K), the same
-        numbers.
-        """
-        m = self.m
-        if self.index == "paired":
-            eye = jnp.eye(inst.num_arms, dtype=bool)
-            return mth_largest(jnp.where(eye, -jnp.inf, B).T, m)
-        up, low = self._individual_bounds(state, inst)
-        top = top_values(up, m + 1)
-        return jnp.where(topm_mask(up, m), top[m], top[m - 1]) - low
-
-    def _mth_columns(self, Bc: jax.Array, idx: jax.Array) -> jax.Array:
-        """[k] -> max^m_{i != idx_k} Bc[i, k] for the columns Bc = B[:, idx]: O(m^2 K)."""
-        own = jnp.arange(Bc.shape[0])[:, None] == idx[None, :]
-        return mth_largest(jnp.where(own, -jnp.inf, Bc), self.m, axis=0)
-
-    def _decide(self, state: GIFAState, inst: Instance, prev: GIFAState | None = None) -> GIFAState:
-        """J(t), b_t, c_t, the stopping statistic and the stopping decision from the current data
-        (Algorithm 1, Table 1).
-
-        ``prev``: the state before the last pull (None at initialization); only read with
-        ``stopping_pair="pre_pull"``, where the decision is the released code's: tau_LUCB on the
-        pair chosen before the pull with the new indices, B_{c_{t-1}, b_{t-1}}(t), or tau_UGapE's
-        statistic computed before the pull, and the answer is the J chosen before the pull.
-        """
-        m = self.m
-        full = self._full_matrix()
-        B = self.gap_indices(state, inst) if full else None
-        valid = inst.valid_arms()
-        mth_all = None
-        if self.compute_J == "empirical":
-            score = state.mu
-        else:
-            mth_all = self._mth_index(state, inst, B)  # [j]: max^m_{i != j} B[i, j]
-            score = -mth_all
-        idx = top_indices(jnp.where(valid, score, -jnp.inf) if inst.arm_mask is not None else score, m)  # J(t)
-        ar = jnp.arange(inst.num_arms)
-        J = jnp.any(ar[:, None] == idx[None, :], axis=1)
-        Bc = B[:, idx] if full else self.gap_columns(state, inst, idx)  # [K, m]: B[i, j], j in J(t)
-        if self.compute_b == "gap" or self.stopping == "ugape":
-            mth = mth_all[idx] if mth_all is not None else self._mth_columns(Bc, idx)  # max^m_{i != j} B[i, j]
-        if m == 1:
-            k = 0
-        else:
-            if self.compute_b == "lucb":
-                score_b = jnp.max(jnp.where(J[:, None], -jnp.inf, Bc), axis=0)  # max_{i notin J} B[i, j]
-            else:
-                score_b = mth
-            # argmax over j in J(t), ties: the lowest arm index
-            k = argmax_fast(idx == jnp.min(jnp.where(score_b == jnp.max(score_b), idx, inst.num_arms)))
-        b = idx[k]
-        Bb = Bc[:, k]
-        c = argmax_fast(jnp.where(J, -jnp.inf, Bb))
-        if self.stopping == "lucb":
-            stat = Bb[c]
-        elif self.stopping == "ugape":
-            stat = jnp.max(mth)
-        if self.stopping == "glr":
-            stat, J_emp = self.glr_statistic(state, inst)
-            done = stat > self.glr_threshold(state)
-            J = jnp.where(done, J_emp, J)
-        elif self.stopping_pair == "post_pull":
-            done = stat <= self.epsilon
-        elif prev is None:
-            done = jnp.asarray(False)  # the released code checks only after a pull
-        else:
-            if self.stopping == "lucb":
-                pre_stat = B[prev.c, prev.b] if full else self.gap_columns(state, inst, prev.b[None])[prev.c, 0]
-            else:
-                pre_stat = prev.stat
-            done = pre_stat <= self.epsilon
-            J = jnp.where(done, prev.J, J)
-        return state._replace(J=J, b=b.astype(jnp.int32), c=c.astype(jnp.int32), stat=stat, done=done)
-
-    def glr_statistic(self, state: GIFAState, inst: Instance):
-        """(min_{i in J_emp, j notin J_emp} (mu_i - mu_j)_+^2 / (2 sigma^2 ||x_i - x_j||^2_{V_t^-1}),
-        J_emp) with J_emp = argmax^[m] mu(t) (bool [K]): the GLR statistic of the Top-m answer
-        J_emp with the ridge V_t (Tirinzoni & Degenne's ``min_alt``).  O(m K d)."""
-        valid = inst.valid_arms()
-        mu = state.mu
-        idx = top_indices(jnp.where(valid, mu, -jnp.inf) if inst.arm_mask is not None else mu, self.m)
-        J_emp = jnp.any(jnp.arange(inst.num_arms)[:, None] == idx[None, :], axis=1)
-        g = self._variances(state)
-        D = jnp.maximum(g[:, None] + g[idx][None, :] - 2.0 * self._cross(state, inst, idx), 0.0)  # [K, m]
-        gaps = jnp.maximum(mu[idx][None, :] - mu[:, None], 0.0)
-        sigma = self._sigma(inst)
-        z = gaps * gaps / (2.0 * sigma**2 * jnp.maximum(D, 1e-300))
-        z = jnp.where((~J_emp & valid)[:, None], z, jnp.inf)
-        return jnp.min(z), J_emp
-
-    def glr_threshold(self, state: GIFAState) -> jax.Array:
-        """log((t + 1) / delta) of the GLR stopping rule (``stopping="glr"``), t samples so far."""
-        return thresholds.log_t(state.t, self.delta)
+    def glr_statistic(self, state: ComposedState | GapView, inst: Instance):
+        """(GLR statistic, J_emp) of the state's data (:meth:`jaxbandits.rules.gap.GapIndices.glr_statistic`)."""
+        return self.composition().stopping.glr_statistic(self.view(state), self.context(inst))
 
     @classmethod
     def tirinzoni_degenne(cls, algorithm: str = "LinGapE", m: int = 1, **kw) -> "GIFA":
@@ -513,112 +285,6 @@ class GIFA(Algorithm):
     @property
     def slack(self):
         return 0.0 if self.epsilon is None else self.epsilon  # None: the static part of a split
-
-    def _pick(self, key, v, valid):
-        return argmax_random_ties(key if self.tie_break == "random" else None, v, valid)
-
-    def select(self, key: jax.Array, state: GIFAState, inst: Instance):
-        """The selection rule: (arm, new state with the w* cache) (seed 003 Sec 3.2, eq. (1))."""
-        K = inst.num_arms
-        b, c = state.b, state.c
-        ar = jnp.arange(K)
-        if self.selection in ("largest_variance", "both"):
-            if self._linear():
-                var = self._variances(state)
-            else:
-                var = 1.0 / jnp.maximum(state.counts, 1e-300)
-            v = jnp.where(ar == b, var[b], jnp.where(ar == c, var[c], -jnp.inf))
-            return self._pick(key, v, (ar == b) | (ar == c)), state
-        if self.selection == "greedy":
-            # ||y||^2_{(V + x_a x_a^T)^-1} = ||y||^2_{V^-1} - (y^T V^-1 x_a)^2 / (1 + ||x_a||^2_{V^-1}),
-            # y = x_b - x_c, y^T V^-1 x_a = G[b, a] - G[c, a]: minimise = maximise the decrease.
-            if self._full_matrix():
-                u = state.G[b] - state.G[c]
-            else:
-                u = _mv(inst.arms, _mv(state.Vinv, inst.arms[b] - inst.arms[c]))  # O(K d + d^2)
-            v = u * u / (1.0 + self._variances(state))
-            return self._pick(key, v, inst.valid_arms()), state
-        # optimized (eq. (1)); w* cached per pair
-        pair = jnp.stack([b, c])
-        stale = jnp.any(pair != state.w_pair)
-        sol = min_l1_representation(inst.arms, inst.arms[b] - inst.arms[c], active=stale,
-                                    fixed_trips=self.policy.batched)
-        w = jnp.where(stale, sol.w, state.w)
-        aw = jnp.abs(w)
-        valid = (aw > 1e-9 * jnp.max(aw)) & inst.valid_arms()
-        v = -state.counts / jnp.where(valid, aw, 1.0)
-        arm = self._pick(key, v, valid)
-        return arm, state._replace(w_pair=pair, w=w)
-
-    def _update(self, state: GIFAState, inst: Instance, arm, reward) -> GIFAState:
-        counts = state.counts.at[arm].add(1.0)
-        sums = state.sums.at[arm].add(reward)
-        Vinv, g, G, logdet = state.Vinv, state.g, state.G, state.logdet
-        if self._full_matrix():
-            u = state.G[:, arm]
-            den = 1.0 + u[arm]
-            G = state.G - jnp.outer(u, u) / den
-        elif self._linear():
-            x = inst.arms[arm]
-            p = _mv(state.Vinv, x)
-            den = 1.0 + jnp.sum(x * p)
-            Vinv = state.Vinv - jnp.outer(p, p) / den
-            u = _mv(inst.arms, p)  # [K] x_i^T V^-1 x_a
-            g = state.g - u * u / den
-        if self._linear():
-            mu = state.mu + u * (reward - state.mu[arm]) / den
-            logdet = state.logdet + jnp.log(den)
-        else:
-            mu = sums / jnp.maximum(counts, 1.0)
-        return state._replace(counts=counts, sums=sums, Vinv=Vinv, g=g, G=G, mu=mu, logdet=logdet, t=state.t + 1.0)
-
-    # -- the contract --------------------------------------------------------------------------
-    def init(self, key: jax.Array, inst: Instance) -> GIFAState:
-        X = inst.arms
-        K, N = X.shape
-        dt = X.dtype
-        counts = inst.valid_arms().astype(dt) if self.initialization else jnp.zeros(K, dt)
-        sums = pull_counts(key, inst, counts) if self.initialization else jnp.zeros(K, dt)
-        Vinv, g, G = jnp.zeros((1, 1), dt), jnp.zeros(1, dt), jnp.zeros((1, 1), dt)
-        if self._linear():
-            lam = self._reg(inst)
-            V = lam * jnp.eye(N, dtype=dt) + (X.T * counts) @ X
-            L = jnp.linalg.cholesky(V)
-            logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(L))) - N * jnp.log(lam)
-            if self._full_matrix():
-                W = jax.scipy.linalg.solve_triangular(L, X.T, lower=True)  # [N, K]
-                G = W.T @ W
-                mu = G @ sums  # X V^-1 X^T sums = X theta_hat, since b_t = X^T sums
-            else:
-                Vinv = common.inverse_from_cholesky(L)
-                g = jnp.sum((X @ Vinv) * X, axis=-1)
-                mu = X @ (Vinv @ (X.T @ sums))
-        else:
-            mu = sums / jnp.maximum(counts, 1.0)
-            logdet = jnp.zeros((), dt)
-        st = GIFAState(counts=counts, sums=sums, Vinv=Vinv, g=g, G=G, mu=mu, logdet=logdet, t=jnp.sum(counts),
-                       J=jnp.zeros(K, bool), b=jnp.int32(0), c=jnp.int32(0), stat=jnp.asarray(jnp.inf, dt),
-                       done=jnp.asarray(False), w_pair=jnp.full((2,), -1, jnp.int32),
-                       w=jnp.zeros(K if self.selection == "optimized" else 1, dt))
-        return self._decide(st, inst)
-
-    def step(self, key: jax.Array, state: GIFAState, inst: Instance) -> GIFAState:
-        k_sel, k_pull, k_pull2 = jax.random.split(key, 3)
-        arm, st = self.select(k_sel, state, inst)
-        st = self._update(st, inst, arm, pull(k_pull, inst, arm))
-        if self.selection == "both":
-            other = jnp.where(arm == state.b, state.c, state.b)
-            st = self._update(st, inst, other, pull(k_pull2, inst, other))
-        new = self._decide(st, inst, prev=state)
-        return jax.tree.map(lambda n, o: jnp.where(state.done, o, n), new, state)
-
-    def done(self, state: GIFAState) -> jax.Array:
-        return state.done
-
-    def outcome(self, state: GIFAState, inst: Instance) -> Outcome:
-        # counts stay floats (exact integers): the engine saturates a lost count as NON_FINITE, where a
-        # cast to int32 would clamp a count past 2**31 - 1 (two pulls a step, "both") silently
-        return Outcome(answer=state.J, samples=state.t, pulls=state.counts)
 
 
 # ------------------------------------------------------------------------------------------------
