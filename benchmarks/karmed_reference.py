@@ -12,7 +12,9 @@ is this script's output.
 
 Also here, vectorised over replications: :func:`lucb1` (Kalyanakrishnan et al. 2012) and
 :func:`lil_ucb` (Jamieson et al. 2014), written from the papers, for the checks of
-``tests/test_karmed.py``.
+``tests/test_karmed.py``; :func:`unknown_variance_eb_tc` (EB-TC with the empirical variances
+plugged in, Jourdan, Degenne & Kaufmann, ALT 2023) and :func:`heteroscedastic_weights` (w* of
+Gaussian arms with per-arm variances, by brentq) for ``tests/test_karmed_unknown_variance.py``.
 """
 from __future__ import annotations
 
@@ -169,6 +171,98 @@ def lil_ucb(rng, mu, delta, reps, *, eps=0.01, beta=1.0, lam=9.0, gaussian=False
         S[rows, arm] += _draw(rng, mu[arm], ~done, gaussian, sigma)
         N[rows, arm] += ~done
     raise RuntimeError("lil'UCB did not stop")
+
+
+def heteroscedastic_weights(mu, sigma):
+    """(w*, T*) of Gaussian arms with known per-arm standard deviations ``sigma``, written from
+    T*^-1 = max_w min_{a != 1} (mu_1 - mu_a)^2 / (2 (s_1^2 / w_1 + s_a^2 / w_a)): with x_a = w_a / w_1
+    and every pair at the same value y w_1, x_a(y) = s_a^2 y / (c_a - s_1^2 y), c_a = (mu_1 -
+    mu_a)^2 / 2; w_1 y is largest where sum_a (s_1^2 / s_a^2) x_a(y)^2 = 1, solved by brentq."""
+    mu, s2 = np.asarray(mu, float), np.asarray(sigma, float) ** 2
+    b = int(np.argmax(mu))
+    o = np.arange(len(mu)) != b
+    c = 0.5 * (mu[b] - mu[o]) ** 2
+    ymax = float(np.min(c / s2[b]))
+
+    def x(y):
+        return s2[o] * y / (c - s2[b] * y)
+
+    y = brentq(lambda y: np.sum(s2[b] / s2[o] * x(y) ** 2) - 1.0, 1e-15 * ymax, ymax * (1 - 1e-15), xtol=1e-300,
+               rtol=1e-15, maxiter=500)
+    xs = np.ones(len(mu))
+    xs[o] = x(y)
+    w = xs / xs.sum()
+    return w, 1.0 / (w[b] * y)
+
+
+def _uv_pair(mb, ma, nb, na, vb, va, grid=4001):
+    """inf_{u in [ma, mb]} nb/2 log(1 + (mb - u)^2 / vb) + na/2 log(1 + (ma - u)^2 / va) on a fine
+    grid refined by scipy's bounded scalar minimisation around the best grid point."""
+    from scipy.optimize import minimize_scalar
+
+    f = lambda u: 0.5 * nb * np.log1p((mb - u) ** 2 / vb) + 0.5 * na * np.log1p((ma - u) ** 2 / va)  # noqa: E731
+    us = np.linspace(ma, mb, grid)
+    i = int(np.argmin(f(us)))
+    lo, hi = us[max(i - 1, 0)], us[min(i + 1, grid - 1)]
+    r = minimize_scalar(f, bounds=(lo, hi), method="bounded", options=dict(xatol=1e-14))
+    return min(float(f(us[i])), float(r.fun))
+
+
+def unknown_variance_eb_tc(rng, mu, sigma, delta, reps, *, statistic="plug-in", scale=1.0, beta=0.5,
+                           max_steps=10**6):
+    """EB-TC with the empirical variances plugged in and the EV-GLR stopping rule (Jourdan, Degenne
+    & Kaufmann, ALT 2023), written from the paper's description and the C port of its code: each
+    arm twice (in order); then, while Z(t) <= scale * log((1 + log t) / delta): the leader B = the
+    empirical best arm (first maximum), the challenger C = argmin_{a != B} W(B, a) with W(B, a) =
+    1{mu_B > mu_a} (mu_B - mu_a)^2 / (2 (v_B / N_B + v_a / N_a)), v the empirical variances
+    S2 / N - mu^2 (floored at 1e-10); pull B with probability ``beta``, else C.  Z(t) = min_{a != b}
+    W(b, a) at the empirical best arm b (``statistic="plug-in"``) or the unknown-variance GLR
+    (``"glr"``, :func:`_uv_pair`).  Vectorised over replications; returns (samples, recommended
+    arm)."""
+    mu, sd = np.asarray(mu, float), np.asarray(sigma, float)
+    K = len(mu)
+    rows = np.arange(reps)
+    N = np.full((reps, K), 2.0)
+    X = mu + sd * rng.standard_normal((2, reps, K))
+    S, S2 = X.sum(0), (X * X).sum(0)
+    done = np.zeros(reps, bool)
+    tau = np.zeros(reps)
+    best = np.zeros(reps, int)
+
+    def costs(m, v, b):
+        mb, vb, nb = m[rows, b][:, None], v[rows, b][:, None], N[rows, b][:, None]
+        w = np.where(mb > m, 0.5 * (mb - m) ** 2 / (vb / nb + v / N), 0.0)
+        w[rows, b] = np.inf
+        return w
+
+    for t in range(2 * K, max_steps):
+        m = S / N
+        v = np.maximum(S2 / N - m * m, 1e-10)
+        b = m.argmax(axis=1)
+        w = costs(m, v, b)
+        if statistic == "glr":
+            z = np.full(reps, np.inf)
+            for r in np.flatnonzero(~done):
+                for a in range(K):
+                    if a != b[r]:
+                        cost = 0.0 if m[r, a] >= m[r, b[r]] else _uv_pair(m[r, b[r]], m[r, a], N[r, b[r]], N[r, a],
+                                                                          v[r, b[r]], v[r, a])
+                        z[r] = min(z[r], cost)
+        else:
+            z = w.min(axis=1)
+        stop = ~done & (z > scale * math.log((1 + math.log(t)) / delta))
+        tau[stop], best[stop] = t, b[stop]
+        done |= stop
+        if done.all():
+            return tau, best
+        chal = w.argmin(axis=1)
+        arm = np.where(rng.random(reps) < beta, b, chal)
+        x = mu[arm] + sd[arm] * rng.standard_normal(reps)
+        live = ~done
+        S[rows[live], arm[live]] += x[live]
+        S2[rows[live], arm[live]] += x[live] ** 2
+        N[rows[live], arm[live]] += 1
+    raise RuntimeError("EB-TC did not stop")
 
 
 if __name__ == "__main__":

@@ -96,6 +96,15 @@ def configurations():
                         A.Eliminate(A.UniformGLR(), rule="statistical", at_sampling=True)),
                        ("Eliminate(TopTwo, sigma=0.8)", A.Eliminate(A.TopTwo(), sigma=0.8))):
         out.append((label, alg, gaussian))
+    # K-armed Gaussian arms with per-arm variances, known or unknown (Jourdan, Degenne & Kaufmann 2023)
+    hetero = make_instance(jnp.eye(4), jnp.array([0.8, 0.3, 0.5, 0.2]), 1.5, arm_noise=jnp.array([1.0, 0.5, 1.5, 0.7]))
+    for label, alg in (("KArmedTrackAndStop(variances=known)", A.KArmedTrackAndStop(variances="known")),
+                       ("KArmedTrackAndStop(variances=empirical)", A.KArmedTrackAndStop(variances="empirical")),
+                       ("KArmedTrackAndStop(variances=empirical, statistic=glr)",
+                        A.KArmedTrackAndStop(variances="empirical", statistic="glr")),
+                       ("KArmedTopTwo(variances=empirical)", A.KArmedTopTwo(variances="empirical")),
+                       ("KArmedTopTwo(leader=TS, variances=empirical)", A.KArmedTopTwo(leader="TS", variances="empirical"))):
+        out.append((label, alg, hetero))
     for released in (False, True):
         for alg in fig1a_algorithms(2, released_code=released):
             out.append((f"fig1a[{'released' if released else 'paper'}] {alg.name}", alg, gaussian))

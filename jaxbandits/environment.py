@@ -3,6 +3,7 @@
 Three models, chosen by ``instance.model``:
 
 * ``"gaussian"``: r = x^T theta + sigma * N(0, 1) (seeds 000, 001, 003; seed 002 Sec 8.1-8.3),
+  sigma = ``noise``, or arm k's own ``arm_noise[k]`` on a heteroscedastic instance,
 * ``"bernoulli"``: r ~ Bernoulli(clip(x^T theta, 0, 1)) (linear-mean Bernoulli rewards),
 * ``"logistic"``: r ~ Bernoulli(sigmoid(x^T theta)) (the GLM of seed 002 Sec 5 and 8.4).
 
@@ -42,7 +43,8 @@ def pull(key: jax.Array, instance: Instance, arm: jax.Array) -> jax.Array:
     """One reward of arm ``arm`` (an integer index) of one (unbatched) instance."""
     mu = mean_reward(instance, instance.arms[arm] @ instance.theta)
     if instance.model == "gaussian":
-        return mu + instance.noise * jax.random.normal(key, (), mu.dtype)
+        sd = instance.noise if instance.arm_noise is None else instance.arm_noise[arm]
+        return mu + sd * jax.random.normal(key, (), mu.dtype)
     return jax.random.bernoulli(key, mu).astype(mu.dtype)
 
 
@@ -55,7 +57,8 @@ def pull_counts(key: jax.Array, instance: Instance, counts: jax.Array) -> jax.Ar
     mu = mean_reward(instance, instance.arm_means())
     n = jnp.asarray(counts).astype(mu.dtype)
     if instance.model == "gaussian":
-        return n * mu + instance.noise * jnp.sqrt(n) * normal_where(key, n > 0, mu.dtype)
+        sd = instance.noise if instance.arm_noise is None else instance.arm_noise
+        return n * mu + sd * jnp.sqrt(n) * normal_where(key, n > 0, mu.dtype)
     return jax.random.binomial(key, n, mu, dtype=mu.dtype)
 
 

@@ -296,6 +296,8 @@ class Algorithm(Configurable):
     needs_span: ClassVar[bool] = True
     fixed_budget: ClassVar[bool] = False
     supports_padding: ClassVar[bool] = False
+    #: runs on instances with per-arm noise scales (``Instance.arm_noise``); see :meth:`accepts_arm_noise`
+    supports_arm_noise: ClassVar[bool] = False
     dynamic_fields: ClassVar[tuple[str, ...]] = ()
     integer_fields: ClassVar[tuple[str, ...]] = ()
     none_traced: ClassVar[tuple[str, ...]] = ("sigma",)
@@ -392,6 +394,34 @@ class Algorithm(Configurable):
             raise ValueError(f"m must satisfy 1 <= m < M = {M}, got m = {m}")
         if instance.is_padded and not self.supports_padding:
             raise ValueError(f"{type(self).__name__} does not support padded instances (supports_padding)")
+        if getattr(instance, "arm_noise", None) is not None and not self.accepts_arm_noise():
+            raise ValueError(
+                f"{type(self).__name__} assumes one known noise scale sigma shared by every arm, but the instance "
+                f"has per-arm noise (arm_noise={np.asarray(instance.arm_noise).tolist()!r}); allowed: an instance "
+                "with a scalar noise (k_armed(mu, 'gaussian', noise=0.5)), or an algorithm for per-arm variances: "
+                "KArmedTrackAndStop / KArmedTopTwo with variances='known' or variances='empirical'")
+
+    def accepts_arm_noise(self) -> bool:
+        """Whether the algorithm runs on an instance with per-arm noise scales (``Instance.arm_noise``):
+        its ``supports_arm_noise`` (False: it assumes one known sigma shared by every arm), or for a
+        composition of rules (``composition()``), whether its sampling and stopping rules both
+        declare ``supports_arm_noise`` (through wrappers that hand over to ``then``) and it
+        eliminates nothing."""
+        if self.supports_arm_noise:
+            return True
+        if not callable(getattr(self, "composition", None)):
+            return False
+        comp = self.composition()
+        if getattr(comp, "eliminate", None) is not None:
+            return False
+        return _rule_accepts_arm_noise(comp.sampling) and _rule_accepts_arm_noise(comp.stopping)
+
+
+def _rule_accepts_arm_noise(rule) -> bool:
+    if getattr(rule, "supports_arm_noise", False):
+        return True
+    inner = getattr(rule, "then", None)
+    return inner is not None and _rule_accepts_arm_noise(inner)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -230,11 +230,123 @@ def optimal_weights(mu, family: str = "bernoulli", *, sigma=1.0, mask=None, oute
     return DesignSolution(w, value, gap, jnp.asarray(outer, jnp.int32), converged)
 
 
+def heteroscedastic_weights(mu, sigma, *, mask=None, iters: int = 40, tol: float = 1e-6) -> DesignSolution:
+    """w*(mu, sigma^2) and T*(mu, sigma^2) of Gaussian arms with known per-arm variances sigma_a^2.
+
+    The divergence of arm a is d_a(x, y) = (x - y)^2 / (2 sigma_a^2), so (Garivier & Kaufmann 2016,
+    Theorem 1, with these divergences; Jourdan, Degenne & Kaufmann, "Dealing with unknown variances
+    in best-arm identification", ALT 2023, the known-variance characteristic time)
+
+        T*(mu, sigma^2)^-1 = max_w min_{a != 1} (mu_1 - mu_a)^2 / (2 (sigma_1^2 / w_1 + sigma_a^2 / w_a)).
+
+    With x_a = w_a / w_1 and every pair at the common value w_1 y: x_a(y) = sigma_a^2 y /
+    (c_a - sigma_1^2 y), c_a = (mu_1 - mu_a)^2 / 2, on 0 <= y < min_a c_a / sigma_1^2, and the
+    stationarity of w_1 y = y / (1 + sum_a x_a(y)) reads
+    F(y) = sum_{a != 1} (sigma_1^2 / sigma_a^2) x_a(y)^2 = 1 (the analogue of Theorem 5's
+    F(y) = sum_a d(mu_1, m_a) / d(mu_a, m_a); equal sigmas give the closed form of the Gaussian
+    family).  F increases from 0 to +inf, and its root is found by ``iters`` safeguarded Newton
+    steps on log F (fixed trip count).  The certificate is :func:`certificate`'s with these
+    divergences (the alternatives at the precision-weighted means).
+
+    Args:
+      mu: [K] means.
+      sigma: [K] the arms' standard deviations.
+      mask: [K] bool, the real arms (None: all).
+      iters: Newton steps (static).
+      tol: ``converged`` when the certified relative gap is at most ``tol``.
+
+    Returns:
+      :class:`~jaxbandits.design.core.DesignSolution` as :func:`optimal_weights`.
+    """
+    mu = jnp.asarray(mu)
+    if not jnp.issubdtype(mu.dtype, jnp.floating):
+        mu = mu.astype(jnp.result_type(float))
+    dt = mu.dtype
+    K = mu.shape[-1]
+    s2 = jnp.broadcast_to(jnp.asarray(sigma, dt) ** 2, (K,))
+    real = jnp.ones((K,), bool) if mask is None else jnp.asarray(mask, bool)
+    vals = jnp.where(real, mu, -jnp.inf)
+    best = jnp.argmax(vals)
+    top = vals[best]
+    tied = real & (mu == top)
+    ties = jnp.sum(tied) > 1
+    others = real & (jnp.arange(K) != best)
+    mu_safe = jnp.where(real, mu, top - 0.5)
+    s2 = jnp.where(real, s2, 1.0)
+    s1 = s2[best]
+    c = 0.5 * (top - mu_safe) ** 2
+    ymax = jnp.min(jnp.where(others, c / s1, jnp.inf))
+    ymax = jnp.where(ties | ~jnp.isfinite(ymax), 1.0, ymax)
+
+    def xs(y):
+        den = jnp.maximum(c - s1 * y, 1e-300)
+        x = jnp.where(others, s2 * y / den, 0.0)
+        dx = jnp.where(others, s2 * c / (den * den), 0.0)
+        return x, dx
+
+    def body(_, carry):
+        y, lo, hi = carry
+        x, dx = xs(y)
+        F = jnp.sum(s1 / s2 * x * x)
+        dF = jnp.sum(2.0 * s1 / s2 * x * dx)
+        low = F < 1.0
+        lo, hi = jnp.where(low, y, lo), jnp.where(low, hi, y)
+        step = y - jnp.log(jnp.maximum(F, 1e-300)) * F / jnp.where(dF > 0, dF, jnp.inf)
+        ok = (step > lo) & (step < hi)
+        return jnp.where(ok, step, 0.5 * (lo + hi)), lo, hi
+
+    y, _, _ = jax.lax.fori_loop(0, iters, body, (0.5 * ymax, jnp.zeros((), dt), ymax))
+    x, _ = xs(y)
+    x = jnp.where(jnp.arange(K) == best, 1.0, x)
+    w = x / jnp.sum(x)
+    L, U = heteroscedastic_certificate(mu_safe, s2, w, best, others)
+    value = 1.0 / L
+    gap = jnp.maximum(value - 1.0 / U, 0.0)
+    uniform = tied.astype(dt) / jnp.sum(tied)
+    w = jnp.where(ties, uniform, w)
+    value = jnp.where(ties, jnp.inf, value)
+    gap = jnp.where(ties, 0.0, gap)
+    converged = ties | (gap <= tol * value)
+    return DesignSolution(w, value, gap, jnp.asarray(iters, jnp.int32), converged)
+
+
+def heteroscedastic_pair_cost(mu_i, mu_j, n_i, n_j, var_i, var_j):
+    """(mu_i - mu_j)^2 / (2 (var_i / n_i + var_j / n_j)) where mu_i > mu_j, else 0: the Gaussian GLR
+    of "mu_i >= mu_j" against "mu_i <= mu_j" with variances var (n_i d_i(mu_i, m) + n_j d_j(mu_j, m)
+    at the precision-weighted mean m); 0 where a count is 0."""
+    ok = (n_i > 0) & (n_j > 0)
+    den = var_i / jnp.where(ok, n_i, 1.0) + var_j / jnp.where(ok, n_j, 1.0)
+    cost = 0.5 * (mu_i - mu_j) ** 2 / den
+    return jnp.where(ok & (mu_i > mu_j), cost, 0.0)
+
+
+def heteroscedastic_certificate(mu, s2, w, best, others):
+    """(L, U) of :func:`certificate` for Gaussian arms of variances ``s2``: L <= T*^-1 <= U."""
+    wb, mb, sb = w[best], mu[best], s2[best]
+    pb, pa = wb / sb, w / s2
+    tot = pb + pa
+    m = (pb * mb + pa * mu) / jnp.where(tot > 0, tot, 1.0)
+    cost = 0.5 * (mb - mu) ** 2 / (sb / jnp.maximum(wb, 1e-300) + s2 / jnp.maximum(w, 1e-300))
+    L = jnp.min(jnp.where(others, cost, jnp.inf))
+    d_b = 0.5 * (mb - m) ** 2 / sb
+    d_a = 0.5 * (mu - m) ** 2 / s2
+    inv = jnp.where(others, 1.0 / jnp.maximum(d_a, 1e-300), 0.0)
+    q = inv / jnp.sum(inv)
+    U = jnp.maximum(jnp.sum(jnp.where(others, q * d_b, 0.0)), 1.0 / jnp.sum(inv))
+    return L, U
+
+
 def characteristic_time(mu, family: str = "bernoulli", *, sigma=1.0, outer: int = 12,
                         inner: int = 8) -> jax.Array:
     """T*(mu) of Garivier & Kaufmann 2016, Theorem 1 (:func:`optimal_weights`), for one mean
-    vector [K] or a batch [..., K]."""
+    vector [K] or a batch [..., K]; Gaussian arms with per-arm standard deviations (``sigma`` of
+    the means' shape): T*(mu, sigma^2) (:func:`heteroscedastic_weights`)."""
     mu = jnp.asarray(mu)
+    if family == "gaussian" and jnp.ndim(sigma) >= 1:  # per-arm standard deviations [..., K]
+        fn = lambda m, s: heteroscedastic_weights(m, s).value  # noqa: E731
+        for _ in range(mu.ndim - 1):
+            fn = jax.vmap(fn)
+        return fn(mu, jnp.broadcast_to(jnp.asarray(sigma, mu.dtype), mu.shape))
     fn = lambda m: optimal_weights(m, family, sigma=sigma, outer=outer, inner=inner).value  # noqa: E731
     for _ in range(mu.ndim - 1):
         fn = jax.vmap(fn)
@@ -243,7 +355,9 @@ def characteristic_time(mu, family: str = "bernoulli", *, sigma=1.0, outer: int 
 
 def lower_bound(mu, delta, family: str = "bernoulli", *, sigma=1.0) -> jax.Array:
     """T*(mu) kl(delta, 1 - delta): Garivier & Kaufmann 2016, Theorem 1, the lower bound on
-    E[tau_delta] of every delta-correct algorithm."""
+    E[tau_delta] of every delta-correct algorithm (per-arm Gaussian ``sigma``: T*(mu, sigma^2)
+    kl(delta, 1 - delta), the bound with known variances, below which no algorithm that does not
+    know them can go either)."""
     from jaxbandits.stats import kl_bernoulli as kl
 
     return characteristic_time(mu, family, sigma=sigma) * kl(delta, 1.0 - delta)
@@ -273,12 +387,14 @@ def c_tracking_eps(t, K):
 
 
 __all__ = ["FAMILIES", "kl_gaussian", "kl_bernoulli", "divergence", "pair_cost", "optimal_weights",
+           "heteroscedastic_weights", "heteroscedastic_pair_cost", "heteroscedastic_certificate",
            "characteristic_time", "lower_bound", "certificate", "epsilon_projection", "c_tracking_eps"]
 
 # compiled once per shape and options (the trip counts, the family), and float64 inside, whatever the
 # caller's x64 setting (jaxbandits.precision)
 optimal_weights = jax.jit(optimal_weights, static_argnames=("family", "outer", "inner", "tol"))
+heteroscedastic_weights = jax.jit(heteroscedastic_weights, static_argnames=("iters", "tol"))
 
 from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
 
-_wrap(globals(), ["optimal_weights", "characteristic_time", "lower_bound"])
+_wrap(globals(), ["optimal_weights", "heteroscedastic_weights", "characteristic_time", "lower_bound"])

@@ -7,6 +7,10 @@ An instance of a (transductive) linear bandit is
 * ``theta`` [d]: the unknown parameter,
 * ``noise``  []: the noise scale (standard deviation sigma of Gaussian rewards; ignored by the
   Bernoulli and logistic reward models, whose variance is set by the mean),
+* ``arm_noise`` [K] (optional, None by default): per-arm standard deviations sigma_k of Gaussian
+  rewards (heteroscedastic arms, :func:`jaxbandits.instances.k_armed` with ``noise`` of the
+  means' shape); ``noise`` then holds max_k sigma_k, a sub-Gaussian scale of every arm.  Only the
+  algorithms that declare ``supports_arm_noise`` accept such an instance,
 * ``model`` (static, not a leaf): the reward model, one of ``"gaussian"``, ``"bernoulli"``,
   ``"logistic"`` (see :mod:`jaxbandits.environment`),
 * ``arm_mask`` [K], ``item_mask`` [M] (optional bool leaves, None by default): which arms and items
@@ -45,6 +49,7 @@ class Instance:
     model: str = dataclasses.field(default="gaussian", metadata=dict(static=True))
     arm_mask: jax.Array | None = None
     item_mask: jax.Array | None = None
+    arm_noise: jax.Array | None = None
 
     # -- shapes -------------------------------------------------------------------------------
     @property
@@ -58,6 +63,18 @@ class Instance:
     @property
     def dim(self) -> int:
         return self.arms.shape[-1]
+
+    @property
+    def heteroscedastic(self) -> bool:
+        """Whether the arms have their own noise scales (``arm_noise``)."""
+        return self.arm_noise is not None
+
+    def arm_sigmas(self) -> jax.Array:
+        """[..., K] the standard deviation of every arm's Gaussian noise: ``arm_noise``, or
+        ``noise`` on every arm."""
+        if self.arm_noise is not None:
+            return self.arm_noise
+        return jnp.broadcast_to(jnp.asarray(self.noise)[..., None], self.arms.shape[:-1])
 
     @property
     def is_padded(self) -> bool:
@@ -189,8 +206,11 @@ def check_bernoulli_means(instances, name: str = "instances") -> None:
 
 
 @float64_entry
-def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", dtype=None) -> Instance:
+def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", dtype=None,
+                  arm_noise=None) -> Instance:
     """Build an :class:`Instance` from array-likes (items default to the arms: Z = X).
+
+    ``arm_noise`` (optional, [..., K]): per-arm Gaussian standard deviations (``Instance.arm_noise``).
 
     Broadcasts ``noise`` to the batch shape of ``theta`` and converts everything to one float
     dtype: float64 unless ``dtype`` says otherwise (it runs under x64 whatever the global setting,
@@ -206,7 +226,10 @@ def make_instance(arms, theta, noise=1.0, items=None, model: str = "gaussian", d
     noise = jnp.broadcast_to(jnp.asarray(noise, dtype), theta.shape[:-1])
     # Bernoulli means outside [0, 1] are allowed here (the environment clips them; algorithms that
     # need them in [0, 1] say so in validate) and refused by simulate (jaxbandits.validation)
-    return Instance(arms=arms, items=items, theta=theta, noise=noise, model=model)
+    if arm_noise is None:
+        return Instance(arms=arms, items=items, theta=theta, noise=noise, model=model)
+    arm_noise = jnp.broadcast_to(jnp.asarray(arm_noise, dtype), arms.shape[:-1])
+    return Instance(arms=arms, items=items, theta=theta, noise=noise, model=model, arm_noise=arm_noise)
 
 
 @float64_entry
@@ -288,9 +311,14 @@ def pad_to(instance: Instance, num_arms: int, num_items: int) -> Instance:
         return jnp.pad(a, pad)
 
     am, im = instance.valid_arms(), instance.valid_items()
+    extra = {}
+    if instance.arm_noise is not None:  # padded arms: unit noise (never pulled)
+        pad = [(0, 0)] * instance.arm_noise.ndim
+        pad[len(lead)] = (0, num_arms - K)
+        extra["arm_noise"] = jnp.pad(instance.arm_noise, pad, constant_values=1.0)
     return instance.replace(arms=grow(instance.arms, num_arms, K), items=grow(instance.items, num_items, M),
                             arm_mask=grow(jnp.asarray(am, bool), num_arms, K),
-                            item_mask=grow(jnp.asarray(im, bool), num_items, M))
+                            item_mask=grow(jnp.asarray(im, bool), num_items, M), **extra)
 
 
 def validate_instance(instance: Instance, *, need_span: bool = False, min_arms: int = 2) -> None:
@@ -315,9 +343,17 @@ def validate_instance(instance: Instance, *, need_span: bool = False, min_arms: 
     for name, a in (("arms", X), ("items", Z), ("theta", th), ("noise", nz)):
         if not np.all(np.isfinite(a)):
             raise ValueError(f"{name} contains NaN or inf")
-    for name, mask, n in (("arm_mask", instance.arm_mask, X.shape[-2]), ("item_mask", instance.item_mask, Z.shape[-2])):
+    for name, mask, n in (("arm_mask", instance.arm_mask, X.shape[-2]), ("item_mask", instance.item_mask, Z.shape[-2]),
+                          ("arm_noise", instance.arm_noise, X.shape[-2])):
         if mask is not None and np.shape(mask) != batch + (n,):
             raise ValueError(f"{name} shape {np.shape(mask)} does not match {batch + (n,)}")
+    if instance.arm_noise is not None:
+        an = np.asarray(instance.arm_noise)
+        if instance.model != "gaussian":
+            raise ValueError(f"arm_noise (per-arm standard deviations) needs Gaussian rewards, got model={instance.model!r}")
+        real = np.asarray(instance.valid_arms())
+        if np.any(real & ~(np.isfinite(an) & (an > 0))):
+            raise ValueError(f"arm_noise must be positive and finite on every arm, got {_show(an.tolist())}")
     n_arms = int(np.min(np.sum(np.asarray(instance.valid_arms()), axis=-1)))
     if n_arms < min_arms:
         raise ValueError(f"need at least {min_arms} arms, got K = {n_arms}")

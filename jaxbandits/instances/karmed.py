@@ -6,7 +6,8 @@ e_1, ..., e_K of R^K and theta = mu (the mean of arm k is e_k^T mu = mu_k), so e
 rule and engine of the library runs on it unchanged; the K-armed algorithms
 (:mod:`jaxbandits.algorithms.karmed`) read the per-arm counts and sums of the statistics directly.
 
-Reward models: ``"gaussian"`` (N(mu_k, sigma^2), sigma = ``noise``, known) and ``"bernoulli"``
+Reward models: ``"gaussian"`` (N(mu_k, sigma_k^2): one sigma = ``noise`` for every arm, or per-arm
+sigma_k when ``noise`` has the means' shape, stored as ``Instance.arm_noise``) and ``"bernoulli"``
 (mu_k in [0, 1]); the divergences, T*(mu) and w*(mu) are in :mod:`jaxbandits.design.karmed`.
 """
 from __future__ import annotations
@@ -26,14 +27,17 @@ GARIVIER_KAUFMANN_2016 = {
 }
 
 
-def k_armed(mu, model: str = "bernoulli", *, noise: float = 1.0) -> Instance:
+def k_armed(mu, model: str = "bernoulli", *, noise=1.0) -> Instance:
     """The K-armed bandit with means ``mu`` [K] (or a batch [n, K]) as a linear instance
     (module docstring): arms = items = I_K, theta = mu.
 
     Args:
       mu: the arms' means; in [0, 1] for Bernoulli rewards.
-      model: "gaussian" (known standard deviation ``noise``) or "bernoulli".
-      noise: the Gaussian standard deviation sigma (ignored by Bernoulli rewards).
+      model: "gaussian" or "bernoulli".
+      noise: the Gaussian standard deviation: a scalar (or one per instance of a batch, [n]) for
+        arms of one noise scale sigma, or an array of the shape of ``mu`` ([K] or [n, K]) for
+        per-arm standard deviations sigma_k (heteroscedastic arms: ``Instance.arm_noise``, and
+        ``noise`` = max_k sigma_k).  Ignored by Bernoulli rewards.
     """
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
@@ -44,6 +48,11 @@ def k_armed(mu, model: str = "bernoulli", *, noise: float = 1.0) -> Instance:
         raise ValueError(f"Bernoulli means must lie in [0, 1], got {mu.min():g} .. {mu.max():g}")
     K = mu.shape[-1]
     arms = np.broadcast_to(np.eye(K), mu.shape[:-1] + (K, K))
+    nz = np.asarray(noise, dtype=np.float64)
+    if model == "gaussian" and nz.ndim >= 1 and nz.shape == mu.shape:
+        if not np.all(np.isfinite(nz) & (nz > 0)):
+            raise ValueError(f"noise: per-arm standard deviations must be positive and finite, got {nz.tolist()}")
+        return make_instance(arms, mu, nz.max(axis=-1), model=model, arm_noise=nz)
     return make_instance(arms, mu, noise, model=model)
 
 

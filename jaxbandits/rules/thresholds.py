@@ -226,3 +226,9 @@ RULES["even_dar"] = Rule("2 sigma sqrt(log(c K t^2 / delta) / t) (a width)",
                          "Even-Dar, Mannor & Mansour 2006, Algorithm 3", (even_dar_width,))
 #: Successive Elimination (:class:`jaxbandits.algorithms.SuccessiveElimination`)
 ALIASES["successive_elimination"] = {"even_dar": "even_dar"}
+
+#: Gaussian arms with unknown (or known per-arm) variances
+#: (:class:`jaxbandits.rules.karmed.GaussianGLR`, :class:`jaxbandits.rules.karmed.UnknownVarianceGLR`):
+#: GK16's heuristic log((1 + log t) / delta), the one of the released code of Jourdan, Degenne &
+#: Kaufmann (ALT 2023) besides its calibrated hyperbox thresholds, or log((t + 1) / delta)
+ALIASES["unknown_variance"] = {"heuristic": "log_log_t", "log_t": "log_t"}

@@ -44,6 +44,15 @@ class KArmedTrackAndStop(Composed):
       outer, inner: trip counts of the w* solver (static).
       solver_tol: relative certified gap of w* above which a run is reported not converged.
       sigma: the Gaussian noise scale (None: the instance's); unused with Bernoulli rewards.
+      variances: None (one-parameter family, the divergence with ``sigma``), or for Gaussian arms
+        with per-arm variances (an instance with ``arm_noise``, or one sigma): "known" (the
+        instance's sigma_a^2: Track-and-Stop with heteroscedastic w* and the known-variance GLR,
+        :class:`jaxbandits.rules.karmed.GaussianGLR`) or "empirical" (unknown variances: the
+        plug-in approach of Jourdan, Degenne & Kaufmann, ALT 2023, the empirical variances in w*
+        and in the stopping rule; each arm pulled twice first, :class:`jaxbandits.rules.karmed.InitialRounds`).
+      statistic: with ``variances="empirical"``: "plug-in" (the EV-GLR,
+        :class:`jaxbandits.rules.karmed.GaussianGLR`) or "glr" (the GLR with unknown variances,
+        :class:`jaxbandits.rules.karmed.UnknownVarianceGLR`).
     """
 
     delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
@@ -53,18 +62,53 @@ class KArmedTrackAndStop(Composed):
     inner: int = hyperparameter(8, count=1)
     solver_tol: float = hyperparameter(1e-3, low=0.0, traced=True)
     sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+    variances: str | None = None
+    statistic: str = "plug-in"
 
     def __post_init__(self):
         if self.tracking not in karmed.TRACKINGS:
             raise ValueError(f"tracking must be one of {karmed.TRACKINGS}, got {self.tracking!r}")
-        karmed.thresholds.resolve("karmed", self.threshold)
+        check_variance_options(self.variances, self.statistic, self.threshold)
 
     def rules(self) -> Composition:
         """The composition these options make (module docstring)."""
         rule = karmed.TrackAndStop(tracking=self.tracking, outer=self.outer, inner=self.inner,
-                                   solver_tol=self.solver_tol)
-        return Composition(sampling.Initial(rule, first="all"), karmed.ChernoffGLR(threshold=self.threshold),
-                           delta=self.delta, sigma=self.sigma, name=f"Track-and-Stop ({self.tracking})")
+                                   solver_tol=self.solver_tol, variances=self.variances)
+        if self.variances is None:
+            return Composition(sampling.Initial(rule, first="all"), karmed.ChernoffGLR(threshold=self.threshold),
+                               delta=self.delta, sigma=self.sigma, name=f"Track-and-Stop ({self.tracking})")
+        init, stop, tag = variance_rules(rule, self.variances, self.statistic, self.threshold)
+        return Composition(init, stop, delta=self.delta, sigma=self.sigma,
+                           name=f"Track-and-Stop ({self.tracking}, {tag})")
+
+
+#: the stopping statistics of Gaussian arms with unknown variances (``statistic=``)
+STATISTICS = ("plug-in", "glr")
+
+
+def check_variance_options(variances, statistic, threshold) -> None:
+    """Host-side checks of ``variances``, ``statistic`` and ``threshold`` together."""
+    if variances is None:
+        karmed.thresholds.resolve("karmed", threshold)
+        return
+    karmed.check_variances(variances)
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+    if statistic == "glr" and variances != "empirical":
+        raise ValueError("statistic='glr' (the GLR with unknown variances) needs variances='empirical', "
+                         f"got variances={variances!r}")
+    karmed.thresholds.resolve("unknown_variance", threshold)
+
+
+def variance_rules(rule, variances: str, statistic: str, threshold: str):
+    """(initialisation around ``rule``, stopping rule, label) of a composition with per-arm
+    variances: known variances: each arm once and :class:`jaxbandits.rules.karmed.GaussianGLR`;
+    empirical ones: each arm twice, and the EV-GLR or the unknown-variance GLR."""
+    if variances == "known":
+        return sampling.Initial(rule, first="all"), karmed.GaussianGLR("known", threshold), "known variances"
+    stop = (karmed.UnknownVarianceGLR(threshold=threshold) if statistic == "glr"
+            else karmed.GaussianGLR("empirical", threshold))
+    return karmed.InitialRounds(rule, 2), stop, ("GLR" if statistic == "glr" else "EV-GLR")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +129,8 @@ class KArmedTopTwo(Composed):
       beta_sampler: the Thompson leader's Beta draws on Bernoulli arms, ``"rejection"``
         (``jax.random.beta``) or ``"bounded"`` (a fixed number of operations per step,
         :func:`jaxbandits.rules.karmed.beta_bounded`).
+      variances, statistic: as :class:`KArmedTrackAndStop`'s (the plug-in EB-TC / T3C of Jourdan,
+        Degenne & Kaufmann, ALT 2023, with ``variances="empirical"``).
     """
 
     delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
@@ -95,6 +141,8 @@ class KArmedTopTwo(Composed):
     threshold: str = "heuristic"
     sigma: float | None = hyperparameter(None, low=0.0, traced=True)
     beta_sampler: str = "rejection"
+    variances: str | None = None
+    statistic: str = "plug-in"
 
     def __post_init__(self):
         if self.beta_sampler not in karmed.BETA_SAMPLERS:
@@ -103,13 +151,16 @@ class KArmedTopTwo(Composed):
             raise ValueError(f"leader must be one of {karmed.LEADERS}, got {self.leader!r}")
         if self.challenger not in karmed.CHALLENGERS:
             raise ValueError(f"challenger must be one of {karmed.CHALLENGERS}, got {self.challenger!r}")
-        karmed.thresholds.resolve("karmed", self.threshold)
+        check_variance_options(self.variances, self.statistic, self.threshold)
 
     def rules(self) -> Composition:
         name = {("EB", "TC"): "EB-TC", ("TS", "TC"): "T3C", ("TS", "TS"): "TTTS"}.get(
             (self.leader, self.challenger), f"Top Two ({self.leader}, {self.challenger})")
         rule = karmed.TopTwo(leader=self.leader, beta=self.beta, challenger=self.challenger, grid=self.grid,
-                             beta_sampler=self.beta_sampler)
+                             beta_sampler=self.beta_sampler, variances=self.variances)
+        if self.variances is not None:
+            init, stop, tag = variance_rules(rule, self.variances, self.statistic, self.threshold)
+            return Composition(init, stop, delta=self.delta, sigma=self.sigma, name=f"{name} ({tag})")
         return Composition(sampling.Initial(rule, first="all"),
                            karmed.ChernoffGLR(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
                            name=name)
