@@ -175,6 +175,43 @@ def fixed_trip_while(cond: Callable, body: Callable, init, max_iters: int):
     return jax.lax.fori_loop(0, int(max_iters), step, init)
 
 
+def split_chain(key: jax.Array, n: int, parts: int, carry: int = 0, block: int = 8) -> list[jax.Array]:
+    """The subkeys of ``n`` iterations of a split chain, stacked [n, ...]: iteration i splits the
+    chain's key into ``parts`` keys (``jax.random.split``), key ``carry`` of them continues the
+    chain and the others, in order, are iteration i's subkeys (one stack each, ``parts - 1`` in
+    all).  Bit for bit the keys of the Python loop over the ``n`` iterations.
+
+    That loop, unrolled, is a chain of ``n`` dependent threefry hashes that XLA fuses, and copies,
+    into a few very large kernels: compiling them is most of an H100 compile of a program that
+    draws a fixed-trip binomial (``n`` = 64; measured with ``benchmarks/gpu_model.py``, XY-static's
+    program compiles in 24 s instead of 69 s with the chains of ``environment.binomial`` in blocks
+    of 8, docs/measurements/2026-11-28-study-predictions.md).  Here the chain runs in blocks of
+    ``block`` iterations: a
+    ``scan`` of ceil(n / block) trips carries the key from block to block (a trip count known
+    when compiling, no host round trip), then the keys of every block are expanded from its
+    first key at once (``vmap``), so the program holds 2 ``block`` hashes, not ``n``, for about 2
+    more kernels a trip.
+    """
+    n, parts, carry = int(n), int(parts), int(carry)
+    others = [i for i in range(parts) if i != carry]
+
+    def chain(k, m):
+        outs = [[] for _ in others]
+        for _ in range(m):
+            ks = jax.random.split(k, parts)
+            k = ks[carry]
+            for o, i in zip(outs, others):
+                o.append(ks[i])
+        return k, outs
+
+    if n <= block:
+        return [jnp.stack(o) for o in chain(key, n)[1]]
+    trips = -(-n // block)
+    _, starts = jax.lax.scan(lambda k, _: (chain(k, block)[0], k), key, None, length=trips)
+    subs = jax.vmap(lambda k: [jnp.stack(o) for o in chain(k, block)[1]])(starts)
+    return [s.reshape((trips * block,) + s.shape[2:])[:n] for s in subs]
+
+
 #: ``capacity`` of :func:`solve_where` that asks, whatever the policy, for every flagged lane in
 #: one pass on the smallest buffer holding them (with ``batched_solve=True``)
 ALL_LANES = 2**31 - 1
