@@ -42,3 +42,23 @@ def test_study_quick_runs_a_row_end_to_end_on_the_cpu(tmp_path):
     (row,) = rows
     assert row["kind"] == "study" and row["complete"] and row["reps"] == 16 and row["e2e_s"] >= row["compile_s"]
     assert "SphereBAI" in open(out / "table.md").read()
+
+
+def test_gpu_model_study_prediction_and_check(tmp_path, capsys):
+    """``gpu_model.py --study``'s end to end prediction and verdict, and ``--check``: a row whose
+    kernels per step rise by more than 2 % (or whose syncs or bytes per lane rise) fails."""
+    import gpu_model
+
+    row = dict(name="RAGE, Soare d=5", kernels_per_step=100.0, syncs_per_step=1.06, bytes_per_lane=330,
+               compile_s=10.0, predicted_reps_per_s=50_000.0, lanes=262_144)
+    target = devices.STUDY[0]
+    row.update(gpu_model.study_prediction(row, target, 10**6))
+    assert row["predicted_e2e_s"] == gpu_model.PROCESS_START_S + 10.0 + 20.0
+    assert "target < 40 s: met" not in gpu_model.study_verdict(row)   # the target is 60 s, not the budget
+    assert "target < 60 s: met" in gpu_model.study_verdict(row)
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps([row]))
+    assert gpu_model.check([dict(row, kernels_per_step=101.9)], str(base)) == 0
+    assert gpu_model.check([dict(row, kernels_per_step=103.0)], str(base)) == 1
+    assert gpu_model.check([dict(row, syncs_per_step=2.06)], str(base)) == 1
+    assert "REGRESSION" in capsys.readouterr().out
