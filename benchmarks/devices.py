@@ -52,7 +52,7 @@ row in two commands: the first with the default ``--total`` (515 s), the second 
 the lease has left (``lease --plan`` prints both commands' rows and seconds)::
 
     python benchmarks/devices.py lease --out devices_h100
-    python benchmarks/devices.py lease --out devices_h100 --total 240
+    python benchmarks/devices.py lease --out devices_h100 --total 250
 
 """
 from __future__ import annotations
@@ -309,7 +309,7 @@ def study_row_main(args) -> int:
         os.replace(path + ".tmp", path)
 
     try:
-        save(measure_row(w, args.platform, None, args.budget, args.reps, save=save), complete=True)
+        save(measure_row(w, args.platform, args.lanes, args.budget, args.reps, save=save), complete=True)
     except Exception as e:  # written, so that a rerun does not repeat a failing row
         save(dict(error=f"{type(e).__name__}: {str(e)[:500]}"))
     return 0
@@ -365,25 +365,30 @@ class StudyRow:
     to end seconds for 10^6 replications, compile included; ``target_rate``: replications/s) and
     the seconds a lease reserves for it on the device (``budget``: the process's start, compile
     and run; a row that would need more runs the waves that fit and its end to end time is
-    extrapolated from them)."""
+    extrapolated from them; ``lanes``, where set, caps the lanes so that the first wave, a task on
+    every lane, fits the budget)."""
 
     name: str
     budget: float
     target_s: float | None = 60.0
     target_rate: float | None = None
+    lanes: int | None = None
 
 
 #: The study: each seed paper's headline workload, 10^6 replications end to end.  Budgets: the
 #: H200's end to end times of 2026-11-28 where measured (RAGE 29.7 s, m-LinGapE 11.2 s), else
-#: compile (45 s for XY-static and ALBA on the H200) plus 10^6 replications at the rate
-#: ``gpu_model.py --study`` predicts, plus about 10 s to start the process; LT&S's is its target
-#: rate's 100 s plus compile.  They add up to what a 15-minute lease holds (:func:`lease_plan`).
+#: compile (45 s for XY-static and ALBA on the H200's host) plus 10^6 replications at the rate
+#: ``gpu_model.py --study`` predicts, plus about 10 s to start the process; LT&S's, its compile
+#: (18 s on the H200) and one wave of 131,072 lanes at the H200's 3,291 replications/s, its rate
+#: then measured and the end to end time extrapolated.  They add up to what a 15-minute lease
+#: holds (:func:`lease_plan`); the XY rows and ALBA fit theirs with about 10 s to spare at 45 s of
+#: compile (docs/measurements/2026-11-28-study-predictions.md).
 STUDY = (
     StudyRow("RAGE, Soare d=5", 40.0),
-    StudyRow("XY-static, Soare d=5", 60.0),
-    StudyRow("XY-oracle, Soare d=5", 60.0),
-    StudyRow("Oracle, Soare d=5", 60.0),
-    StudyRow("ALBA, Soare d=5", 65.0),
+    StudyRow("XY-static, Soare d=5", 65.0),
+    StudyRow("XY-oracle, Soare d=5", 65.0),
+    StudyRow("Oracle, Soare d=5", 65.0),
+    StudyRow("ALBA, Soare d=5", 70.0),
     StudyRow("LinGapE (top-1), hard top-1 K=3", 25.0),
     StudyRow("m-LinGapE, top-m K=4 m=2", 20.0),
     StudyRow("LinGIFA, top-m K=4 m=2", 30.0),
@@ -392,10 +397,12 @@ STUDY = (
     StudyRow("SphereBAI, sphere basis d=3", 40.0),
     StudyRow("GSE, static d=16 B=320", 25.0),
     StudyRow("OD-LinBAI, static d=16 B=320", 25.0),
-    StudyRow("Peace, static d=16 B=320", 50.0),
+    # 115,685 kernels a step (5 fixed-iteration XY solves an epoch): 3,079 replications/s
+    # predicted at 262,144 lanes, a first wave of 85 s; at 32,768 lanes about 11 s
+    StudyRow("Peace, static d=16 B=320", 50.0, lanes=32_768),
     StudyRow("BayesGap, static d=16 B=320", 20.0),
     StudyRow("LinUCB, static d=16 B=320", 20.0),
-    StudyRow("LT&S no averaging, many-arms", 130.0, target_s=None, target_rate=10_000.0),
+    StudyRow("LT&S no averaging, many-arms", 110.0, target_s=None, target_rate=10_000.0),
 )
 
 #: a lease: device seconds in all, seconds to start the machine (one to two minutes), the longest
@@ -472,7 +479,8 @@ def _run_rows(todo, out: str, platform: str, quick: bool, total: float, env: dic
         if item.get("kind") == "study":
             # the row's own budget leaves its process's start and a margin to the time limit
             cmd = [sys.executable, os.path.abspath(__file__), "study-row", name, "--out", out, "--platform",
-                   platform, "--budget", str(max(1.0, budget * 0.85 - 8.0)), "--reps", str(reps)]
+                   platform, "--budget", str(max(1.0, budget * 0.85 - 8.0)), "--reps", str(reps)] + (
+                ["--lanes", str(lanes)] if lanes else [])
         else:
             cmd = [sys.executable, os.path.abspath(__file__), "row", name, "--out", out, "--platform", platform,
                    "--budget", str(budget * 0.6)] + (["--lanes", str(lanes)] if lanes else [])
@@ -552,7 +560,7 @@ def lease_items(args) -> list[dict]:
     """The rows of ``lease`` in order: the study rows (10^6 replications each, with targets, each
     with its ``StudyRow.budget``), every other row at its default lanes, then the lane sweep."""
     study = study_rows(args.quick)
-    items = [dict(name=name, budget=row.budget, kind="study") for row, name in study]
+    items = [dict(name=name, budget=row.budget, kind="study", lanes=row.lanes) for row, name in study]
     names = [w.name for w in workloads(args.quick)]
     items += [dict(name=n, budget=args.row_budget) for n in names]
     if args.platform != "cpu":
@@ -599,7 +607,8 @@ def study_main(args) -> int:
     study table and writes ``study.md`` and ``rows.json`` in ``--out``."""
     os.makedirs(args.out, exist_ok=True)
     env = _rows_env()
-    items = [dict(name=name, budget=row.budget * args.budget_scale, kind="study")
+    items = [dict(name=name, budget=row.budget * args.budget_scale, kind="study",
+                  lanes=None if args.platform == "cpu" else row.lanes)
              for row, name in study_rows(args.quick, args.only)]
     reps = args.reps or (STUDY_QUICK_REPS if args.quick else STUDY_REPS)
     left = _run_rows(items, args.out, args.platform, args.quick, args.total, env, reps=reps)
@@ -678,6 +687,7 @@ def main(argv=None) -> int:
     sr.add_argument("--platform", default="gpu")
     sr.add_argument("--reps", type=int, default=STUDY_REPS)
     sr.add_argument("--budget", type=float, default=60.0)
+    sr.add_argument("--lanes", type=int, default=None, help="lanes (default: simulate's for --reps tasks)")
     sr.add_argument("--quick", action="store_true")
     o = sub.add_parser("row", help="one row in this process (used by run and lease)")
     o.add_argument("name")

@@ -424,7 +424,8 @@ def main(argv=None) -> int:
             continue
         row = rows.get(w.name, dict(name=w.name))
         try:
-            text, info = compile_for_h100(w, args.lanes, args.tasks)
+            lanes = (study[w.name].lanes or args.lanes) if args.study else args.lanes
+            text, info = compile_for_h100(w, lanes, args.tasks)
         except Exception as e:  # one row's failure is reported, the others still run
             row.update(error=f"{type(e).__name__}: {str(e)[:300]}")
             rows[w.name] = row
