@@ -72,7 +72,7 @@ def solve_for(platform: str, lanes: int) -> SolvePolicy:
 
 
 def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None = None,
-                batched_solve: bool | None = None):
+                batched_solve: bool | None = None, bucket_factor: int | None = None):
     """``fn(*args)`` where ``pred`` holds, ``old`` elsewhere; under ``vmap`` only the lanes with
     ``pred`` run ``fn``.
 
@@ -85,7 +85,10 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None =
     where few lanes solve pays for few solves.  The solver is ``vmap(fn)`` when
     ``batched_solve``, else ``lax.map`` (one lane after the other, each unbatched; with ``capacity``
     1 the lane is solved on its own slices, with no buffer).  ``capacity``
-    and ``batched_solve`` default to the :func:`current_policy` at trace time.  Results are
+    and ``batched_solve`` default to the :func:`current_policy` at trace time.  ``bucket_factor``:
+    the growth of the one-pass buffer sizes (default ``SOLVE_BUCKET_FACTOR``); every size is a
+    copy of the solver in the compiled program, so a solver that is cheap per lane (launch-bound
+    on a GPU up to far more lanes than it has) compiles faster with fewer sizes.  Results are
     identical to the ``cond`` version (tested).  ``fn`` must return a pytree with the structure of
     ``old``; everything it reads must be in ``args`` (the batching rule cannot see batched values
     closed over).
@@ -137,7 +140,7 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None =
             return res, served.at[tgt].set(True, mode="drop")
 
         if batched_solve and C >= axis_size:
-            return _one_pass(p, ins, ins_b, outs, solver, axis_size), [True] * len(outs)
+            return _one_pass(p, ins, ins_b, outs, solver, axis_size, bucket_factor), [True] * len(outs)
         if C == 1 and not batched_solve:
             # one lane at a time (the CPU policy): the first lane left is solved unbatched on its own
             # slices, with no gather buffer, no lax.map and no out-of-bounds scatter
@@ -221,13 +224,15 @@ ALL_LANES = 2**31 - 1
 SOLVE_BUCKET_FACTOR = 8
 
 
-def _one_pass(p, ins, ins_b, outs, solver, axis_size):
+def _one_pass(p, ins, ins_b, outs, solver, axis_size, bucket_factor: int | None = None):
     """Every flagged lane served in one pass, on the smallest buffer of a few sizes (0, 1, 8, 64,
-    ..., every lane) that holds them: a ``switch``, no loop.  Buffer slots past the flagged lanes
-    repeat the first flagged lane's problem, so they never run longer than a real solve."""
+    ..., every lane; powers of ``bucket_factor``, default ``SOLVE_BUCKET_FACTOR``) that holds
+    them: a ``switch``, no loop.  Buffer slots past the flagged lanes repeat the first flagged
+    lane's problem, so they never run longer than a real solve."""
+    factor = max(2, int(bucket_factor or SOLVE_BUCKET_FACTOR))
     sizes = [0]
     while sizes[-1] < axis_size:
-        sizes.append(min(axis_size, max(1, sizes[-1] * SOLVE_BUCKET_FACTOR)))
+        sizes.append(min(axis_size, max(1, sizes[-1] * factor)))
 
     def make(B):
         def serve(outs):
