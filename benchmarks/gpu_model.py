@@ -414,6 +414,9 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump(list(rows.values()), f, indent=1)
         print(table(list(rows.values())))
+        if args.study:
+            print()
+            print(study_table([r for r in rows.values() if r["name"] in study], study))
         return 0
     print(f"# jax {jax.__version__}, H100 target (compiled, not run); T_KERNEL {T_KERNEL * 1e6:.1f} us, "
           f"T_SYNC {T_SYNC * 1e6:.1f} us, {BANDWIDTH / 1e12:.1f} TB/s", flush=True)
@@ -497,7 +500,7 @@ def study_verdict(r: dict) -> str:
 def study_table(rows: list[dict], study: dict) -> str:
     """The study table as predicted: the columns of ``devices.py study`` that a compile gives."""
     head = ("| workload | kernels / step | syncs / step | bytes / lane | lanes | steps / rep "
-            "| predicted reps/s | compile s (here) | predicted end to end s | note |")
+            "| predicted reps/s | compile s (here: wall / CPU) | predicted end to end s | note |")
     out = [head, "|" + " --- |" * (head.count("|") - 1)]
     order = {n: i for i, n in enumerate(study)}
     for r in sorted(rows, key=lambda r: order.get(r["name"], len(order))):
@@ -505,10 +508,11 @@ def study_table(rows: list[dict], study: dict) -> str:
             out.append(f"| {r['name']} | compile failed: {r['error'][:80]} |" + " |" * 8)
             continue
         pred, e2e = r.get("predicted_reps_per_s"), r.get("predicted_e2e_s")
+        comp = f"{r['compile_s']:.1f}" + (f" / {r['compile_cpu_s']:.1f}" if "compile_cpu_s" in r else "")
         out.append(f"| {r['name']} | {r['kernels_per_step']:,.1f} | {r['syncs_per_step']:.2f} "
                    f"| {r['bytes_per_lane']:,} | {r['lanes']:,} | {r.get('steps_per_rep') or float('nan'):,.1f} "
                    f"| {'n/a' if pred is None else ('<= ' if r.get('prediction_is_upper_bound') else '') + f'{pred:,.0f}'} "
-                   f"| {r['compile_s']:.1f} | {'n/a' if e2e is None else f'{e2e:,.1f}'} | {study_verdict(r)} |")
+                   f"| {comp} | {'n/a' if e2e is None else f'{e2e:,.1f}'} | {study_verdict(r)} |")
     return "\n".join(out)
 
 
