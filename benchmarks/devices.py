@@ -33,13 +33,26 @@ Usage, on a machine with one GPU (each command at most 9 minutes; repeat it unti
 ``--only NAME ...`` restricts the rows, ``--lanes`` with no value drops the lane sweep (default
 lanes only), ``--quick`` shrinks the instances (LT&S K = 100) for a smoke test on a CPU.
 
-In a lease of any length, one command does the rows in the order that matters (the rows with
-targets first, each with the time it needs, then every other row at its default lanes, then the
-lane sweep), writes ``table.md`` and ``rows.json`` (every row in one file) in ``--out``, and is
-repeated until it says "all rows done" (a 15-minute lease, a start of one to two minutes
-included, holds one command of about 9 minutes)::
+The study: 10^6 replications of each seed paper's headline workload (``STUDY``: RAGE, the XY
+family, ALBA, Oracle, LinGapE and the GIFA family, SphereBAI, the fixed-budget rows, LT&S at
+K = 1000), end to end (compile included), one process a row, each within its budget (a row whose
+10^6 replications would outlast it runs the waves that fit, and its end to end time is
+extrapolated at the rate measured); prints the study table (workload, lanes, replications/s,
+lane efficiency, end to end s, compile s, note: the target met or missed)::
 
-    python benchmarks/devices.py lease --out devices_h100 --total 480
+    python benchmarks/devices.py study --out study_h100
+    python benchmarks/devices.py study --out /tmp/s --quick --platform cpu --only SphereBAI   # a smoke test
+
+In a lease of any length, one command does the rows in the order that matters (the study rows
+with targets first, each with its budget, then every other row at its default lanes, then the
+lane sweep), writes ``table.md`` (the study table, then the rows') and ``rows.json`` (every row
+in one file) in ``--out``, names the rows left, and is repeated until it says "all rows done".
+A 15-minute lease (one to two minutes of start, commands of at most 9 minutes) holds every study
+row in two commands: the first with the default ``--total`` (515 s), the second with the time
+the lease has left (``lease --plan`` prints both commands' rows and seconds)::
+
+    python benchmarks/devices.py lease --out devices_h100
+    python benchmarks/devices.py lease --out devices_h100 --total 250
 
 """
 from __future__ import annotations
@@ -53,6 +66,8 @@ import re
 import subprocess
 import sys
 import time
+
+_T_PROCESS = time.perf_counter()
 
 
 @dataclasses.dataclass
@@ -267,10 +282,169 @@ def row_main(args) -> int:
     return 0
 
 
-#: the rows with targets, first in a lease, and the seconds each needs on an H100 with defaults
-#: (compile + one wave at 16,384 lanes, measured 2026-11-26: LT&S compiles in 70 s, XY-adaptive's
-#: 17,600 steps per replication take about 2 ms each)
-PRIORITY = (("LT&S", 150.0), ("RAGE", 90.0), ("m-LinGapE", 60.0), ("XY-adaptive", 240.0))
+def _study_path(out: str, name: str, platform: str) -> str:
+    return os.path.join(out, f"{slug(name)}__{platform}__study.json")
+
+
+def study_row_main(args) -> int:
+    """One study row in this process: ``--reps`` replications (10^6) of the workload at the lanes
+    ``simulate`` chooses for them, compile included, until done or ``--budget`` seconds (counted
+    from the first call, compile included) are spent; writes its JSON after every chunk, so a row
+    cut by its process's time limit keeps what it measured."""
+    import jaxbandits.precision
+
+    jaxbandits.precision.enable_globally()
+    w = next(w for w in workloads(args.quick) if w.name == args.name)
+    path = _study_path(args.out, w.name, args.platform)
+    row = dict(name=w.name, platform=args.platform, kind="study", reps_asked=args.reps, env=environment())
+    t0 = time.perf_counter()
+
+    def save(part, complete=False):
+        e2e = time.perf_counter() - t0
+        part = dict(part, e2e_s=e2e, process_s=time.perf_counter() - _T_PROCESS)
+        if part.get("reps_per_s") and part["reps"] < args.reps:  # the waves left at the rate measured
+            part["e2e_extrapolated_s"] = e2e + (args.reps - part["reps"]) / part["reps_per_s"]
+        with open(path + ".tmp", "w") as f:
+            json.dump(dict(row, **part, complete=complete), f, indent=1)
+        os.replace(path + ".tmp", path)
+
+    try:
+        save(measure_row(w, args.platform, args.lanes, args.budget, args.reps, save=save), complete=True)
+    except Exception as e:  # written, so that a rerun does not repeat a failing row
+        save(dict(error=f"{type(e).__name__}: {str(e)[:500]}"))
+    return 0
+
+
+def study_note(r: dict, target: StudyRow | None) -> str:
+    """The study table's note of a row: the target met or missed, an extrapolation, an error."""
+    if "error" in r:
+        return "failed: " + r["error"][:100]
+    notes = []
+    e2e = r.get("e2e_extrapolated_s") or r["e2e_s"]
+    if r["reps"] < r.get("reps_asked", r["reps"]):
+        notes.append(f"{r['reps']:,} of {r['reps_asked']:,} reps in the row's budget; end to end "
+                     f"extrapolated at the rate measured")
+    if target is not None and r["platform"] != "cpu":
+        if target.target_s is not None:
+            notes.append(f"target < {target.target_s:.0f} s: {'met' if e2e < target.target_s else 'missed'}")
+        if target.target_rate is not None:
+            notes.append(f"target >= {target.target_rate:,.0f} reps/s: "
+                         f"{'met' if (r['reps_per_s'] or 0) >= target.target_rate else 'missed'}")
+    return "; ".join(notes)
+
+
+def study_table(rows: list[dict], quick: bool = False) -> str:
+    """The study table: workload, lanes, replications/s, lane efficiency, end to end s (compile
+    included; extrapolated where the row's budget cut it, marked ``~``), compile s, note."""
+    targets = {name: row for row, name in study_rows(quick)}
+    head = "| workload | platform | lanes | reps | replications/s | lane efficiency | end to end s | compile s | note |"
+    out = [head, "|" + " --- |" * (head.count("|") - 1)]
+    order = {name: i for i, name in enumerate(targets)}
+    for r in sorted(rows, key=lambda r: (order.get(r["name"], len(order)), r["name"], r["platform"])):
+        note = study_note(r, targets.get(r["name"]))
+        if "error" in r:
+            out.append(f"| {r['name']} | {r['platform']} |" + " |" * 6 + f" {note} |")
+            continue
+        e2e = r.get("e2e_extrapolated_s")
+        e2e = f"~{e2e:,.1f}" if e2e else f"{r['e2e_s']:,.1f}"
+        out.append(f"| {r['name']} | {r['platform']} | {r['lanes']:,} | {r['reps']:,} | {r['reps_per_s']:,.0f} "
+                   f"| {r['efficiency']:.2f} | {e2e} | {r['compile_s']:.1f} | {note} |")
+    return "\n".join(out)
+
+
+#: replications of a study row (``study``): a million, compile included
+STUDY_REPS = 10**6
+#: replications of a study row with ``--quick`` (a smoke test on a CPU)
+STUDY_QUICK_REPS = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyRow:
+    """A row of the study: a workload of :func:`workloads` (its name, or the start of it: the
+    K of LT&S and greedy LinGapE follows ``--quick``), its target on one H100 (``target_s``: end
+    to end seconds for 10^6 replications, compile included; ``target_rate``: replications/s) and
+    the seconds a lease reserves for it on the device (``budget``: the process's start, compile
+    and run; a row that would need more runs the waves that fit and its end to end time is
+    extrapolated from them; ``lanes``, where set, caps the lanes so that the first wave, a task on
+    every lane, fits the budget)."""
+
+    name: str
+    budget: float
+    target_s: float | None = 60.0
+    target_rate: float | None = None
+    lanes: int | None = None
+
+
+#: The study: each seed paper's headline workload, 10^6 replications end to end.  Budgets: the
+#: H200's end to end times of 2026-11-28 where measured (RAGE 29.7 s, m-LinGapE 11.2 s), else
+#: compile (45 s for XY-static and ALBA on the H200's host) plus 10^6 replications at the rate
+#: ``gpu_model.py --study`` predicts, plus about 10 s to start the process; LT&S's, its compile
+#: (18 s on the H200) and one wave of 131,072 lanes at the H200's 3,291 replications/s, its rate
+#: then measured and the end to end time extrapolated.  They add up to what a 15-minute lease
+#: holds (:func:`lease_plan`); the XY rows and ALBA fit theirs with about 10 s to spare at 45 s of
+#: compile (docs/measurements/2026-11-28-study-predictions.md).
+STUDY = (
+    StudyRow("RAGE, Soare d=5", 40.0),
+    StudyRow("XY-static, Soare d=5", 65.0),
+    StudyRow("XY-oracle, Soare d=5", 65.0),
+    StudyRow("Oracle, Soare d=5", 65.0),
+    StudyRow("ALBA, Soare d=5", 70.0),
+    StudyRow("LinGapE (top-1), hard top-1 K=3", 25.0),
+    StudyRow("m-LinGapE, top-m K=4 m=2", 20.0),
+    StudyRow("LinGIFA, top-m K=4 m=2", 25.0),
+    # LUCB's program compiles in 36 CPU s on the 2-core machine (UGapE's, of about its size, in 12)
+    StudyRow("LUCB, top-m K=4 m=2", 45.0),
+    StudyRow("UGapE, top-m K=4 m=2", 30.0),
+    StudyRow("SphereBAI, sphere basis d=3", 25.0),
+    StudyRow("GSE, static d=16 B=320", 25.0),
+    StudyRow("OD-LinBAI, static d=16 B=320", 25.0),
+    # 115,685 kernels a step (5 fixed-iteration XY solves an epoch): 3,079 replications/s
+    # predicted at 262,144 lanes, a first wave of 85 s; at 32,768 lanes about 11 s
+    StudyRow("Peace, static d=16 B=320", 50.0, lanes=32_768),
+    StudyRow("BayesGap, static d=16 B=320", 20.0),
+    StudyRow("LinUCB, static d=16 B=320", 20.0),
+    StudyRow("LT&S no averaging, many-arms", 110.0, target_s=None, target_rate=10_000.0),
+)
+
+#: a lease: device seconds in all, seconds to start the machine (one to two minutes), the longest
+#: command, and the seconds a command of ``lease`` spends besides its rows (listing the workloads,
+#: writing the table, the transfers)
+LEASE_S, LEASE_START_S, COMMAND_S, COMMAND_OVERHEAD_S = 900.0, 120.0, 540.0, 25.0
+
+
+def study_rows(quick: bool, only=None) -> list[tuple[StudyRow, str]]:
+    """(row, workload name) of every study row (``only``: names containing one of these)."""
+    names = [w.name for w in workloads(quick)]
+    out = []
+    for row in STUDY:
+        name = next(n for n in names if n.startswith(row.name))
+        if not only or _matches(name, only):
+            out.append((row, name))
+    return out
+
+
+def lease_plan(budgets: list[tuple[str, float]], lease_s: float = LEASE_S, start_s: float = LEASE_START_S,
+               command_s: float = COMMAND_S, overhead_s: float = COMMAND_OVERHEAD_S):
+    """The commands of a lease: ``budgets`` ((row, seconds) in the order they should run) cut
+    into commands of at most ``command_s`` seconds (``overhead_s`` of each spent besides the
+    rows) within the ``lease_s - start_s`` seconds left after the start.  Returns (commands: one
+    list of row names each, rows left: those no command of this lease holds)."""
+    commands, left = [], []
+    remaining = lease_s - start_s
+    cur, used = [], overhead_s
+    for name, secs in budgets:
+        if cur and (used + secs > command_s or used + secs > remaining):
+            commands.append(cur)
+            remaining -= used
+            cur, used = [], overhead_s
+        if used + secs > min(command_s, remaining):
+            left.append(name)
+            continue
+        cur.append(name)
+        used += secs
+    if cur:
+        commands.append(cur)
+    return commands, left
 
 
 def _rows_env() -> dict:
@@ -282,44 +456,61 @@ def _rows_env() -> dict:
     return env
 
 
-def _run_rows(todo, out: str, platform: str, quick: bool, total: float, env: dict) -> bool:
-    """Runs the rows of ``todo`` ((name, lanes, seconds) each) not yet in ``out``, each in its own
-    process with its time limit, until the next would end after ``total`` seconds; returns
-    whether every row is done."""
+def _item_path(out: str, item: dict, platform: str) -> str:
+    if item.get("kind") == "study":
+        return _study_path(out, item["name"], platform)
+    return _row_path(out, item["name"], platform, item.get("lanes"))
+
+
+def _run_rows(todo, out: str, platform: str, quick: bool, total: float, env: dict, reps: int | None = None) -> list:
+    """Runs the rows of ``todo`` not yet in ``out``, each in its own process with its time limit,
+    until the next would end after ``total`` seconds; returns the rows left (none: every row
+    done).  A row is (name, lanes, seconds) or a dict with ``name``, ``budget``, ``lanes`` and
+    ``kind`` ("study": a row of :func:`study_row_main` of ``reps`` replications)."""
+    todo = [t if isinstance(t, dict) else dict(name=t[0], lanes=t[1], budget=t[2]) for t in todo]
     t0 = time.perf_counter()
-    left = [r for r in todo if not os.path.exists(_row_path(out, r[0], platform, r[1]))]
+    left = [r for r in todo if not os.path.exists(_item_path(out, r, platform))]
     print(f"# {len(todo) - len(left)} of {len(todo)} rows already in {out}", flush=True)
-    for started, (name, lanes, budget) in enumerate(left):
+    for started, item in enumerate(left):
+        name, lanes, budget = item["name"], item.get("lanes"), item["budget"]
         spent = time.perf_counter() - t0
         if started and spent + budget > total:
             print(f"# time budget spent ({spent:.0f} s): run the same command again", flush=True)
-            return False
-        cmd = [sys.executable, os.path.abspath(__file__), "row", name, "--out", out, "--platform", platform,
-               "--budget", str(budget * 0.6)] + (["--lanes", str(lanes)] if lanes else []) + (
-            ["--quick"] if quick else [])
+            return left[started:]
+        if item.get("kind") == "study":
+            # the row's own budget leaves its process's start and a margin to the time limit
+            cmd = [sys.executable, os.path.abspath(__file__), "study-row", name, "--out", out, "--platform",
+                   platform, "--budget", str(max(1.0, budget * 0.85 - 8.0)), "--reps", str(reps)] + (
+                ["--lanes", str(lanes)] if lanes else [])
+        else:
+            cmd = [sys.executable, os.path.abspath(__file__), "row", name, "--out", out, "--platform", platform,
+                   "--budget", str(budget * 0.6)] + (["--lanes", str(lanes)] if lanes else [])
+        cmd += ["--quick"] if quick else []
         row_env = dict(env)
         if platform == "cpu":
             row_env["JAX_PLATFORMS"] = "cpu"
-        path = _row_path(out, name, platform, lanes)
+        path = _item_path(out, item, platform)
         t = time.perf_counter()
         try:
             subprocess.run(cmd, timeout=budget, env=row_env, check=False)
         except subprocess.TimeoutExpired:  # a partial row (chunks done before the limit) is kept
             if not os.path.exists(path):
                 with open(path, "w") as f:
-                    json.dump(dict(name=name, platform=platform, lanes_asked=lanes,
+                    json.dump(dict(name=name, platform=platform, lanes_asked=lanes, kind=item.get("kind", "row"),
                                    error=f"timed out after {budget:.0f} s (compile + run)"), f)
         if os.path.exists(path):
             with open(path) as f:
                 r = json.load(f)
             msg = r.get("error") or (f"{r['reps_per_s']:,.1f} reps/s at {r['lanes']} lanes, efficiency "
-                                     f"{r['efficiency']:.2f}, peak {_mib(r['peak_bytes'])} MiB")
+                                     f"{r['efficiency']:.2f}, peak {_mib(r['peak_bytes'])} MiB"
+                                     + (f", {r['reps']:,} reps end to end in {r['e2e_s']:.1f} s"
+                                        if "e2e_s" in r else ""))
         else:
             msg = "no result (the process died)"
-        print(f"  {name} [{platform}, lanes {lanes or 'default'}] ({time.perf_counter() - t:.0f} s): {msg}",
-              flush=True)
+        kind = "study" if item.get("kind") == "study" else f"lanes {lanes or 'default'}"
+        print(f"  {name} [{platform}, {kind}] ({time.perf_counter() - t:.0f} s of {budget:.0f}): {msg}", flush=True)
     print("# all rows done", flush=True)
-    return True
+    return []
 
 
 def _matches(name: str, patterns) -> bool:
@@ -339,28 +530,106 @@ def run_main(args) -> int:
     return 0
 
 
+def plan_main(args) -> int:
+    """What a 15-minute lease runs (``lease --plan``): each command's rows with their budgets, and
+    the rows left for the next lease."""
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    items = lease_items(args)
+    label = {f"{i['name']} [{i.get('kind') or i.get('lanes') or 'default'}]": i for i in items}
+    commands, left = lease_plan([(k, i["budget"]) for k, i in label.items()])
+    for k, names in enumerate(commands, 1):
+        secs = sum(label[n]["budget"] for n in names) + COMMAND_OVERHEAD_S
+        print(f"command {k} ({secs:.0f} s of at most {COMMAND_S:.0f}):")
+        for n in names:
+            print(f"  {label[n]['budget']:5.0f} s  {n}")
+    study_left = [n for n in left if label[n].get("kind") == "study"]
+    print(f"left for the next lease: {len(left)} rows ({len(study_left)} study rows"
+          + (": " + "; ".join(study_left) if study_left else "") + ")")
+    return 0
+
+
+def _print_plan(items: list[dict]) -> None:
+    commands, left = lease_plan([(f"{i['name']} [{i.get('kind') or i.get('lanes') or 'default'}]", i["budget"])
+                                 for i in items])
+    for k, names in enumerate(commands, 1):
+        print(f"# a 15-minute lease, command {k}: {len(names)} rows", flush=True)
+    if left:
+        print(f"# rows a 15-minute lease leaves (the next lease runs them): {len(left)}", flush=True)
+
+
+def lease_items(args) -> list[dict]:
+    """The rows of ``lease`` in order: the study rows (10^6 replications each, with targets, each
+    with its ``StudyRow.budget``), every other row at its default lanes, then the lane sweep."""
+    study = study_rows(args.quick)
+    items = [dict(name=name, budget=row.budget, kind="study", lanes=row.lanes) for row, name in study]
+    names = [w.name for w in workloads(args.quick)]
+    items += [dict(name=n, budget=args.row_budget) for n in names]
+    if args.platform != "cpu":
+        items += [dict(name=n, lanes=lanes, budget=args.row_budget) for n in names for lanes in args.lanes]
+    return items
+
+
+def _report_left(left: list[dict], out: str) -> None:
+    study = [i["name"] for i in left if i.get("kind") == "study"]
+    other = [i for i in left if i.get("kind") != "study"]
+    if study:
+        print(f"# study rows left ({len(study)}): " + "; ".join(study), flush=True)
+    if other:
+        print(f"# other rows left ({len(other)}): " + "; ".join(
+            f"{i['name']} [lanes {i.get('lanes') or 'default'}]" for i in other), flush=True)
+    if left:
+        print(f"# rows left: run the same command again ({sum(i['budget'] for i in left):.0f} s of row budgets)",
+              flush=True)
+
+
 def lease_main(args) -> int:
-    """The whole table in the order a short lease wants it: the rows with targets (``PRIORITY``,
-    each with its own time limit), every other row at its default lanes, then the lane sweep;
-    ``table.md`` and ``rows.json`` (every row in one file) written in ``--out`` at the end."""
+    """The whole table in the order a short lease wants it (:func:`lease_items`: the study rows
+    with targets first), at most ``--total`` seconds a command; ``table.md`` (the study table,
+    then the rows' table) and ``rows.json`` (every row in one file) written in ``--out`` at the
+    end, and the rows left named."""
+    if args.plan:
+        return plan_main(args)
     os.makedirs(args.out, exist_ok=True)
     env = _rows_env()
-    names = [w.name for w in workloads(args.quick)]
-    budget = {n: next((b for k, b in PRIORITY if n.startswith(k)), args.row_budget) for n in names}
-    first = [n for k, _ in PRIORITY for n in names if n.startswith(k)]
-    todo = [(n, None, budget[n]) for n in first]
-    todo += [(n, None, args.row_budget) for n in names if n not in first]
-    if args.platform != "cpu":
-        todo += [(n, lanes, budget[n]) for n in first + [n for n in names if n not in first] for lanes in args.lanes]
-    done = _run_rows(todo, args.out, args.platform, args.quick, args.total, env)
-    rows = _read_rows(args.out)
-    with open(os.path.join(args.out, "rows.json"), "w") as f:
-        json.dump(rows, f, indent=1)
-    with open(os.path.join(args.out, "table.md"), "w") as f:
-        f.write(_table_text(rows) + "\n")
-    print(f"# {'all rows done' if done else 'rows left: run the same command again'}; "
+    items = lease_items(args)
+    _print_plan(items)
+    reps = STUDY_QUICK_REPS if args.quick else STUDY_REPS
+    left = _run_rows(items, args.out, args.platform, args.quick, args.total, env, reps=reps)
+    _write_tables(args.out, args.quick)
+    _report_left(left, args.out)
+    print(f"# {'all rows done' if not left else 'rows left: run the same command again'}; "
           f"{os.path.join(args.out, 'table.md')} and rows.json written", flush=True)
     return 0
+
+
+def study_main(args) -> int:
+    """The study: 10^6 replications of every study row (``--only``: some), compile included, one
+    process a row, each within its ``StudyRow.budget`` (times ``--budget-scale``); prints the
+    study table and writes ``study.md`` and ``rows.json`` in ``--out``."""
+    os.makedirs(args.out, exist_ok=True)
+    env = _rows_env()
+    items = [dict(name=name, budget=row.budget * args.budget_scale, kind="study",
+                  lanes=None if args.platform == "cpu" else row.lanes)
+             for row, name in study_rows(args.quick, args.only)]
+    reps = args.reps or (STUDY_QUICK_REPS if args.quick else STUDY_REPS)
+    left = _run_rows(items, args.out, args.platform, args.quick, args.total, env, reps=reps)
+    rows = _write_tables(args.out, args.quick)
+    print(study_table([r for r in rows if r.get("kind") == "study"], args.quick), flush=True)
+    _report_left(left, args.out)
+    return 0
+
+
+def _write_tables(out: str, quick: bool) -> list[dict]:
+    rows = _read_rows(out)
+    with open(os.path.join(out, "rows.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    study = [r for r in rows if r.get("kind") == "study"]
+    other = [r for r in rows if r.get("kind") != "study"]
+    with open(os.path.join(out, "table.md"), "w") as f:
+        if study:
+            f.write(study_table(study, quick) + "\n\n")
+        f.write(_table_text(other) + "\n")
+    return rows
 
 
 def _read_rows(out: str) -> list[dict]:
@@ -399,8 +668,28 @@ def main(argv=None) -> int:
     e.add_argument("--platform", default="gpu", help="gpu (the accelerator) or cpu")
     e.add_argument("--lanes", type=int, nargs="*", default=[4096, 65536], help="lane sweep (accelerator)")
     e.add_argument("--row-budget", type=float, default=90.0, help="seconds per row without a target")
-    e.add_argument("--total", type=float, default=500.0, help="stop starting rows after this many seconds")
+    e.add_argument("--total", type=float, default=COMMAND_S - COMMAND_OVERHEAD_S,
+                   help="stop starting rows after this many seconds (default: a 9-minute command)")
     e.add_argument("--quick", action="store_true", help="small instances: a smoke test on a CPU")
+    e.add_argument("--plan", action="store_true", help="print the commands a 15-minute lease runs, and the "
+                                                       "rows it leaves, without running any")
+    st = sub.add_parser("study", help="10^6 replications of each seed paper's headline workload, end to end, one "
+                                      "process a row; prints the study table")
+    st.add_argument("--out", required=True)
+    st.add_argument("--platform", default="gpu", help="gpu (the accelerator) or cpu")
+    st.add_argument("--only", nargs="*", default=None, help="rows whose name contains one of these")
+    st.add_argument("--reps", type=int, default=None, help="replications a row (default 10^6; --quick: 64)")
+    st.add_argument("--budget-scale", type=float, default=1.0, help="multiplies every row's budget")
+    st.add_argument("--total", type=float, default=500.0, help="stop starting rows after this many seconds")
+    st.add_argument("--quick", action="store_true", help="small instances and 64 replications: a smoke test on a CPU")
+    sr = sub.add_parser("study-row", help="one study row in this process (used by study and lease)")
+    sr.add_argument("name")
+    sr.add_argument("--out", required=True)
+    sr.add_argument("--platform", default="gpu")
+    sr.add_argument("--reps", type=int, default=STUDY_REPS)
+    sr.add_argument("--budget", type=float, default=60.0)
+    sr.add_argument("--lanes", type=int, default=None, help="lanes (default: simulate's for --reps tasks)")
+    sr.add_argument("--quick", action="store_true")
     o = sub.add_parser("row", help="one row in this process (used by run and lease)")
     o.add_argument("name")
     o.add_argument("--out", required=True)
@@ -411,7 +700,8 @@ def main(argv=None) -> int:
     t = sub.add_parser("table", help="print the table of the rows in --out")
     t.add_argument("out")
     args = p.parse_args(argv)
-    return {"run": run_main, "lease": lease_main, "row": row_main, "table": table_main}[args.cmd](args)
+    return {"run": run_main, "lease": lease_main, "row": row_main, "table": table_main, "study": study_main,
+            "study-row": study_row_main}[args.cmd](args)
 
 
 if __name__ == "__main__":

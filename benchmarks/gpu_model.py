@@ -42,6 +42,18 @@ kept until a lane sweep gives more points than unknowns.
 Usage (in an environment with the ``gpu-model`` extra)::
 
     python benchmarks/gpu_model.py [--only NAME ...] [--json PATH] [--reps N] [--lanes L]
+    python benchmarks/gpu_model.py --study [--only NAME ...] --json study.json    # the study table, predicted
+    python benchmarks/gpu_model.py --study --json new.json --check study.json     # the regression check
+
+``--study`` predicts each row of ``devices.py study`` (10^6 replications of each seed paper's
+headline workload, lanes sized for them): kernels and syncs per step, bytes per lane, lanes,
+replications/s, the compile seconds of this compile and the end to end seconds they give
+(``PROCESS_START_S`` + compile + 10^6 / rate), against the row's target.  ``--check BASELINE``
+compares every row with the baseline's (kernels per step within 2 %, syncs and bytes per lane
+not above) and exits with status 1 on a regression.  Compile seconds are those of the machine
+that compiles (the XLA compile runs on the host, so a quiet CPU's seconds are about the GPU
+machine's: XY-static 45 s on a quiet 2-core CPU, 44.9 s on the H200's host; under a load of 4 on
+the 2 cores, 67-69 s).
 
 Triton GEMM is turned off (``--xla_gpu_enable_triton_gemm=false``): with it, some float64 matrix
 products of the elimination family fail to find tile sizes when compiled without a device.
@@ -109,12 +121,13 @@ EFFICIENCY = 0.9
 #: 2,000 replications).
 #: The others (2026-11-25, docs/measurements/2026-11-26-h100-compile-model.md): the fixed-budget
 #: rows from ``--reps 8``, the rest from ``steps_per_rep(w, 1000)``; the first key a row's name
-#: starts with is taken, so "GSE logistic" precedes "GSE".
+#: starts with is taken, so "GSE logistic" precedes "GSE".  2026-11-28: SphereBAI from
+#: ``steps_per_rep(w, 64)``, Peace (Katz-Samuels et al.'s, 3 epochs at K = 16) from 8.
 STEPS_PER_REP = {"LT&S": 1_605.0, "XY-adaptive": 22_600.0, "uniform + GLR, sphere": 96_000.0, "m-LinGapE": 3_261.0,
                  "RAGE": 13.72, "XY-static": 43.21, "XY-oracle": 112.27, "ALBA": 30.48, "Oracle": 112.27,
                  "LinGapE (top-1)": 4_479.6, "LinGIFA": 4_469.7, "LUCB": 14_032.5, "UGapE": 14_053.3,
-                 "GSE logistic": 3.0, "GSE": 4.0, "OD-LinBAI": 4.0, "BayesGap": 304.0, "Peace": 4.0,
-                 "LinUCB": 320.0, "UCB-GLM": 400.0, "LinGapE capped": 304.0}
+                 "GSE logistic": 3.0, "GSE": 4.0, "OD-LinBAI": 4.0, "BayesGap": 304.0, "Peace": 3.0,
+                 "LinUCB": 320.0, "UCB-GLM": 400.0, "LinGapE capped": 304.0, "SphereBAI": 3_321.0}
 
 _NO_KERNEL = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "while", "conditional",
               "call", "after-all", "partition-id", "replica-id", "opt-barrier", "add-dependency",
@@ -267,7 +280,9 @@ def h100_device():
 
 
 def compile_for_h100(w, lanes: int | None, n_tasks: int):
-    """Lower and compile ``w``'s chunk program as the engine would on an 80 GB H100."""
+    """Lower and compile ``w``'s chunk program as the engine would on an 80 GB H100; ``compile_s``
+    is the wall time, ``compile_cpu_s`` the process's CPU time (every thread), which the load
+    of a shared machine inflates far less."""
     import jax
     import jax.numpy as jnp
 
@@ -307,17 +322,17 @@ def compile_for_h100(w, lanes: int | None, n_tasks: int):
     args = (jax.ShapeDtypeStruct((chunk,), jnp.int32, sharding=sh), jax.tree.map(spec, inst),
             jax.ShapeDtypeStruct((), jax.random.key(0).dtype, sharding=sh), jax.tree.map(spec, dynamic),
             jax.ShapeDtypeStruct((), jnp.int32, sharding=sh), jax.ShapeDtypeStruct((), jnp.int32, sharding=sh))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with batching.policy(batching.solve_for("gpu", L)):
         compiled = jax.jit(run).lower(*args).compile()
-    ct = time.perf_counter() - t0
+    ct, cpu = time.perf_counter() - t0, time.process_time() - c0
     try:
         m = compiled.memory_analysis()
         pbytes = int(m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes)
     except Exception:
         pbytes = None
     return compiled.as_text(), dict(lanes=L, lanes_80gb=L80, bytes_per_lane=bpl, block_steps=S,
-                                    program_bytes=pbytes, compile_s=ct)
+                                    program_bytes=pbytes, compile_s=ct, compile_cpu_s=cpu)
 
 
 def extra_workloads() -> list:
@@ -362,6 +377,11 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="the quick workloads of devices.py")
     p.add_argument("--predict-only", action="store_true",
                    help="recompute the predictions of the rows in --json (no compiling)")
+    p.add_argument("--study", action="store_true",
+                   help="the study rows of devices.py (10^6 replications each): the study table's predictions")
+    p.add_argument("--check", default=None, metavar="BASELINE",
+                   help="compare the rows with those of this JSON (a regression check: kernels and syncs "
+                        "per step, bytes per lane); exit status 1 where one went up")
     args = p.parse_args(argv)
     import jax
 
@@ -371,6 +391,12 @@ def main(argv=None) -> int:
     from devices import workloads
 
     jaxbandits.precision.enable_globally()
+    if args.study:
+        from devices import STUDY_REPS, study_rows
+
+        study = {name: row for row, name in study_rows(args.quick, args.only)}
+        args.tasks = STUDY_REPS
+        args.only = None
     rows = {}
     if args.json and os.path.exists(args.json):
         with open(args.json) as f:
@@ -385,18 +411,26 @@ def main(argv=None) -> int:
                 c = Cost(row["kernels_per_step"], row["syncs_per_step"], row["hbm_bytes_per_step"])
                 row["predicted_reps_per_s"] = predict(c, row["lanes"], row["steps_per_rep"])
                 row["prediction_is_upper_bound"] = bool(row["loops_left"])
+                if args.study and row["name"] in study:
+                    row.update(study_prediction(row, study[row["name"]], STUDY_REPS))
         with open(args.json, "w") as f:
             json.dump(list(rows.values()), f, indent=1)
         print(table(list(rows.values())))
+        if args.study:
+            print()
+            print(study_table([r for r in rows.values() if r["name"] in study], study))
         return 0
     print(f"# jax {jax.__version__}, H100 target (compiled, not run); T_KERNEL {T_KERNEL * 1e6:.1f} us, "
           f"T_SYNC {T_SYNC * 1e6:.1f} us, {BANDWIDTH / 1e12:.1f} TB/s", flush=True)
     for w in workloads(args.quick) + extra_workloads():
         if args.only and not any(s.lower() in w.name.lower() for s in args.only):
             continue
+        if args.study and w.name not in study:
+            continue
         row = rows.get(w.name, dict(name=w.name))
         try:
-            text, info = compile_for_h100(w, args.lanes, args.tasks)
+            lanes = (study[w.name].lanes or args.lanes) if args.study else args.lanes
+            text, info = compile_for_h100(w, lanes, args.tasks)
         except Exception as e:  # one row's failure is reported, the others still run
             row.update(error=f"{type(e).__name__}: {str(e)[:300]}")
             rows[w.name] = row
@@ -410,10 +444,14 @@ def main(argv=None) -> int:
             row["steps_per_rep"] = steps_per_rep(w, args.reps)
         elif not row.get("steps_per_rep"):
             row["steps_per_rep"] = next((v for k, v in STEPS_PER_REP.items() if w.name.startswith(k)), None)
+        if args.study and not row.get("steps_per_rep"):  # a study row is predicted whatever it takes
+            row["steps_per_rep"] = steps_per_rep(w, 64)
         if row.get("steps_per_rep"):
             # with data-dependent loops left, each counted once: an upper bound
             row["predicted_reps_per_s"] = predict(per_step, info["lanes"], row["steps_per_rep"])
             row["prediction_is_upper_bound"] = bool(per_step.loops)
+        if args.study:
+            row.update(study_prediction(row, study[w.name], args.tasks))
         rows[w.name] = row
         print(f"  {w.name}: {per_step.kernels:.1f} kernels, {per_step.syncs:.2f} syncs per step, "
               f"{len(row['loops_left'])} loops left, {info['lanes']} lanes, compile {info['compile_s']:.1f} s",
@@ -422,7 +460,93 @@ def main(argv=None) -> int:
             with open(args.json, "w") as f:
                 json.dump(list(rows.values()), f, indent=1)
     print(table(list(rows.values())))
+    if args.study:
+        print()
+        print(study_table([r for r in rows.values() if r["name"] in study], study))
+    if args.check:
+        return check(list(rows.values()), args.check)
     return 0
+
+
+#: seconds to start a row's process on the device machine (imports, CUDA, instances), added to the
+#: predicted end to end time
+PROCESS_START_S = 8.0
+
+
+def study_prediction(row: dict, target, reps: int) -> dict:
+    """A study row's predictions: replications/s (:func:`predict`), compile seconds (those of
+    this compile on this machine, CPU seconds where smaller than wall), and the end to end
+    seconds of ``reps`` replications with them, against the row's target (``devices.StudyRow``)."""
+    rate = row.get("predicted_reps_per_s")
+    # the compile's CPU seconds where measured: a loaded machine inflates them far less than the
+    # wall seconds (a quiet one gives about the same for both)
+    compile_s = min(row["compile_s"], row.get("compile_cpu_s") or row["compile_s"])
+    out = dict(study_reps=reps, target_s=target.target_s, target_rate=target.target_rate,
+               predicted_compile_s=compile_s)
+    if rate:
+        out["predicted_e2e_s"] = PROCESS_START_S + compile_s + reps / rate
+    return out
+
+
+def study_verdict(r: dict) -> str:
+    notes = []
+    e2e, rate = r.get("predicted_e2e_s"), r.get("predicted_reps_per_s")
+    bound = "rate an upper bound (loops left); " if r.get("prediction_is_upper_bound") else ""
+    if r.get("target_s") is not None and e2e is not None:
+        notes.append(f"{bound}target < {r['target_s']:.0f} s: {'met' if e2e < r['target_s'] else 'missed'}")
+    if r.get("target_rate") is not None and rate is not None:
+        notes.append(f"{bound}target >= {r['target_rate']:,.0f} reps/s: "
+                     f"{'met' if rate >= r['target_rate'] else 'missed'}")
+    if r.get("predicted_compile_s", r.get("compile_s", 0)) >= 15.0:
+        notes.append("compile >= 15 s")
+    return "; ".join(notes)
+
+
+def study_table(rows: list[dict], study: dict) -> str:
+    """The study table as predicted: the columns of ``devices.py study`` that a compile gives."""
+    head = ("| workload | kernels / step | syncs / step | bytes / lane | lanes | steps / rep "
+            "| predicted reps/s | compile s (here: wall / CPU) | predicted end to end s | note |")
+    out = [head, "|" + " --- |" * (head.count("|") - 1)]
+    order = {n: i for i, n in enumerate(study)}
+    for r in sorted(rows, key=lambda r: order.get(r["name"], len(order))):
+        if "error" in r:
+            out.append(f"| {r['name']} | compile failed: {r['error'][:80]} |" + " |" * 8)
+            continue
+        pred, e2e = r.get("predicted_reps_per_s"), r.get("predicted_e2e_s")
+        comp = f"{r['compile_s']:.1f}" + (f" / {r['compile_cpu_s']:.1f}" if "compile_cpu_s" in r else "")
+        out.append(f"| {r['name']} | {r['kernels_per_step']:,.1f} | {r['syncs_per_step']:.2f} "
+                   f"| {r['bytes_per_lane']:,} | {r['lanes']:,} | {r.get('steps_per_rep') or float('nan'):,.1f} "
+                   f"| {'n/a' if pred is None else ('<= ' if r.get('prediction_is_upper_bound') else '') + f'{pred:,.0f}'} "
+                   f"| {comp} | {'n/a' if e2e is None else f'{e2e:,.1f}'} | {study_verdict(r)} |")
+    return "\n".join(out)
+
+
+#: how far a count may rise against the baseline before :func:`check` calls it a regression
+CHECK_TOLERANCE = dict(kernels_per_step=1.02, syncs_per_step=1.0, bytes_per_lane=1.0)
+
+
+def check(rows: list[dict], baseline_path: str) -> int:
+    """Every row against the baseline's row of the same name: kernels per step within 2 %, host
+    syncs per step and bytes per lane not above; compile seconds are printed, not checked (they
+    depend on the machine's load).  Returns the exit status (1: a regression)."""
+    with open(baseline_path) as f:
+        base = {r["name"]: r for r in json.load(f)}
+    bad = 0
+    for r in rows:
+        b = base.get(r["name"])
+        if b is None or "error" in r or "error" in b:
+            print(f"  check {r['name']}: no baseline" if b is None else f"  check {r['name']}: an error")
+            continue
+        for key, tol in CHECK_TOLERANCE.items():
+            if r[key] > b[key] * tol + 1e-9:
+                bad += 1
+                print(f"  REGRESSION {r['name']}: {key} {b[key]:,.2f} -> {r[key]:,.2f}")
+        print(f"  check {r['name']}: kernels {b['kernels_per_step']:,.1f} -> {r['kernels_per_step']:,.1f}, "
+              f"syncs {b['syncs_per_step']:.2f} -> {r['syncs_per_step']:.2f}, bytes / lane "
+              f"{b['bytes_per_lane']:,} -> {r['bytes_per_lane']:,}, compile {b.get('compile_s', 0):.1f} -> "
+              f"{r.get('compile_s', 0):.1f} s")
+    print(f"# check against {baseline_path}: {'no regression' if not bad else f'{bad} regressions'}")
+    return 1 if bad else 0
 
 
 def table(rows: list[dict]) -> str:

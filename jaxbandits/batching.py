@@ -72,7 +72,7 @@ def solve_for(platform: str, lanes: int) -> SolvePolicy:
 
 
 def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None = None,
-                batched_solve: bool | None = None):
+                batched_solve: bool | None = None, bucket_factor: int | None = None):
     """``fn(*args)`` where ``pred`` holds, ``old`` elsewhere; under ``vmap`` only the lanes with
     ``pred`` run ``fn``.
 
@@ -85,7 +85,10 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None =
     where few lanes solve pays for few solves.  The solver is ``vmap(fn)`` when
     ``batched_solve``, else ``lax.map`` (one lane after the other, each unbatched; with ``capacity``
     1 the lane is solved on its own slices, with no buffer).  ``capacity``
-    and ``batched_solve`` default to the :func:`current_policy` at trace time.  Results are
+    and ``batched_solve`` default to the :func:`current_policy` at trace time.  ``bucket_factor``:
+    the growth of the one-pass buffer sizes (default ``SOLVE_BUCKET_FACTOR``); every size is a
+    copy of the solver in the compiled program, so a solver that is cheap per lane (launch-bound
+    on a GPU up to far more lanes than it has) compiles faster with fewer sizes.  Results are
     identical to the ``cond`` version (tested).  ``fn`` must return a pytree with the structure of
     ``old``; everything it reads must be in ``args`` (the batching rule cannot see batched values
     closed over).
@@ -137,7 +140,7 @@ def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None =
             return res, served.at[tgt].set(True, mode="drop")
 
         if batched_solve and C >= axis_size:
-            return _one_pass(p, ins, ins_b, outs, solver, axis_size), [True] * len(outs)
+            return _one_pass(p, ins, ins_b, outs, solver, axis_size, bucket_factor), [True] * len(outs)
         if C == 1 and not batched_solve:
             # one lane at a time (the CPU policy): the first lane left is solved unbatched on its own
             # slices, with no gather buffer, no lax.map and no out-of-bounds scatter
@@ -175,6 +178,43 @@ def fixed_trip_while(cond: Callable, body: Callable, init, max_iters: int):
     return jax.lax.fori_loop(0, int(max_iters), step, init)
 
 
+def split_chain(key: jax.Array, n: int, parts: int, carry: int = 0, block: int = 8) -> list[jax.Array]:
+    """The subkeys of ``n`` iterations of a split chain, stacked [n, ...]: iteration i splits the
+    chain's key into ``parts`` keys (``jax.random.split``), key ``carry`` of them continues the
+    chain and the others, in order, are iteration i's subkeys (one stack each, ``parts - 1`` in
+    all).  Bit for bit the keys of the Python loop over the ``n`` iterations.
+
+    That loop, unrolled, is a chain of ``n`` dependent threefry hashes that XLA fuses, and copies,
+    into a few very large kernels: compiling them is most of an H100 compile of a program that
+    draws a fixed-trip binomial (``n`` = 64; measured with ``benchmarks/gpu_model.py``, XY-static's
+    program compiles in 24 s instead of 69 s with the chains of ``environment.binomial`` in blocks
+    of 8, docs/measurements/2026-11-28-study-predictions.md).  Here the chain runs in blocks of
+    ``block`` iterations: a
+    ``scan`` of ceil(n / block) trips carries the key from block to block (a trip count known
+    when compiling, no host round trip), then the keys of every block are expanded from its
+    first key at once (``vmap``), so the program holds 2 ``block`` hashes, not ``n``, for about 2
+    more kernels a trip.
+    """
+    n, parts, carry = int(n), int(parts), int(carry)
+    others = [i for i in range(parts) if i != carry]
+
+    def chain(k, m):
+        outs = [[] for _ in others]
+        for _ in range(m):
+            ks = jax.random.split(k, parts)
+            k = ks[carry]
+            for o, i in zip(outs, others):
+                o.append(ks[i])
+        return k, outs
+
+    if n <= block:
+        return [jnp.stack(o) for o in chain(key, n)[1]]
+    trips = -(-n // block)
+    _, starts = jax.lax.scan(lambda k, _: (chain(k, block)[0], k), key, None, length=trips)
+    subs = jax.vmap(lambda k: [jnp.stack(o) for o in chain(k, block)[1]])(starts)
+    return [s.reshape((trips * block,) + s.shape[2:])[:n] for s in subs]
+
+
 #: ``capacity`` of :func:`solve_where` that asks, whatever the policy, for every flagged lane in
 #: one pass on the smallest buffer holding them (with ``batched_solve=True``)
 ALL_LANES = 2**31 - 1
@@ -184,13 +224,15 @@ ALL_LANES = 2**31 - 1
 SOLVE_BUCKET_FACTOR = 8
 
 
-def _one_pass(p, ins, ins_b, outs, solver, axis_size):
+def _one_pass(p, ins, ins_b, outs, solver, axis_size, bucket_factor: int | None = None):
     """Every flagged lane served in one pass, on the smallest buffer of a few sizes (0, 1, 8, 64,
-    ..., every lane) that holds them: a ``switch``, no loop.  Buffer slots past the flagged lanes
-    repeat the first flagged lane's problem, so they never run longer than a real solve."""
+    ..., every lane; powers of ``bucket_factor``, default ``SOLVE_BUCKET_FACTOR``) that holds
+    them: a ``switch``, no loop.  Buffer slots past the flagged lanes repeat the first flagged
+    lane's problem, so they never run longer than a real solve."""
+    factor = max(2, int(bucket_factor or SOLVE_BUCKET_FACTOR))
     sizes = [0]
     while sizes[-1] < axis_size:
-        sizes.append(min(axis_size, max(1, sizes[-1] * SOLVE_BUCKET_FACTOR)))
+        sizes.append(min(axis_size, max(1, sizes[-1] * factor)))
 
     def make(B):
         def serve(outs):

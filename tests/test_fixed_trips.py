@@ -199,3 +199,33 @@ def test_lts_paused_solves_give_the_one_step_update_runs(monkeypatch):
     assert not np.all(capped["cpu"].stopped) and np.all(capped["cpu"].samples <= 150)
     np.testing.assert_array_equal(capped["gpu"].samples, capped["cpu"].samples)
     np.testing.assert_array_equal(capped["gpu"].pulls, capped["cpu"].pulls)
+
+
+def test_split_chain_is_the_python_chain():
+    """``batching.split_chain`` gives the keys of the unrolled Python loop, bit for bit, for both
+    chains of ``jax.random.binomial``'s loops (carry 1 of 2, carry 0 of 3), typed and raw keys,
+    under ``vmap`` too, and for n not a multiple of the block."""
+    from jaxbandits.batching import split_chain
+
+    def python_chain(key, n, parts, carry):
+        outs = [[] for _ in range(parts - 1)]
+        for _ in range(n):
+            ks = jax.random.split(key, parts)
+            key = ks[carry]
+            for o, i in zip(outs, [i for i in range(parts) if i != carry]):
+                o.append(ks[i])
+        return [jnp.stack(o) for o in outs]
+
+    data = lambda k: k if k.dtype == jnp.uint32 else jax.random.key_data(k)  # noqa: E731
+    for key in (jax.random.key(5), jax.random.PRNGKey(7)):
+        for n, parts, carry in ((64, 2, 1), (64, 3, 0), (13, 3, 0), (5, 2, 1)):
+            a = python_chain(key, n, parts, carry)
+            b = split_chain(key, n, parts, carry)
+            assert len(a) == len(b) == parts - 1
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(np.asarray(data(x)), np.asarray(data(y)))
+    keys = jax.random.split(jax.random.key(9), 4)
+    a = jax.vmap(lambda k: python_chain(k, 64, 3, 0))(keys)
+    b = jax.jit(jax.vmap(lambda k: split_chain(k, 64, 3, 0)))(keys)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(np.asarray(data(x)), np.asarray(data(y)))

@@ -74,6 +74,11 @@ class ALBAState(NamedTuple):
     design: jax.Array
 
 
+#: growth of the buffer sizes of ALBA's design solve under the accelerator policy
+#: (:func:`jaxbandits.batching.solve_where`'s ``bucket_factor``)
+DESIGN_BUCKET_FACTOR = 64
+
+
 def span_mask(X: jax.Array, active: jax.Array, rtol: float = 1e-9) -> jax.Array:
     """Active arms plus every arm lying in the span of the active arms (Y-ElimTil's design set)."""
     perp, _ = null_projector(X, active, rtol)
@@ -207,10 +212,14 @@ class ALBA(Algorithm):
         active = state.active & ~removed
 
         r, s, n_r = self._advance(active, state.round, state.iteration + 1, state.round_active, d)
+        # buffers of 0, 1, 64, 4,096, ... lanes (not 0, 1, 8, 64, ...): a G-optimal solve on K
+        # arms is launch-bound on a GPU far beyond 64 times the lanes that need it, and each
+        # buffer size is a copy of the solver to compile (ALBA on Soare d = 5 at 262,144 lanes:
+        # 5 copies instead of 8, the same results, docs/measurements/2026-11-28-study-predictions.md)
         design = solve_where(jnp.any(removed) & (jnp.sum(active) > 1),
                              self._design,
                              (X, active, instance.arm_mask, jnp.asarray(self.design_tol, X.dtype),
-                              jnp.asarray(self.design_cutoff, X.dtype)), lam)
+                              jnp.asarray(self.design_cutoff, X.dtype)), lam, bucket_factor=DESIGN_BUCKET_FACTOR)
         return ALBAState(active=active, round=r, iteration=s, round_active=n_r,
                          pulls=state.pulls + counts, samples=state.samples + jnp.sum(counts),
                          theta_hat=theta, unfinished_draws=state.unfinished_draws + unfinished,
