@@ -118,7 +118,7 @@ from jaxbandits.rules import thresholds
 from jaxbandits.rules.composition import Composed, ComposedState, Composition
 from jaxbandits.rules.gap import (COMPUTE_B, COMPUTE_J, INDICES, SELECTIONS, STOPPING_PAIRS, STOPPINGS,  # noqa: F401
                                   THRESHOLD_TAILS, TIE_RTOL, UNROLL_D_MAX, GapCarry, GapIndices, GapSelection,
-                                  GapView, _mv, argmax_random_ties, view)
+                                  GapView, argmax_random_ties, view)
 
 THRESHOLDS = thresholds.names("gifa")  # jaxbandits.rules.thresholds.ALIASES
 
