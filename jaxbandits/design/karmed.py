@@ -140,6 +140,18 @@ def _ratios(family, mu_b, mu, others, s, sigma):
     return jnp.sum(jnp.where(others, r, 0.0)), jnp.sum(jnp.where(others, dF, 0.0))
 
 
+def _solution(w, bounds, ties, tied, tol, iters) -> DesignSolution:
+    """w*, T* = 1 / L and the certified gap 1 / L - 1 / U from the certificate's bounds (L, U) on
+    the max-min value; uniform over the tied best arms, T* = inf, where the best arm is tied."""
+    L, U = bounds
+    value = 1.0 / L
+    gap = jnp.maximum(value - 1.0 / U, 0.0)
+    w = jnp.where(ties, tied.astype(w.dtype) / jnp.sum(tied), w)
+    value = jnp.where(ties, jnp.inf, value)
+    gap = jnp.where(ties, 0.0, gap)
+    return DesignSolution(w, value, gap, jnp.asarray(iters, jnp.int32), ties | (gap <= tol * value))
+
+
 def certificate(family: str, mu, w, best, others, sigma=1.0):
     """(L, U): the primal value min_{a != best} (w_b + w_a) I(...) at ``w`` and the dual bound of
     the module docstring, L <= T*(mu)^-1 <= U."""
@@ -219,15 +231,7 @@ def optimal_weights(mu, family: str = "bernoulli", *, sigma=1.0, mask=None, oute
     x = jnp.where(others, (1.0 - s) / s, 0.0)
     x = jnp.where(jnp.arange(K) == best, 1.0, x)
     w = x / jnp.sum(x)
-    L, U = certificate(family, mu_safe, w, best, others, sigma)
-    value = 1.0 / L
-    gap = jnp.maximum(value - 1.0 / U, 0.0)
-    uniform = tied.astype(dt) / jnp.sum(tied)
-    w = jnp.where(ties, uniform, w)
-    value = jnp.where(ties, jnp.inf, value)
-    gap = jnp.where(ties, 0.0, gap)
-    converged = ties | (gap <= tol * value)
-    return DesignSolution(w, value, gap, jnp.asarray(outer, jnp.int32), converged)
+    return _solution(w, certificate(family, mu_safe, w, best, others, sigma), ties, tied, tol, outer)
 
 
 def heteroscedastic_weights(mu, sigma, *, mask=None, iters: int = 40, tol: float = 1e-6) -> DesignSolution:
@@ -299,15 +303,7 @@ def heteroscedastic_weights(mu, sigma, *, mask=None, iters: int = 40, tol: float
     x, _ = xs(y)
     x = jnp.where(jnp.arange(K) == best, 1.0, x)
     w = x / jnp.sum(x)
-    L, U = heteroscedastic_certificate(mu_safe, s2, w, best, others)
-    value = 1.0 / L
-    gap = jnp.maximum(value - 1.0 / U, 0.0)
-    uniform = tied.astype(dt) / jnp.sum(tied)
-    w = jnp.where(ties, uniform, w)
-    value = jnp.where(ties, jnp.inf, value)
-    gap = jnp.where(ties, 0.0, gap)
-    converged = ties | (gap <= tol * value)
-    return DesignSolution(w, value, gap, jnp.asarray(iters, jnp.int32), converged)
+    return _solution(w, heteroscedastic_certificate(mu_safe, s2, w, best, others), ties, tied, tol, iters)
 
 
 def heteroscedastic_pair_cost(mu_i, mu_j, n_i, n_j, var_i, var_j):

@@ -51,7 +51,7 @@ class GapCarry(NamedTuple):
         otherwise).
       mu: [K] empirical means mu_a(t) (least squares, or averages for classical indices).
       logdet: ln det V_t - N ln lambda (for the determinant threshold).
-      J: [K] bool, the estimated m best arms J(t).  b, c: b_t and c_t.
+      b, c: b_t and c_t (the estimated answer J(t) is the belief's ``answer``).
       stat: the stopping statistic of the current data.
       done: the stopping rule fired (stat <= epsilon, the released code's pre-pull check, or the
         GLR test).
@@ -62,7 +62,6 @@ class GapCarry(NamedTuple):
     G: jax.Array
     mu: jax.Array
     logdet: jax.Array
-    J: jax.Array
     b: jax.Array
     c: jax.Array
     stat: jax.Array
@@ -90,12 +89,12 @@ class GapView(NamedTuple):
 def view(belief: Belief) -> GapView:
     """The :class:`GapView` of a belief whose carry is a :class:`GapCarry`."""
     k = belief.carry
-    return GapView(belief.stats.counts, belief.stats.sums, k.Vinv, k.g, k.G, k.mu, k.logdet, belief.t, k.J, k.b,
-                   k.c, k.stat, k.done)
+    return GapView(belief.stats.counts, belief.stats.sums, k.Vinv, k.g, k.G, k.mu, k.logdet, belief.t, belief.answer,
+                   k.b, k.c, k.stat, k.done)
 
 
 def carry_of(v: GapView) -> GapCarry:
-    return GapCarry(v.Vinv, v.g, v.G, v.mu, v.logdet, v.J, v.b, v.c, v.stat, v.done)
+    return GapCarry(v.Vinv, v.g, v.G, v.mu, v.logdet, v.b, v.c, v.stat, v.done)
 
 
 #: up to this d, the column mode's products with X and V^-1 are unrolled over d (see :func:`_mv`)
