@@ -203,8 +203,9 @@ def test_gifa_counts_past_int32_are_not_clamped():
     i = inst()
     alg = MLinGapE(m=1)
     st = alg.init(jax.random.key(0), i)
-    st = st._replace(t=jnp.asarray(3e9, st.t.dtype), counts=st.counts.at[0].set(3e9))
-    out = alg.outcome(st, i)
+    b = st.belief
+    b = b._replace(t=jnp.asarray(3e9, b.t.dtype), stats=b.stats._replace(counts=b.stats.counts.at[0].set(3e9)))
+    out = alg.outcome(st._replace(belief=b), i)
     assert _counts(out.samples) == 3_000_000_000 and _counts(out.pulls)[0] == 3_000_000_000
 
 

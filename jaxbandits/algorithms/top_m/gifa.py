@@ -258,7 +258,8 @@ class GIFA(Composed):
         return self.composition().stopping.confidence(self.view(state), self.context(inst))
 
     def gap_indices(self, state: ComposedState | GapView, inst: Instance) -> jax.Array:
-        """B[i, j] [K, K] of the state's data (:meth:`jaxbandits.rules.gap.GapIndices.gap_indices`)."""
+        """The gap indices B[i, j] of the state's data, a K x K array
+        (:meth:`jaxbandits.rules.gap.GapIndices.gap_indices`)."""
         return self.composition().stopping.gap_indices(self.view(state), self.context(inst))
 
     def glr_statistic(self, state: ComposedState | GapView, inst: Instance):
