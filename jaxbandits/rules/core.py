@@ -221,9 +221,11 @@ class StoppingRule(Configurable):
         """The decision after a pull, from the belief before it: what the composition calls.  A
         stateless rule's is :meth:`decide` on the new data (the default); a rule that keeps
         something from one pull to the next in ``Belief.carry`` overrides this instead.
-        ``pulled``: (arm, reward) of the pull (None after the pulls made all at once at the start,
-        ``SamplingRule.initial_counts``), for a rule whose carry is updated pull by pull (e.g. the
-        per-arm sums of squared rewards of an empirical-variance test)."""
+        ``pulled``: (arm, reward) of the pull, or (arms, rewards), two tuples in the order pulled,
+        for a sampling rule that pulls several arms a step (``SamplingRule.pulls``); None after the
+        pulls made all at once at the start (``SamplingRule.initial_counts``).  For a rule whose
+        carry is updated pull by pull (the per-arm sums of squared rewards of an
+        empirical-variance test, GIFA's Sherman-Morrison statistics)."""
         del belief, pulled
         return self.decide(stats, t, ctx)
 
