@@ -140,6 +140,19 @@ def _ratios(family, mu_b, mu, others, s, sigma):
     return jnp.sum(jnp.where(others, r, 0.0)), jnp.sum(jnp.where(others, dF, 0.0))
 
 
+def _best_arm(mu, mask):
+    """(real arms, the best arm, its mean, the arms tied with it, whether there is a tie, the other
+    real arms, mu with the padded arms' means set below the best) of a K-armed instance."""
+    K = mu.shape[-1]
+    real = jnp.ones((K,), bool) if mask is None else jnp.asarray(mask, bool)
+    vals = jnp.where(real, mu, -jnp.inf)
+    best = jnp.argmax(vals)
+    top = vals[best]
+    tied = real & (mu == top)
+    others = real & (jnp.arange(K) != best)
+    return real, best, top, tied, jnp.sum(tied) > 1, others, jnp.where(real, mu, top - 0.5)
+
+
 def _solution(w, bounds, ties, tied, tol, iters) -> DesignSolution:
     """w*, T* = 1 / L and the certified gap 1 / L - 1 / U from the certificate's bounds (L, U) on
     the max-min value; uniform over the tied best arms, T* = inf, where the best arm is tied."""
@@ -199,16 +212,9 @@ def optimal_weights(mu, family: str = "bernoulli", *, sigma=1.0, mask=None, oute
         mu = mu.astype(jnp.result_type(float))
     K = mu.shape[-1]
     dt = mu.dtype
-    real = jnp.ones((K,), bool) if mask is None else jnp.asarray(mask, bool)
+    real, best, top, tied, ties, others, mu_safe = _best_arm(mu, mask)
     sigma = jnp.asarray(sigma, dt)
-    vals = jnp.where(real, mu, -jnp.inf)
-    best = jnp.argmax(vals)
-    top = vals[best]
-    tied = real & (mu == top)
-    ties = jnp.sum(tied) > 1
-    others = real & (jnp.arange(K) != best)
     # the pole of F: the smallest d(mu_b, mu_a) over the other arms (the second best's)
-    mu_safe = jnp.where(real, mu, top - 0.5)
     ymax = jnp.min(jnp.where(others, divergence(family, top, mu_safe, sigma), jnp.inf))
     ymax = jnp.where(ties | ~jnp.isfinite(ymax), 1.0, ymax)
     s_init = jnp.full((K,), 0.5, dt)
@@ -268,14 +274,7 @@ def heteroscedastic_weights(mu, sigma, *, mask=None, iters: int = 40, tol: float
     dt = mu.dtype
     K = mu.shape[-1]
     s2 = jnp.broadcast_to(jnp.asarray(sigma, dt) ** 2, (K,))
-    real = jnp.ones((K,), bool) if mask is None else jnp.asarray(mask, bool)
-    vals = jnp.where(real, mu, -jnp.inf)
-    best = jnp.argmax(vals)
-    top = vals[best]
-    tied = real & (mu == top)
-    ties = jnp.sum(tied) > 1
-    others = real & (jnp.arange(K) != best)
-    mu_safe = jnp.where(real, mu, top - 0.5)
+    real, best, top, tied, ties, others, mu_safe = _best_arm(mu, mask)
     s2 = jnp.where(real, s2, 1.0)
     s1 = s2[best]
     c = 0.5 * (top - mu_safe) ** 2
