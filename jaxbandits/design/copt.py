@@ -22,7 +22,8 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.design.core import DesignSolution, full_mask, initial_design, inverse_design, masked_argmax
+from jaxbandits.design.core import (SMALL_DIM, DesignSolution, full_mask, initial_design, inverse_design,
+                                   ordered_sum, small_backward, small_cholesky, small_forward)
 
 
 def c_optimal(X: jax.Array, y: jax.Array, *, arm_mask: Optional[jax.Array] = None,
@@ -38,7 +39,31 @@ def c_optimal(X: jax.Array, y: jax.Array, *, arm_mask: Optional[jax.Array] = Non
     dtype = X.dtype
     mask = full_mask(arm_mask, K)
     lam0 = initial_design(mask, init, dtype)
-    perp = jnp.zeros((d, d), dtype)
+    if d <= SMALL_DIM:
+        lam, a, b_all = _small_solve(X, y, mask, lam0, iters)
+    else:
+        lam, a, b_all = _library_solve(X, y, mask, lam0, iters)
+    gap = jnp.maximum(jnp.max(jnp.where(mask, b_all, -jnp.inf)) - a, 0.0)
+    return DesignSolution(lam, a, gap, jnp.asarray(iters, jnp.int32), gap <= 1e-3 * a)
+
+
+def _step(a, b, c):
+    """The exact line-search step g toward the vertex e_j (module docstring): a = f, b = b_j,
+    c = x_j^T A^-1 x_j."""
+    e = jnp.maximum(a * c - b, 0.0)
+    db = jnp.maximum(b - a, 0.0)
+    s = jnp.sqrt(e * e + e * c * db)
+    g = jnp.where(db > 0, db / jnp.maximum(s + e + db, 1e-300), 0.0)
+    return jnp.clip(g, 0.0, 1.0)
+
+
+def _library_solve(X, y, mask, lam0, iters):
+    """(lambda, a, b) after ``iters`` iterations, A(lambda)^-1 from
+    :func:`jaxbandits.design.core.inverse_design` (library Cholesky and triangular solve) at every
+    iteration: a = y^T A^-1 y, b = (X A^-1 y)^2 at the final lambda."""
+    K, d = X.shape
+    perp = jnp.zeros((d, d), X.dtype)
+    idx = jnp.arange(K)
 
     def parts(lam):
         Ainv = inverse_design(lam, X, perp)
@@ -48,18 +73,46 @@ def c_optimal(X: jax.Array, y: jax.Array, *, arm_mask: Optional[jax.Array] = Non
 
     def body(_, lam):
         Ainv, a, b_all = parts(lam)
-        j = masked_argmax(b_all, mask)
-        b = b_all[j]
-        c = X[j] @ (Ainv @ X[j])
-        e = jnp.maximum(a * c - b, 0.0)
-        db = jnp.maximum(b - a, 0.0)
-        s = jnp.sqrt(e * e + e * c * db)
-        g = jnp.where(db > 0, db / jnp.maximum(s + e + db, 1e-300), 0.0)
-        g = jnp.clip(g, 0.0, 1.0)
+        masked = jnp.where(mask, b_all, -jnp.inf)
+        j, b = jnp.argmax(masked), jnp.max(masked)  # b = b_all[j]
+        g = _step(a, b, X[j] @ (Ainv @ X[j]))
         new = (1.0 - g) * lam
-        return new.at[j].add(g)
+        return jnp.where(idx == j, new + g, new)
 
     lam = jax.lax.fori_loop(0, iters, body, lam0)
     _, a, b_all = parts(lam)
-    gap = jnp.maximum(jnp.max(jnp.where(mask, b_all, -jnp.inf)) - a, 0.0)
-    return DesignSolution(lam, a, gap, jnp.asarray(iters, jnp.int32), gap <= 1e-3 * a)
+    return lam, a, b_all
+
+
+def _small_solve(X, y, mask, lam0, iters):
+    """:func:`_library_solve` for d <= SMALL_DIM in unrolled scalar arithmetic
+    (:func:`jaxbandits.design.core.small_cholesky`): each iteration forms A(lambda) + eps I = L L^T
+    (eps as in :func:`jaxbandits.design.core.inverse_design`) by one reduction over the arms, then
+    a = ||L^-1 y||^2, b = (X L^-T L^-1 y)^2 and c = ||L^-1 x_j||^2.  Under ``vmap`` the factor and
+    the solves are elementwise over the lanes and fuse: an iteration is a few kernels instead of a
+    matrix product, a factorisation, a triangular solve and three products, each its own launch."""
+    K, d = X.shape
+    eye = jnp.eye(d, dtype=X.dtype)
+    idx = jnp.arange(K)
+
+    def parts(lam):
+        A = jnp.sum((lam[:, None, None] * X[:, :, None]) * X[:, None, :], axis=0)
+        A = A + (1e-13 * ordered_sum([A[i, i] for i in range(d)]) / d) * eye
+        L, r = small_cholesky(A)
+        z = small_forward(L, r, y)
+        u = small_backward(L, r, z)
+        h = ordered_sum([X[:, i] * u[i] for i in range(d)])
+        return (L, r), ordered_sum([zi * zi for zi in z]), h * h
+
+    def body(_, lam):
+        (L, r), a, b_all = parts(lam)
+        masked = jnp.where(mask, b_all, -jnp.inf)
+        j, b = jnp.argmax(masked), jnp.max(masked)  # b = b_all[j]
+        w = small_forward(L, r, X[j])
+        g = _step(a, b, ordered_sum([wi * wi for wi in w]))
+        new = (1.0 - g) * lam
+        return jnp.where(idx == j, new + g, new)
+
+    lam = jax.lax.fori_loop(0, iters, body, lam0)
+    _, a, b_all = parts(lam)
+    return lam, a, b_all

@@ -94,12 +94,72 @@ def inverse_design(lam: jax.Array, X: jax.Array, perp: jax.Array) -> jax.Array:
     can be singular: one direction needs a single arm) invertible; directions outside the range of
     A(lambda) then get a huge (~1e13) value instead of inf, and values inside it are exact to ~1e-13.
     """
+    A = jittered_design(lam, X, perp)
+    L = jnp.linalg.cholesky(A)
+    Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(A.shape[0], dtype=A.dtype), lower=True)
+    return Linv.T @ Linv
+
+
+#: largest dimension d for which :func:`small_cholesky` and its solves run as unrolled scalar
+#: arithmetic (O(d^3) scalar operations per lane; above it, the library calls)
+SMALL_DIM = 8
+
+
+def ordered_sum(terms):
+    """Sum of a non-empty sequence of arrays in a fixed left-to-right order (no reduction whose
+    order XLA picks)."""
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
+
+
+def small_cholesky(A: jax.Array):
+    """(L, r): the lower Cholesky factor of a small symmetric positive-definite A [d, d] as nested
+    lists of scalars (``L[i][j]``, j <= i) and the reciprocals r[j] = 1 / L[j][j].
+
+    Column by column (Cholesky-Banachiewicz), every entry a scalar expression, so under ``vmap``
+    the factorisation and the solves below are elementwise over the lanes: XLA fuses them into one
+    kernel instead of a library call per factor and per solve (on a GPU: cuSOLVER's potrf and
+    cuBLAS's trsm, each a launch of its own).  A matrix that is not positive definite gives NaN, as
+    :func:`jax.numpy.linalg.cholesky` does.  For d <= :data:`SMALL_DIM`."""
+    d = A.shape[-1]
+    L = [[None] * d for _ in range(d)]
+    r = [None] * d
+    for j in range(d):
+        s = A[j, j] - ordered_sum([L[j][k] * L[j][k] for k in range(j)]) if j else A[j, j]
+        L[j][j] = jnp.sqrt(s)
+        r[j] = 1.0 / L[j][j]
+        for i in range(j + 1, d):
+            s = A[i, j] - ordered_sum([L[i][k] * L[j][k] for k in range(j)]) if j else A[i, j]
+            L[i][j] = s * r[j]
+    return L, r
+
+
+def small_forward(L, r, y) -> list:
+    """z with L z = y (forward substitution), for :func:`small_cholesky`'s factor; y [d]."""
+    z = []
+    for i in range(len(r)):
+        s = y[i] - ordered_sum([L[i][k] * z[k] for k in range(i)]) if i else y[i]
+        z.append(s * r[i])
+    return z
+
+
+def small_backward(L, r, z) -> list:
+    """u with L^T u = z (back substitution), for :func:`small_cholesky`'s factor; z a list of d."""
+    d = len(r)
+    u = [None] * d
+    for i in reversed(range(d)):
+        s = z[i] - ordered_sum([L[k][i] * u[k] for k in range(i + 1, d)]) if i < d - 1 else z[i]
+        u[i] = s * r[i]
+    return u
+
+
+def jittered_design(lam: jax.Array, X: jax.Array, perp: jax.Array) -> jax.Array:
+    """A(lambda) + P_perp + eps I with :func:`inverse_design`'s eps = 1e-13 tr(A) / d."""
     A = design_matrix(lam, X) + perp
     eye = jnp.eye(A.shape[0], dtype=A.dtype)
-    A = A + (1e-13 * jnp.trace(A) / A.shape[0]) * eye
-    L = jnp.linalg.cholesky(A)
-    Linv = jax.scipy.linalg.solve_triangular(L, eye, lower=True)
-    return Linv.T @ Linv
+    return A + (1e-13 * jnp.trace(A) / A.shape[0]) * eye
 
 
 def pair_table(rows, cols, fn) -> jax.Array:
