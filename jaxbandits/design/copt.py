@@ -113,6 +113,6 @@ def _small_solve(X, y, mask, lam0, iters):
         new = (1.0 - g) * lam
         return jnp.where(idx == j, new + g, new)
 
-    lam = jax.lax.fori_loop(0, iters, body, lam0)
+    lam = jax.lax.fori_loop(0, iters, body, lam0, unroll=4)
     _, a, b_all = parts(lam)
     return lam, a, b_all

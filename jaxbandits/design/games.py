@@ -50,9 +50,9 @@ def matrix_game(G: jax.Array, rows: jax.Array, iters: int) -> jax.Array:
         logits = jnp.where(rows, -eta * (loss - jnp.min(jnp.where(rows, loss, jnp.inf))), -jnp.inf)
         q = jax.nn.softmax(logits)
         k = argmax_fast(q @ Gm)
-        return loss + Gm[:, k], counts.at[k].add(1.0)
+        return loss + Gm[:, k], counts + (jnp.arange(K) == k).astype(dt)
 
-    _, counts = jax.lax.fori_loop(0, iters, body, (jnp.zeros((P,), dt), jnp.zeros((K,), dt)))
+    _, counts = jax.lax.fori_loop(0, iters, body, (jnp.zeros((P,), dt), jnp.zeros((K,), dt)), unroll=8)
     return counts / iters
 
 
@@ -70,9 +70,9 @@ def matrix_game_certified(G: jax.Array, rows: jax.Array, iters: int):
         logits = jnp.where(rows, -eta * (loss - jnp.min(jnp.where(rows, loss, jnp.inf))), -jnp.inf)
         q = jax.nn.softmax(logits)
         k = argmax_fast(q @ Gm)
-        return loss + Gm[:, k], counts.at[k].add(1.0), qsum + q
+        return loss + Gm[:, k], counts + (jnp.arange(K) == k).astype(dt), qsum + q
 
-    _, counts, qsum = jax.lax.fori_loop(0, iters, body, (jnp.zeros((P,), dt), jnp.zeros((K,), dt), jnp.zeros((P,), dt)))
+    _, counts, qsum = jax.lax.fori_loop(0, iters, body, (jnp.zeros((P,), dt), jnp.zeros((K,), dt), jnp.zeros((P,), dt)), unroll=8)
     z = counts / iters
     upper = jnp.max((qsum / iters) @ Gm)
     lower = jnp.min(jnp.where(rows, G @ z, jnp.inf))
