@@ -452,7 +452,7 @@ def _greedy_pulls(H, pair_on, bar, arm_ok, carry, pick, tb0, S: int):
         return H, counts, n, rho, going, tb
 
     counts, n, rho, going = carry
-    _, counts, n, rho, going, _ = jax.lax.fori_loop(0, S, pull_one, (H, counts, n, rho, going, tb0))
+    _, counts, n, rho, going, _ = jax.lax.fori_loop(0, S, pull_one, (H, counts, n, rho, going, tb0), unroll=4)
     return counts, n, rho, going
 
 
