@@ -159,6 +159,59 @@ def test_c_optimal_against_elfving_lp():
     np.testing.assert_allclose(np.asarray(w), [0.5, 0.0, 0.5, 0.0], atol=3e-3)
 
 
+def _exact_quadratic(lam, X, y):
+    """y^T (A + 1e-13 tr(A) / d I)^-1 y with A = sum_k lam_k x_k x_k^T, in exact rationals."""
+    from fractions import Fraction as F
+    d = X.shape[1]
+    A = [[sum(F(float(lam[k])) * F(float(X[k, i])) * F(float(X[k, j])) for k in range(len(lam))) for j in range(d)]
+         for i in range(d)]
+    jitter = F(1e-13) * sum(A[i][i] for i in range(d)) / d
+    M = [A[i][:] + [F(float(y[i]))] for i in range(d)]
+    for i in range(d):
+        M[i][i] += jitter
+    for c in range(d):  # Gauss-Jordan
+        p = next(r for r in range(c, d) if M[r][c] != 0)
+        M[c], M[p] = M[p], M[c]
+        for r in range(d):
+            if r != c and M[r][c] != 0:
+                f = M[r][c] / M[c][c]
+                M[r] = [a - f * b for a, b in zip(M[r], M[c])]
+    return float(sum(F(float(y[i])) * M[i][d] / M[i][i] for i in range(d)))
+
+
+def test_small_cholesky_and_c_optimal_small_path():
+    """The unrolled factor and solves of design.core (d <= SMALL_DIM) against NumPy, and
+    c_optimal's unrolled path against its library path (both d <= 8 and d > 8 run through the
+    same Frank-Wolfe): the same designs to rounding, on spanning and on rank-deficient optima."""
+    from jaxbandits.design import copt, core
+    rng = np.random.default_rng(4)
+    for d in range(1, core.SMALL_DIM + 1):
+        B = rng.normal(size=(d, d))
+        A = B @ B.T + 0.05 * np.eye(d)
+        L, r = core.small_cholesky(jnp.asarray(A))
+        dense = np.array([[float(L[i][j]) if j <= i else 0.0 for j in range(d)] for i in range(d)])
+        np.testing.assert_allclose(dense, np.linalg.cholesky(A), rtol=1e-12, atol=1e-13)
+        y = rng.normal(size=d)
+        u = core.small_backward(L, r, core.small_forward(L, r, jnp.asarray(y)))
+        np.testing.assert_allclose([float(v) for v in u], np.linalg.solve(A, y), rtol=1e-10, atol=1e-12)
+    mask = jnp.ones((12,), bool)
+    for d in (2, 5, 8):
+        X = jnp.asarray(rng.normal(size=(12, d)))
+        for y in (rng.normal(size=d), np.asarray(X[3])):   # X[3]: the optimum is the single arm 3
+            y = jnp.asarray(y)
+            lam0 = jnp.full((12,), 1.0 / 12)
+            small = copt._small_solve(X, y, mask, lam0, 40)
+            library = copt._library_solve(X, y, mask, lam0, 40)
+            np.testing.assert_allclose(np.asarray(small[0]), np.asarray(library[0]), atol=1e-9)
+            # the value y^T (A + eps I)^-1 y at the final design, in exact rational arithmetic: the
+            # unrolled path is exact to rounding even where A is singular but for the jitter (the
+            # library path's explicit inverse L^-T L^-1 loses up to 2e-3 there)
+            exact = _exact_quadratic(np.asarray(small[0]), np.asarray(X), np.asarray(y))
+            np.testing.assert_allclose(float(small[1]), exact, rtol=1e-12)
+    L, _ = core.small_cholesky(jnp.asarray([[1.0, 2.0], [2.0, 1.0]]))  # indefinite: NaN, as jnp.linalg.cholesky
+    assert np.isnan(float(L[1][1]))
+
+
 def test_furthest_answer():
     """eps = 0: the furthest answer is the empirical best; eps > 0: the answer of largest GLR."""
     rng = np.random.default_rng(2)
