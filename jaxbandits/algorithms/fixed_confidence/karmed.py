@@ -40,7 +40,9 @@ class KArmedTrackAndStop(Composed):
       tracking: "D" (D-tracking with forced exploration, the paper's experiments) or "C"
         (C-tracking of the eps_t-projected weights).
       threshold: "heuristic" log((log t + 1) / delta) (Sec 6), "gk16" log(2 t (K - 1) / delta)
-        (Bernoulli arms, delta-correct, Sec 4) or "log_t".
+        (Bernoulli arms, delta-correct, Sec 4) or "log_t"; with ``variances="empirical"`` also
+        "calibrated" (the calibrated per-pair thresholds of Jourdan, Degenne & Kaufmann, ALT 2023,
+        for the EV-GLR or the GLR: :func:`jaxbandits.rules.thresholds.uv_pair_threshold`).
       outer, inner: trip counts of the w* solver (static).
       solver_tol: relative certified gap of w* above which a run is reported not converged.
       sigma: the Gaussian noise scale (None: the instance's); unused with Bernoulli rewards.
@@ -98,6 +100,7 @@ def check_variance_options(variances, statistic, threshold) -> None:
         raise ValueError("statistic='glr' (the GLR with unknown variances) needs variances='empirical', "
                          f"got variances={variances!r}")
     karmed.thresholds.resolve("unknown_variance", threshold)
+    karmed.check_calibrated(threshold, variances, "threshold")
 
 
 def variance_rules(rule, variances: str, statistic: str, threshold: str):
