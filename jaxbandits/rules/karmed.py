@@ -850,13 +850,13 @@ def _beta_unknown_variance(threshold: str, t, ctx: Context):
     return thresholds.log_log_t(t, ctx.delta)
 
 
-def calibrated_margin(cost, b, others, counts, valid, ctx: Context, statistic: str):
-    """min_{a != b} (cost_a - c(N_b, N_a, delta)): the calibrated stopping rule stops when every
-    pair's GLR exceeds its own threshold (:func:`jaxbandits.rules.thresholds.uv_pair_threshold`),
-    i.e. when this margin is > 0; -inf until every arm's count is past
-    :func:`jaxbandits.rules.thresholds.uv_valid_count` (the thresholds are +inf before)."""
+def calibrated_margin(cost, c, others, counts, valid, ctx: Context):
+    """min_{a != b} (cost_a - c_a), c_a the calibrated threshold of the pair (b, a)
+    (:func:`jaxbandits.rules.thresholds.uv_pair_threshold`): the calibrated stopping rule stops when
+    every pair's GLR exceeds its own threshold, i.e. when this margin is > 0; -inf until every
+    arm's count is past :func:`jaxbandits.rules.thresholds.uv_valid_count` (the thresholds are
+    +inf before)."""
     K = jnp.sum(valid).astype(counts.dtype)
-    c = thresholds.uv_pair_threshold(counts[b], counts, ctx.delta, K, statistic)
     ok = jnp.all(jnp.where(valid, thresholds.uv_valid_count(counts, ctx.delta, K), True))
     margin = jnp.min(jnp.where(others, cost - c, jnp.inf))
     return jnp.where(ok, margin, -jnp.inf)
@@ -940,13 +940,20 @@ class GaussianGLR(StoppingRule):
         cost = karmed.heteroscedastic_pair_cost(mu[b], mu, counts[b], counts, var[b], var)
         return cost, b, valid & (jnp.arange(mu.shape[0]) != b)
 
+    def calibrated_thresholds(self, counts, b, valid, ctx: Context):
+        """[K] c(N_b, N_a, delta) of every pair (b, a)
+        (:func:`jaxbandits.rules.thresholds.uv_pair_threshold`, K the real arms)."""
+        K = jnp.sum(valid).astype(counts.dtype)
+        return thresholds.uv_pair_threshold(counts[b], counts, ctx.delta, K, self.calibrated_statistic)
+
     def decide_with(self, stats, t, ctx: Context, carry) -> Decision:
         mu = empirical_means(stats)
         var = arm_variances(self.variances, stats, carry, ctx)
         valid = ctx.instance.valid_arms()
         if self.threshold == "calibrated":
             cost, b, others = self.pair_costs(mu, stats.counts, var, valid)
-            z = calibrated_margin(cost, b, others, stats.counts, valid, ctx, self.calibrated_statistic)
+            z = calibrated_margin(cost, self.calibrated_thresholds(stats.counts, b, valid, ctx), others,
+                                  stats.counts, valid, ctx)
             ready = jnp.all(jnp.where(valid, stats.counts >= self._min_count(), True))
             return Decision(Belief(stats, t, mu, None, None, b.astype(jnp.int32), carry), z,
                             jnp.zeros((), z.dtype), ready)
