@@ -321,8 +321,9 @@ def sweep(
                     bar.status(f"drawing {J} instance(s): {point_text}")
                     insts = g.draw(key_for(base, point), params)
                     noise = np.asarray(jax.device_get(insts.noise), float).reshape(-1)
+                    absolute = _bernoulli_k_armed(insts) or _heteroscedastic_k_armed(insts)
                     info = _PointInfo(noise, insts.num_arms, insts.dim, insts.num_items,
-                                      _lower_bound_scale(noise, _bernoulli_k_armed(insts) or _heteroscedastic_k_armed(insts)))
+                                      _lower_bound_scale(noise, absolute))
                     if meta_path is not None and not all(m is not None for m in metas):
                         new = not meta_path.exists()
                         pd.DataFrame(dict(point=point, instance=np.arange(J), noise=info.noise, K=info.K, d=info.d,
@@ -335,7 +336,8 @@ def sweep(
                     else:
                         bar.status(f"T* of {J} instance(s): {point_text}")
                         # the Bernoulli and heteroscedastic K-armed T*: unpadded
-                        pad_t = buckets is not None and not (_bernoulli_k_armed(insts) or _heteroscedastic_k_armed(insts))
+                        unpadded = _bernoulli_k_armed(insts) or _heteroscedastic_k_armed(insts)
+                        pad_t = buckets is not None and not unpadded
                         tstar = _characteristic_times(pad_to(insts, *buckets.shape_for(insts)) if pad_t else insts)
                         if inst_path is not None:
                             new = not inst_path.exists()

@@ -105,7 +105,8 @@ def test_calibrated_option_errors():
         KArmedTrackAndStop(variances="known", threshold="calibrated")
     with pytest.raises(ValueError, match="threshold must be one of .*'calibrated'.*got 'calibrate'"):
         KArmedTopTwo(variances="empirical", threshold="calibrate")
-    with pytest.raises(ValueError, match=r"threshold must be one of \('heuristic', 'gk16', 'log_t'\), got 'calibrated'"):
+    with pytest.raises(ValueError,
+                       match=r"threshold must be one of \('heuristic', 'gk16', 'log_t'\), got 'calibrated'"):
         KArmedTopTwo(threshold="calibrated")
     with pytest.raises(ValueError, match="GaussianGLR: threshold='calibrated'"):
         GaussianGLR("known", "calibrated")
@@ -185,4 +186,5 @@ def test_calibrated_thresholds_are_delta_correct_where_the_heuristic_errs():
     for statistic in ("plug-in", "glr"):
         tau, err = out[statistic, "calibrated"]
         assert binomial_test_upper(err, tau.size, delta) > 0.01, (statistic, err)
-        assert _z(tau, out[statistic, "heuristic"][0]) > 5, (statistic, tau.mean(), out[statistic, "heuristic"][0].mean())
+        heuristic = out[statistic, "heuristic"][0]
+        assert _z(tau, heuristic) > 5, (statistic, tau.mean(), heuristic.mean())

@@ -12,29 +12,35 @@ that every replication of every algorithm is bit for bit what it was.
 
 The names (:data:`RULES`), one per rule:
 
-==================  ===============================================================================
-``log_t``           log((t + 1) / delta): Tirinzoni & Degenne, NeurIPS 2022, released code
-                    (``thresholds.jl``, ``HeuristicThreshold``), the threshold of all their
-                    stopping and elimination tests; not proven delta-correct.
-``log_log_t``       log((1 + log t) / delta): Garivier & Kaufmann, COLT 2016, Sec 6 (recommended
-                    for the experiments), as used by Degenne et al. 2020 (LinGame, Sec 6), Reda et
-                    al. 2021 (GIFA, Sec 5), Wang et al. 2021 (FWS, ``GK16``) and Jourdan et al.
-                    2022 (Top Two); not proven delta-correct.
-``prop2``           (1 + u) sigma^2 log(det((u c)^{-1} A_t + I)^{1/2} / delta_t): Jedra &
-                    Proutiere, NeurIPS 2020 (seed 000), Prop 2 / eq. (9), with delta_t = delta or
-                    the union over rounds 6 delta / (pi^2 t^2) (Sec 5, :func:`anytime_delta`);
-                    with u = 1 the sphere's beta = 2 sigma^2 zeta_t (Sec 4.2, Prop 3).
-``abbasi_yadkori``  (sqrt(log(1/delta) + 1/2 log det(A_t / lambda + I)) + sqrt(lambda / 2) S /
-                    sigma)^2: Abbasi-Yadkori et al., NeurIPS 2011, Thm 2 (self-normalised bound);
-                    LinGame's theoretical threshold (Degenne et al. 2020, Sec 3), GIFA's
-                    ``"determinant"`` width (Xu et al. 2018).
-``reda_eq2``        C = sqrt(2 log(1/delta) + N log(1 + (t + 1) L^2 / (lambda^2 N))) + tail: Reda
-                    et al., AISTATS 2021 (seed 003), eq. (2).
-``log_t2``          log(t^2 / delta) = log(1/delta) + 2 log t at round index t: Tirinzoni &
-                    Degenne 2022's released code, LinGapE's threshold.
-``lucb1``           log(5 K t^4 / (4 delta)): Kalyanakrishnan et al., ICML 2012, LUCB1 (the
-                    released code's ``LUCB1Beta``).
-==================  ===============================================================================
+====================  ===============================================================================
+``log_t``             log((t + 1) / delta): Tirinzoni & Degenne, NeurIPS 2022, released code
+                      (``thresholds.jl``, ``HeuristicThreshold``), the threshold of all their
+                      stopping and elimination tests; not proven delta-correct.
+``log_log_t``         log((1 + log t) / delta): Garivier & Kaufmann, COLT 2016, Sec 6 (recommended
+                      for the experiments), as used by Degenne et al. 2020 (LinGame, Sec 6), Reda et
+                      al. 2021 (GIFA, Sec 5), Wang et al. 2021 (FWS, ``GK16``) and Jourdan et al.
+                      2022 (Top Two); not proven delta-correct.
+``prop2``             (1 + u) sigma^2 log(det((u c)^{-1} A_t + I)^{1/2} / delta_t): Jedra &
+                      Proutiere, NeurIPS 2020 (seed 000), Prop 2 / eq. (9), with delta_t = delta or
+                      the union over rounds 6 delta / (pi^2 t^2) (Sec 5, :func:`anytime_delta`);
+                      with u = 1 the sphere's beta = 2 sigma^2 zeta_t (Sec 4.2, Prop 3).
+``abbasi_yadkori``    (sqrt(log(1/delta) + 1/2 log det(A_t / lambda + I)) + sqrt(lambda / 2) S /
+                      sigma)^2: Abbasi-Yadkori et al., NeurIPS 2011, Thm 2 (self-normalised bound);
+                      LinGame's theoretical threshold (Degenne et al. 2020, Sec 3), GIFA's
+                      ``"determinant"`` width (Xu et al. 2018).
+``reda_eq2``          C = sqrt(2 log(1/delta) + N log(1 + (t + 1) L^2 / (lambda^2 N))) + tail: Reda
+                      et al., AISTATS 2021 (seed 003), eq. (2).
+``log_t2``            log(t^2 / delta) = log(1/delta) + 2 log t at round index t: Tirinzoni &
+                      Degenne 2022's released code, LinGapE's threshold.
+``lucb1``             log(5 K t^4 / (4 delta)): Kalyanakrishnan et al., ICML 2012, LUCB1 (the
+                      released code's ``LUCB1Beta``).
+``jdk23_calibrated``  per pair (b, a): (N_b r(N_b) + N_a r(N_a)) / 2 (EV-GLR) or (N_b log(1 +
+                      r(N_b)) + N_a log(1 + r(N_a))) / 2 (GLR with unknown variances), r(n) a ratio of
+                      Lambert W-bar functions (:func:`uv_ratio`): Jourdan, Degenne & Kaufmann, ALT
+                      2023, as the C port of the authors' Julia code writes them (jvc56/MAGPIE,
+                      ``src/impl/bai_helper.c``, ``HT``); ``threshold="calibrated"`` of the
+                      K-armed algorithms with empirical variances.
+====================  ===============================================================================
 
 The algorithms accept the names their papers' code used (:data:`ALIASES`); each resolves to one
 rule above.  ``"theoretical"`` names a different rule in LinGame (``abbasi_yadkori``) and in GIFA
