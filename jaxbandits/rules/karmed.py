@@ -862,12 +862,12 @@ def calibrated_margin(cost, c, others, counts, valid, ctx: Context):
     return jnp.where(ok, margin, -jnp.inf)
 
 
-def check_calibrated(threshold: str, variances: str, who: str) -> None:
+def check_calibrated(threshold: str, variances: str, who: str | None = None) -> None:
     """The calibrated thresholds are for empirical variances only (host side)."""
     if threshold == "calibrated" and variances != "empirical":
-        raise ValueError(f"{who}: threshold='calibrated' (the calibrated thresholds of unknown variances) needs "
-                         f"variances='empirical', got variances={variances!r}; with known variances use "
-                         "threshold='heuristic' or 'log_t'")
+        raise ValueError(("" if who is None else f"{who}: ") + "threshold='calibrated' (the calibrated thresholds "
+                         f"of unknown variances) needs variances='empirical', got variances={variances!r}; with "
+                         "known variances use threshold='heuristic' or 'log_t'")
 
 
 @dataclasses.dataclass(frozen=True)

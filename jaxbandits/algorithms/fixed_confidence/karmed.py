@@ -100,7 +100,7 @@ def check_variance_options(variances, statistic, threshold) -> None:
         raise ValueError("statistic='glr' (the GLR with unknown variances) needs variances='empirical', "
                          f"got variances={variances!r}")
     karmed.thresholds.resolve("unknown_variance", threshold)
-    karmed.check_calibrated(threshold, variances, "threshold")
+    karmed.check_calibrated(threshold, variances)
 
 
 def variance_rules(rule, variances: str, statistic: str, threshold: str):
