@@ -334,6 +334,52 @@ def uniform_calibrated_ev_glr(rng, mu, sigma, delta, reps, *, scale=1.0, max_ste
     raise RuntimeError("round robin did not stop")
 
 
+def calibration_gaussian(x):
+    """C_G(x) = min_{lambda in (1/2, 1]} (g_G(lambda) + x) / lambda, g_G(lambda) = 2 lambda -
+    2 lambda log(4 lambda) + log zeta(2 lambda) - log(1 - lambda) / 2 (Kaufmann & Koolen 2021,
+    Corollary 10 / Definition 3): a 200,001-point grid refined by scipy's bounded minimisation."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import zeta
+
+    g = lambda lam: 2 * lam - 2 * lam * np.log(4 * lam) + np.log(zeta(2 * lam, 1)) - 0.5 * np.log1p(-lam)  # noqa: E731
+    grid = np.linspace(0.5 + 1e-9, 1 - 1e-12, 200_001)
+    vals = (g(grid) + x) / grid
+    i = int(np.argmin(vals))
+    r = minimize_scalar(lambda lam: (g(lam) + x) / lam, bounds=(grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]),
+                        method="bounded", options=dict(xatol=1e-14))
+    return float(min(vals[i], r.fun))
+
+
+def uniform_glr_kaufmann_koolen(rng, mu, sigma, delta, reps, *, scale=1.0, max_steps=10**6):
+    """Round robin (arm t mod K at pull t) on Gaussian arms N(mu_a, sigma^2) with the GLR stopping
+    rule min_{a != b} (mu_b - mu_a)^2 / (2 sigma^2 (1 / N_b + 1 / N_a)) > scale * c(t, delta),
+    c(t, delta) = 2 C_G(log((K - 1) / delta) / 2) + 4 log(4 + log(t / 2)) (:func:`calibration_gaussian`),
+    checked from t = K on.  Vectorised over replications; returns (samples, recommended arm)."""
+    mu = np.asarray(mu, float)
+    K = len(mu)
+    rows = np.arange(reps)
+    N, S = np.zeros((reps, K)), np.zeros((reps, K))
+    done = np.zeros(reps, bool)
+    tau, best = np.zeros(reps), np.zeros(reps, int)
+    cg = 2 * calibration_gaussian(math.log((K - 1) / delta) / 2)
+    for t in range(max_steps):
+        if t >= K:
+            m = S / N
+            b = m.argmax(axis=1)
+            mb, nb = m[rows, b][:, None], N[rows, b][:, None]
+            z = np.where(mb > m, 0.5 * (mb - m) ** 2 / (sigma**2 * (1 / nb + 1 / N)), 0.0)
+            z[rows, b] = np.inf
+            stop = ~done & (z.min(axis=1) > scale * (cg + 4 * math.log(4 + math.log(t / 2))))
+            tau[stop], best[stop] = t, b[stop]
+            done |= stop
+            if done.all():
+                return tau, best
+        a = t % K
+        S[:, a] += mu[a] + sigma * rng.standard_normal(reps)
+        N[:, a] += 1
+    raise RuntimeError("round robin did not stop")
+
+
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0

@@ -78,7 +78,10 @@ class ChernoffGLR(StoppingRule):
     Attributes:
       threshold: ``"heuristic"`` log((1 + log t) / delta) (the paper's experiments, Sec 6),
         ``"gk16"`` log(2 t (K - 1) / delta) (delta-correct for Bernoulli arms under any sampling
-        rule, Sec 4), or ``"log_t"`` log((t + 1) / delta) (:mod:`jaxbandits.rules.thresholds`).
+        rule, Sec 4), ``"log_t"`` log((t + 1) / delta), or ``"kaufmann_koolen"``
+        2 C_G(log((K - 1) / delta) / 2) + 4 log(4 + log(t / 2)) (delta-correct for Gaussian arms
+        under any sampling rule, :func:`jaxbandits.rules.thresholds.kaufmann_koolen`)
+        (:mod:`jaxbandits.rules.thresholds`).
     """
 
     threshold: str = "heuristic"
@@ -101,6 +104,8 @@ class ChernoffGLR(StoppingRule):
         if rule == "log_t":
             return thresholds.log_t(t, ctx.delta)
         K = jnp.asarray(instance.true_num_arms(), instance.arms.dtype)
+        if rule == "kaufmann_koolen":
+            return thresholds.kaufmann_koolen(t, ctx.delta, K)
         return thresholds.chernoff_bernoulli(t, ctx.delta, K)
 
     def _scale(self, ctx: Context):
@@ -123,6 +128,17 @@ class ChernoffGLR(StoppingRule):
         if thresholds.resolve("karmed", self.threshold) == "chernoff_bernoulli" and instance.model != "bernoulli":
             raise ValueError("threshold='gk16' (log(2 t (K - 1) / delta)) is Garivier & Kaufmann's threshold for "
                              "Bernoulli arms; use 'heuristic' or 'log_t' for Gaussian arms")
+        if self.threshold == "kaufmann_koolen" and instance.model != "gaussian":
+            raise ValueError("threshold='kaufmann_koolen' is Kaufmann & Koolen's calibration of Gaussian arms, got "
+                             f"model={instance.model!r}; use 'gk16', 'heuristic' or 'log_t' for Bernoulli arms")
+
+
+def check_pair_threshold(threshold: str, who: str) -> None:
+    """Refuse the pair-GLR threshold ``"kaufmann_koolen"`` as the per-arm exploration rate of
+    KL-LUCB (host side)."""
+    if threshold == "kaufmann_koolen":
+        raise ValueError(f"{who}: threshold='kaufmann_koolen' calibrates the GLR of a pair of arms, not one arm's KL "
+                         "confidence bound; allowed: 'heuristic', 'gk16' or 'log_t'")
 
 
 class TrackingState(NamedTuple):
@@ -495,6 +511,7 @@ class KLLUCB(SamplingRule):
 
     def __post_init__(self):
         thresholds.resolve("karmed", self.threshold)
+        check_pair_threshold(self.threshold, "KLLUCB")
 
     def init(self, key, instance: Instance) -> LUCBState:
         return LUCBState(jnp.zeros((), jnp.int32))
@@ -537,6 +554,7 @@ class LUCBStop(StoppingRule):
 
     def __post_init__(self):
         thresholds.resolve("karmed", self.threshold)
+        check_pair_threshold(self.threshold, "LUCBStop")
 
     prior = ChernoffGLR.prior
 

@@ -216,7 +216,8 @@ RULES["chernoff_bernoulli"] = Rule("log(2 t (K - 1) / delta)",
                                    "Garivier & Kaufmann 2016, Sec 4 (Bernoulli arms, any sampling rule)",
                                    (chernoff_bernoulli,))
 #: K-armed exponential families (:class:`jaxbandits.rules.karmed.ChernoffGLR`)
-ALIASES["karmed"] = {"heuristic": "log_log_t", "gk16": "chernoff_bernoulli", "log_t": "log_t"}
+ALIASES["karmed"] = {"heuristic": "log_log_t", "gk16": "chernoff_bernoulli", "log_t": "log_t",
+                     "kaufmann_koolen": "kaufmann_koolen"}
 #: LUCB1 (:class:`jaxbandits.rules.karmed.LUCB1`): the paper's rate at the round index, or GK16's
 ALIASES["lucb1"] = {"lucb1": "lucb1", "heuristic": "log_log_t"}
 
@@ -370,3 +371,75 @@ RULES["jdk23_calibrated"] = Rule(
     "Jourdan, Degenne & Kaufmann 2023 (ALT), as the C port of the authors' code writes it "
     "(jvc56/MAGPIE, src/impl/bai_helper.c, HT)",
     (lambert_w, lambert_w_bar, uv_valid_count, uv_ratio, uv_pair_threshold))
+
+
+# -- Kaufmann & Koolen's calibration of Gaussian deviations --------------------------------------------
+#: grid points and golden-section steps of :func:`calibration_gaussian` (fixed: no data-dependent loop)
+CG_GRID, CG_GOLDEN = 48, 40
+
+
+def g_gaussian(lam):
+    """g_G(lambda) = 2 lambda - 2 lambda log(4 lambda) + log zeta(2 lambda) - log(1 - lambda) / 2 on
+    lambda in (1/2, 1) (Kaufmann & Koolen, "Mixture martingales revisited with applications to
+    sequential tests and confidence intervals", JMLR 2021, Corollary 10, the Gaussian case), zeta
+    the Riemann zeta function (``jax.scipy.special.zeta(s, 1)``)."""
+    from jax.scipy.special import zeta
+
+    lam = jnp.asarray(lam)
+    return (2.0 * lam - 2.0 * lam * jnp.log(4.0 * lam) + jnp.log(zeta(2.0 * lam, jnp.ones_like(lam)))
+            - 0.5 * jnp.log1p(-lam))
+
+
+def calibration_gaussian(x, grid: int = CG_GRID, golden: int = CG_GOLDEN):
+    """C_G(x) = min_{lambda in (1/2, 1]} (g_G(lambda) + x) / lambda (Kaufmann & Koolen 2021,
+    Definition 3 with g_G of :func:`g_gaussian`); C_G(x) ~ x + log x.  The objective tends to +inf
+    at both ends (log zeta(2 lambda) as lambda -> 1/2, -log(1 - lambda) / 2 as lambda -> 1): its
+    minimum over ``grid`` points of (1/2, 1) brackets it, then ``golden`` golden-section steps in
+    the bracket (fixed trip counts, jittable in x: delta may be traced).  Against scipy's bounded
+    minimisation to ~1e-12 relative (tests/test_lambert_thresholds.py)."""
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.result_type(float))
+    lo_end, hi_end = 0.5 + 1e-9, 1.0 - 1e-12
+    f = lambda lam: (g_gaussian(lam) + x) / lam  # noqa: E731
+    pts = jnp.linspace(lo_end, hi_end, grid, dtype=x.dtype)
+    vals = jax.vmap(f)(pts)
+    i = jnp.argmin(vals, axis=0)
+    a = pts[jnp.maximum(i - 1, 0)]
+    b = pts[jnp.minimum(i + 1, grid - 1)]
+    r = (math.sqrt(5.0) - 1.0) / 2.0
+
+    def step(_, c):
+        a, b = c
+        p, q = b - r * (b - a), a + r * (b - a)
+        left = f(p) < f(q)
+        return jnp.where(left, a, p), jnp.where(left, q, b)
+
+    a, b = jax.lax.fori_loop(0, int(golden), step, (a, b))
+    return jnp.minimum(jnp.min(vals, axis=0), f(0.5 * (a + b)))
+
+
+def kaufmann_koolen(t, delta, K):
+    """c(t, delta) = 2 C_G(log((K - 1) / delta) / 2) + 4 log(4 + log(t / 2)), t >= 2 the number of
+    samples, C_G of :func:`calibration_gaussian`: the threshold with which the GLR stopping rule of
+    Gaussian arms (in KL units) is delta-correct under any sampling rule, from Kaufmann & Koolen
+    2021's deviation inequality for the sum of two arms' N_a d(mu_hat_a, mu_a) (the union over the
+    K - 1 pairs; 2 (log(4 + log N_b) + log(4 + log N_a)) <= 4 log(4 + log(t / 2)) by concavity).
+    The form is the one of Jourdan & Degenne 2022 (TTUCB) as Jang, Komiyama & Yamazaki, "Fixed
+    confidence best arm identification in the Bayesian setting", NeurIPS 2024, Appendix F.1, state
+    it (C_G and c(n, delta) written out), and g_G / C^g match a public implementation that cites
+    Kaufmann & Koolen 2021, Corollary 10 and Definition 3; neither Kaufmann & Koolen's nor Jourdan
+    et al.'s own text was read.  Jang et al. display the stopping condition as
+    (mu_b - mu_a) / sqrt(1/N_b + 1/N_a) >= sqrt(c), i.e. a unit-variance GLR >= c / 2; here the
+    GLR itself is compared with c (the deviation inequality's units), the conservative reading.
+    Units of sigma^2 (KL units)."""
+    t = jnp.maximum(jnp.asarray(t), 2.0)
+    return 2.0 * calibration_gaussian(jnp.log((K - 1.0) / delta) / 2.0) + 4.0 * jnp.log(4.0 + jnp.log(t / 2.0))
+
+
+RULES["kaufmann_koolen"] = Rule(
+    "2 C_G(log((K - 1) / delta) / 2) + 4 log(4 + log(t / 2)), C_G(x) = min_{1/2 < lambda <= 1} (g_G(lambda) + x) "
+    "/ lambda, g_G(lambda) = 2 lambda - 2 lambda log(4 lambda) + log zeta(2 lambda) - log(1 - lambda) / 2",
+    "Kaufmann & Koolen 2021 (JMLR), Corollary 10 / Definition 3; the form of Jourdan & Degenne 2022 (TTUCB) as "
+    "Jang, Komiyama & Yamazaki (NeurIPS 2024), Appendix F.1, state it",
+    (g_gaussian, calibration_gaussian, kaufmann_koolen))

@@ -40,7 +40,9 @@ class KArmedTrackAndStop(Composed):
       tracking: "D" (D-tracking with forced exploration, the paper's experiments) or "C"
         (C-tracking of the eps_t-projected weights).
       threshold: "heuristic" log((log t + 1) / delta) (Sec 6), "gk16" log(2 t (K - 1) / delta)
-        (Bernoulli arms, delta-correct, Sec 4) or "log_t"; with ``variances="empirical"`` also
+        (Bernoulli arms, delta-correct, Sec 4), "log_t", or "kaufmann_koolen" (Gaussian arms,
+        delta-correct: :func:`jaxbandits.rules.thresholds.kaufmann_koolen`); with
+        ``variances="empirical"`` also
         "calibrated" (the calibrated per-pair thresholds of Jourdan, Degenne & Kaufmann, ALT 2023,
         for the EV-GLR or the GLR: :func:`jaxbandits.rules.thresholds.uv_pair_threshold`).
       outer, inner: trip counts of the w* solver (static).
@@ -190,6 +192,7 @@ class KArmedKLLUCB(Composed):
 
     def __post_init__(self):
         karmed.thresholds.resolve("karmed", self.threshold)
+        karmed.check_pair_threshold(self.threshold, "KArmedKLLUCB")
 
     def rules(self) -> Composition:
         return Composition(sampling.Initial(karmed.KLLUCB(threshold=self.threshold), first="all"),
