@@ -40,6 +40,11 @@ The names (:data:`RULES`), one per rule:
                       2023, as the C port of the authors' Julia code writes them (jvc56/MAGPIE,
                       ``src/impl/bai_helper.c``, ``HT``); ``threshold="calibrated"`` of the
                       K-armed algorithms with empirical variances.
+``kaufmann_koolen``   2 C_G(log((K - 1) / delta) / 2) + 4 log(4 + log(t / 2)), C_G(x) = min over
+                      lambda in (1/2, 1] of (g_G(lambda) + x) / lambda: Kaufmann & Koolen, JMLR
+                      2021 (Corollary 10, Definition 3), the GLR threshold of Gaussian arms of
+                      Jourdan & Degenne 2022 (TTUCB) as Jang, Komiyama & Yamazaki, NeurIPS 2024,
+                      App. F.1 state it (:func:`kaufmann_koolen`).
 ====================  ===============================================================================
 
 The algorithms accept the names their papers' code used (:data:`ALIASES`); each resolves to one
