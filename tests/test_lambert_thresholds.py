@@ -106,7 +106,8 @@ def test_calibrated_option_errors():
     with pytest.raises(ValueError, match="threshold must be one of .*'calibrated'.*got 'calibrate'"):
         KArmedTopTwo(variances="empirical", threshold="calibrate")
     with pytest.raises(ValueError,
-                       match=r"threshold must be one of \('heuristic', 'gk16', 'log_t'\), got 'calibrated'"):
+                       match=r"threshold must be one of \('heuristic', 'gk16', 'log_t', 'kaufmann_koolen'\), "
+                             "got 'calibrated'"):
         KArmedTopTwo(threshold="calibrated")
     with pytest.raises(ValueError, match="GaussianGLR: threshold='calibrated'"):
         GaussianGLR("known", "calibrated")
