@@ -171,17 +171,19 @@ def test_calibrated_ev_glr_matches_the_reference_and_mutations_leave_the_band():
 # -- delta-correctness and the direction of the stopping times ----------------------------------------------
 def test_calibrated_thresholds_are_delta_correct_where_the_heuristic_errs():
     """Track-and-Stop (D), empirical variances, mu = (1, 0.5, 0.3), sigma = (0.8, 0.5, 1.2), delta =
-    0.01, 200 runs each: the EV-GLR at the heuristic threshold errs more often than delta (binomial
-    p-value < 0.05: the instance shows errors), at the calibrated thresholds it does not (p > 0.01),
-    nor does the GLR at its calibrated thresholds; the calibrated thresholds stop later than the
-    heuristic one (two-sided z > 5 for both statistics)."""
+    0.01, 200 runs at the heuristic threshold, 120 at the calibrated ones: the EV-GLR at the
+    heuristic threshold errs more often than delta (binomial p-value < 0.05: the instance shows
+    errors; measured 8 / 200, p = 0.001), at the calibrated thresholds it does not (p > 0.01;
+    measured 0), nor does the GLR at its calibrated thresholds (0); the calibrated thresholds stop
+    later than the heuristic one (two-sided z > 5 for both statistics; measured about 987 against
+    98 (EV-GLR) and 136 (GLR) pulls, z ~ 76 with 200 runs each)."""
     inst = k_armed(MU, "gaussian", noise=SD)
     delta = 0.01
     out = {}
     for statistic in ("plug-in", "glr"):
         for threshold in ("heuristic", "calibrated"):
             alg = KArmedTrackAndStop(delta=delta, variances="empirical", statistic=statistic, threshold=threshold)
-            out[statistic, threshold] = _run(alg, inst, 200)
+            out[statistic, threshold] = _run(alg, inst, 200 if threshold == "heuristic" else 120)
     heur_tau, heur_err = out["plug-in", "heuristic"]
     assert binomial_test_upper(heur_err, heur_tau.size, delta) < 0.05, heur_err
     for statistic in ("plug-in", "glr"):
