@@ -208,8 +208,30 @@ def _uv_pair(mb, ma, nb, na, vb, va, grid=4001):
     return min(float(f(us[i])), float(r.fun))
 
 
+def uv_calibrated(n, delta, K, statistic):
+    """(valid [..., K], factor r(n) [..., K]) of the calibrated thresholds of unknown variances
+    (Jourdan, Degenne & Kaufmann, ALT 2023, as the C port of the authors' code writes them:
+    jvc56/MAGPIE ``src/impl/bai_helper.c`` at c7f796c2, ``HT`` with s = 2), with scipy's Lambert W
+    and zeta; ``statistic`` "plug-in" (EV-GLR: the pair threshold is (N_b r_b + N_a r_a) / 2) or
+    "glr" ((N_b log(1 + r_b) + N_a log(1 + r_a)) / 2)."""
+    from scipy.special import lambertw, zeta
+
+    s, eta = 2, 1.0 / math.log(1.0 / delta)
+    logc = math.log(4 * (K - 1) * zeta(s) / delta)
+    n = np.asarray(n, float)
+    u = 2 * (1 + eta) * (logc + s * np.log(1 + np.log(n) / math.log(1 + eta)))
+    valid = n > np.exp(1 + lambertw((u - 1) / math.e, 0).real)
+    bar = lambda x, k: -lambertw(-np.exp(-x), k).real  # noqa: E731
+    val_s2 = 1 + u / n
+    val_mu = 1 + 2 * logc + 2 * s * np.log(1 + np.log(n) / (2 * s)) + 2 * s
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = bar(val_mu, -1) / (n * bar(val_s2, 0) - 1)
+    per_arm = 0.5 * n * (r if statistic == "plug-in" else np.log1p(np.where(valid, r, 0.0)))
+    return valid, per_arm
+
+
 def unknown_variance_eb_tc(rng, mu, sigma, delta, reps, *, statistic="plug-in", scale=1.0, beta=0.5,
-                           max_steps=10**6):
+                           max_steps=10**6, threshold="heuristic"):
     """EB-TC with the empirical variances plugged in and the EV-GLR stopping rule (Jourdan, Degenne
     & Kaufmann, ALT 2023), written from the paper's description and the C port of its code: each
     arm twice (in order); then, while Z(t) <= scale * log((1 + log t) / delta): the leader B = the
@@ -217,8 +239,9 @@ def unknown_variance_eb_tc(rng, mu, sigma, delta, reps, *, statistic="plug-in", 
     1{mu_B > mu_a} (mu_B - mu_a)^2 / (2 (v_B / N_B + v_a / N_a)), v the empirical variances
     S2 / N - mu^2 (floored at 1e-10); pull B with probability ``beta``, else C.  Z(t) = min_{a != b}
     W(b, a) at the empirical best arm b (``statistic="plug-in"``) or the unknown-variance GLR
-    (``"glr"``, :func:`_uv_pair`).  Vectorised over replications; returns (samples, recommended
-    arm)."""
+    (``"glr"``, :func:`_uv_pair`).  ``threshold="calibrated"``: stop instead when every arm's count
+    is valid and every pair's W(b, a) (or GLR) exceeds scale * c(N_b, N_a) (:func:`uv_calibrated`).
+    Vectorised over replications; returns (samples, recommended arm)."""
     mu, sd = np.asarray(mu, float), np.asarray(sigma, float)
     K = len(mu)
     rows = np.arange(reps)
@@ -250,7 +273,15 @@ def unknown_variance_eb_tc(rng, mu, sigma, delta, reps, *, statistic="plug-in", 
                         z[r] = min(z[r], cost)
         else:
             z = w.min(axis=1)
-        stop = ~done & (z > scale * math.log((1 + math.log(t)) / delta))
+        if threshold == "calibrated":
+            valid, per_arm = uv_calibrated(N, delta, K, statistic)
+            c = per_arm[rows, b][:, None] + per_arm
+            if statistic == "glr":
+                raise NotImplementedError("the calibrated reference is written for the EV-GLR (plug-in)")
+            over = np.where(np.arange(K) == b[:, None], True, w > scale * c)
+            stop = ~done & valid.all(axis=1) & over.all(axis=1)
+        else:
+            stop = ~done & (z > scale * math.log((1 + math.log(t)) / delta))
         tau[stop], best[stop] = t, b[stop]
         done |= stop
         if done.all():
@@ -263,6 +294,90 @@ def unknown_variance_eb_tc(rng, mu, sigma, delta, reps, *, statistic="plug-in", 
         S2[rows[live], arm[live]] += x[live] ** 2
         N[rows[live], arm[live]] += 1
     raise RuntimeError("EB-TC did not stop")
+
+
+def uniform_calibrated_ev_glr(rng, mu, sigma, delta, reps, *, scale=1.0, max_steps=10**6):
+    """Round-robin sampling (arm t mod K at pull t) of Gaussian arms N(mu_a, sigma_a^2) with the
+    EV-GLR stopping rule at the calibrated thresholds of unknown variances (:func:`uv_calibrated`):
+    stop at the first t >= 2 K where every arm's count is valid and every a != b has W(b, a) =
+    (mu_b - mu_a)^2 / (2 (v_b / N_b + v_a / N_a)) > scale * c(N_b, N_a), b the empirical best arm,
+    v = S2 / N - mu^2 floored at 1e-10.  Vectorised over replications; returns (samples,
+    recommended arm)."""
+    mu, sd = np.asarray(mu, float), np.asarray(sigma, float)
+    K = len(mu)
+    rows = np.arange(reps)
+    N = np.zeros((reps, K))
+    S, S2 = np.zeros((reps, K)), np.zeros((reps, K))
+    done = np.zeros(reps, bool)
+    tau = np.zeros(reps)
+    best = np.zeros(reps, int)
+    for t in range(max_steps):
+        if t >= 2 * K:
+            m = S / N
+            v = np.maximum(S2 / N - m * m, 1e-10)
+            b = m.argmax(axis=1)
+            mb, vb, nb = m[rows, b][:, None], v[rows, b][:, None], N[rows, b][:, None]
+            w = np.where(mb > m, 0.5 * (mb - m) ** 2 / (vb / nb + v / N), 0.0)
+            valid, per_arm = uv_calibrated(N, delta, K, "plug-in")
+            c = per_arm[rows, b][:, None] + per_arm
+            over = np.where(np.arange(K) == b[:, None], True, w > scale * c)
+            stop = ~done & valid.all(axis=1) & over.all(axis=1)
+            tau[stop], best[stop] = t, b[stop]
+            done |= stop
+            if done.all():
+                return tau, best
+        a = t % K
+        x = mu[a] + sd[a] * rng.standard_normal(reps)
+        S[:, a] += x
+        S2[:, a] += x * x
+        N[:, a] += 1
+    raise RuntimeError("round robin did not stop")
+
+
+def calibration_gaussian(x):
+    """C_G(x) = min_{lambda in (1/2, 1]} (g_G(lambda) + x) / lambda, g_G(lambda) = 2 lambda -
+    2 lambda log(4 lambda) + log zeta(2 lambda) - log(1 - lambda) / 2 (Kaufmann & Koolen 2021,
+    Corollary 10 / Definition 3): a 200,001-point grid refined by scipy's bounded minimisation."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import zeta
+
+    g = lambda lam: 2 * lam - 2 * lam * np.log(4 * lam) + np.log(zeta(2 * lam, 1)) - 0.5 * np.log1p(-lam)  # noqa: E731
+    grid = np.linspace(0.5 + 1e-9, 1 - 1e-12, 200_001)
+    vals = (g(grid) + x) / grid
+    i = int(np.argmin(vals))
+    r = minimize_scalar(lambda lam: (g(lam) + x) / lam, bounds=(grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]),
+                        method="bounded", options=dict(xatol=1e-14))
+    return float(min(vals[i], r.fun))
+
+
+def uniform_glr_kaufmann_koolen(rng, mu, sigma, delta, reps, *, scale=1.0, max_steps=10**6):
+    """Round robin (arm t mod K at pull t) on Gaussian arms N(mu_a, sigma^2) with the GLR stopping
+    rule min_{a != b} (mu_b - mu_a)^2 / (2 sigma^2 (1 / N_b + 1 / N_a)) > scale * c(t, delta),
+    c(t, delta) = 2 C_G(log((K - 1) / delta) / 2) + 4 log(4 + log(t / 2)) (:func:`calibration_gaussian`),
+    checked from t = K on.  Vectorised over replications; returns (samples, recommended arm)."""
+    mu = np.asarray(mu, float)
+    K = len(mu)
+    rows = np.arange(reps)
+    N, S = np.zeros((reps, K)), np.zeros((reps, K))
+    done = np.zeros(reps, bool)
+    tau, best = np.zeros(reps), np.zeros(reps, int)
+    cg = 2 * calibration_gaussian(math.log((K - 1) / delta) / 2)
+    for t in range(max_steps):
+        if t >= K:
+            m = S / N
+            b = m.argmax(axis=1)
+            mb, nb = m[rows, b][:, None], N[rows, b][:, None]
+            z = np.where(mb > m, 0.5 * (mb - m) ** 2 / (sigma**2 * (1 / nb + 1 / N)), 0.0)
+            z[rows, b] = np.inf
+            stop = ~done & (z.min(axis=1) > scale * (cg + 4 * math.log(4 + math.log(t / 2))))
+            tau[stop], best[stop] = t, b[stop]
+            done |= stop
+            if done.all():
+                return tau, best
+        a = t % K
+        S[:, a] += mu[a] + sigma * rng.standard_normal(reps)
+        N[:, a] += 1
+    raise RuntimeError("round robin did not stop")
 
 
 if __name__ == "__main__":

@@ -105,6 +105,21 @@ def configurations():
                        ("KArmedTopTwo(variances=empirical)", A.KArmedTopTwo(variances="empirical")),
                        ("KArmedTopTwo(leader=TS, variances=empirical)", A.KArmedTopTwo(leader="TS", variances="empirical"))):
         out.append((label, alg, hetero))
+    # the calibrated thresholds of unknown variances: larger gaps, so that the runs stop before the cap
+    wide = make_instance(jnp.eye(3), jnp.array([1.0, 0.0, -0.5]), 0.6, arm_noise=jnp.array([0.5, 0.4, 0.6]))
+    for label, alg in (("KArmedTrackAndStop(variances=empirical, threshold=calibrated)",
+                        A.KArmedTrackAndStop(variances="empirical", threshold="calibrated")),
+                       ("KArmedTrackAndStop(variances=empirical, statistic=glr, threshold=calibrated)",
+                        A.KArmedTrackAndStop(variances="empirical", statistic="glr", threshold="calibrated")),
+                       ("KArmedTopTwo(variances=empirical, threshold=calibrated)",
+                        A.KArmedTopTwo(variances="empirical", threshold="calibrated"))):
+        out.append((label, alg, wide))
+    # Kaufmann & Koolen's threshold of Gaussian arms (Chernoff's GLR)
+    k_gauss = make_instance(jnp.eye(4), jnp.array([0.8, 0.3, 0.5, 0.2]), 0.5)
+    for label, alg in (("KArmedTrackAndStop(threshold=kaufmann_koolen)",
+                        A.KArmedTrackAndStop(threshold="kaufmann_koolen")),
+                       ("KArmedTopTwo(threshold=kaufmann_koolen)", A.KArmedTopTwo(threshold="kaufmann_koolen"))):
+        out.append((label, alg, k_gauss))
     for released in (False, True):
         for alg in fig1a_algorithms(2, released_code=released):
             out.append((f"fig1a[{'released' if released else 'paper'}] {alg.name}", alg, gaussian))

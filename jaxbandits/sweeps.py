@@ -11,7 +11,9 @@ instance and replication indices, the stopping time (``samples``), steps, correc
 run stopped before the cap, the returned item(s), the instance's noise scale, and the lower bound
 sigma^2 T*(theta) kl(delta, 1 - delta) of seed 000 Thm 1 (for best-arm identification; on K-armed
 Bernoulli instances T*(mu) kl(delta, 1 - delta) of the Bernoulli family, Garivier & Kaufmann 2016,
-Theorem 1: :func:`jaxbandits.design.karmed.characteristic_time`).
+Theorem 1: :func:`jaxbandits.design.karmed.characteristic_time`; on K-armed Gaussian instances with
+per-arm noise ``arm_noise``, T*(mu, sigma^2) kl(delta, 1 - delta) with the arms' own variances,
+:func:`jaxbandits.design.karmed.heteroscedastic_weights`).
 
 Reproducibility: the instances of a grid point depend only on (key, generator name, parameters),
 so every algorithm and every delta sees the same instances (paired comparisons); the replications
@@ -41,6 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm
@@ -117,21 +120,50 @@ def _bernoulli_k_armed(instances: Instance) -> bool:
     return X.shape[-1] == K and np.array_equal(X, np.broadcast_to(np.eye(K), X.shape)) and np.array_equal(X, Z)
 
 
+def _k_armed(instances: Instance) -> bool:
+    """Whether the instances are K-armed bandits: arms = items = the identity (host side)."""
+    X, Z = np.asarray(instances.arms), np.asarray(instances.items)
+    K = X.shape[-2]
+    return X.shape[-1] == K and np.array_equal(X, np.broadcast_to(np.eye(K), X.shape)) and np.array_equal(X, Z)
+
+
+def _heteroscedastic_k_armed(instances: Instance) -> bool:
+    """Whether the instances are K-armed Gaussian bandits with per-arm noise (``arm_noise``), whose
+    T* is the heteroscedastic T*(mu, sigma^2) (host side)."""
+    return instances.model == "gaussian" and instances.arm_noise is not None and _k_armed(instances)
+
+
 def _characteristic_times(instances: Instance) -> np.ndarray:
     """T* per instance: the Bernoulli family's T*(mu) on K-armed Bernoulli instances (Garivier &
-    Kaufmann 2016, Theorem 1), else the Gaussian T*(theta) of unit variance (seed 000 Thm 1)."""
+    Kaufmann 2016, Theorem 1); on K-armed Gaussian instances with per-arm noise the T*(mu, sigma^2)
+    of the known per-arm variances (:func:`jaxbandits.design.karmed.heteroscedastic_weights`, in
+    absolute units: the variances are in it); else the Gaussian T*(theta) of unit variance (seed
+    000 Thm 1)."""
     if _bernoulli_k_armed(instances):
         from jaxbandits.design import karmed
 
         return np.asarray(jax.device_get(karmed.characteristic_time(instances.theta, "bernoulli")), float)
+    if _heteroscedastic_k_armed(instances):
+        from jaxbandits.design import karmed
+
+        mu = instances.theta
+        sigma = instances.arm_noise
+        if instances.arm_mask is not None:  # padded arms: means far below the rest count for nothing
+            mask = np.asarray(instances.arm_mask)
+            fn = lambda m, s, k: karmed.heteroscedastic_weights(m, s, mask=k).value  # noqa: E731
+            for _ in range(np.ndim(mu) - 1):
+                fn = jax.vmap(fn)
+            return np.asarray(jax.device_get(fn(mu, sigma, jnp.asarray(mask))), float).reshape(np.shape(mu)[:-1])
+        return np.asarray(jax.device_get(karmed.characteristic_time(mu, "gaussian", sigma=sigma)), float)
     from jaxbandits.design import characteristic_time
 
     return np.asarray(jax.device_get(characteristic_time(instances)), float)
 
 
-def _lower_bound_scale(noise: np.ndarray, bernoulli_k_armed: bool) -> np.ndarray:
-    """The unit of T*: sigma^2 for the Gaussian T* of unit variance, 1 for the Bernoulli family's."""
-    return np.ones_like(noise) if bernoulli_k_armed else noise**2
+def _lower_bound_scale(noise: np.ndarray, absolute: bool) -> np.ndarray:
+    """The unit of T*: sigma^2 for the Gaussian T* of unit variance, 1 for the Bernoulli family's
+    and for the heteroscedastic T*(mu, sigma^2) (``absolute``: the variances are in T*)."""
+    return np.ones_like(noise) if absolute else noise**2
 
 
 def _kl(delta: float) -> float:
@@ -289,8 +321,9 @@ def sweep(
                     bar.status(f"drawing {J} instance(s): {point_text}")
                     insts = g.draw(key_for(base, point), params)
                     noise = np.asarray(jax.device_get(insts.noise), float).reshape(-1)
+                    absolute = _bernoulli_k_armed(insts) or _heteroscedastic_k_armed(insts)
                     info = _PointInfo(noise, insts.num_arms, insts.dim, insts.num_items,
-                                      _lower_bound_scale(noise, _bernoulli_k_armed(insts)))
+                                      _lower_bound_scale(noise, absolute))
                     if meta_path is not None and not all(m is not None for m in metas):
                         new = not meta_path.exists()
                         pd.DataFrame(dict(point=point, instance=np.arange(J), noise=info.noise, K=info.K, d=info.d,
@@ -302,7 +335,9 @@ def sweep(
                         tstar = np.asarray(have_t, float)
                     else:
                         bar.status(f"T* of {J} instance(s): {point_text}")
-                        pad_t = buckets is not None and not _bernoulli_k_armed(insts)  # the Bernoulli T*: unpadded
+                        # the Bernoulli and heteroscedastic K-armed T*: unpadded
+                        unpadded = _bernoulli_k_armed(insts) or _heteroscedastic_k_armed(insts)
+                        pad_t = buckets is not None and not unpadded
                         tstar = _characteristic_times(pad_to(insts, *buckets.shape_for(insts)) if pad_t else insts)
                         if inst_path is not None:
                             new = not inst_path.exists()

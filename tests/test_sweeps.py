@@ -194,3 +194,37 @@ def test_bernoulli_k_armed_instances_get_the_bernoulli_lower_bound(tmp_path):
     g = run("gaussian")  # sigma = 1/2: sigma^2 T*(theta) with T* of unit variance
     np.testing.assert_allclose(g["T_star"], gauss, rtol=1e-6)
     np.testing.assert_allclose(g["lower_bound"], 0.25 * gauss * kl, rtol=1e-6)
+
+
+def _hetero_k_armed(key, K, **_):
+    from jaxbandits.instances import k_armed
+
+    del key
+    return k_armed([1.0, 0.5, 0.3][:K], "gaussian", noise=[0.8, 0.5, 1.2][:K])
+
+
+def test_heteroscedastic_k_armed_instances_get_the_heteroscedastic_lower_bound(tmp_path):
+    """On K-armed Gaussian instances with per-arm noise the table's T* is T*(mu, sigma^2) of the
+    arms' own variances (:func:`jaxbandits.design.karmed.heteroscedastic_weights`) and the lower
+    bound T*(mu, sigma^2) kl(delta, 1 - delta), not (max sigma)^2 T*(mu) of unit variance (which
+    is larger here); a rerun reads the unit back from disk."""
+    import jax.numpy as jnp
+
+    from jaxbandits.algorithms import KArmedTopTwo
+    from jaxbandits.design import karmed
+
+    def run():
+        gen = jb.Generator("k-armed-hetero", _hetero_k_armed, {"K": [3]}, n_instances=2)
+        return jb.sweep({"tt": KArmedTopTwo(variances="known")}, gen, deltas=[0.1], n_reps=2,
+                        key=jax.random.key(0), max_steps=20_000, out=tmp_path / "h", progress=False)
+
+    kl = kl_bernoulli(0.1, 0.9)
+    mu, sd = jnp.array([1.0, 0.5, 0.3]), jnp.array([0.8, 0.5, 1.2])
+    hetero = float(karmed.heteroscedastic_weights(mu, sd).value)
+    worst = 1.2**2 * float(karmed.characteristic_time(mu, "gaussian"))
+    assert worst > 1.2 * hetero  # the check can tell them apart
+    df = run()
+    np.testing.assert_allclose(df["T_star"], hetero, rtol=1e-6)
+    np.testing.assert_allclose(df["lower_bound"], hetero * kl, rtol=1e-6)
+    again = run()
+    np.testing.assert_array_equal(df["lower_bound"].to_numpy(), again["lower_bound"].to_numpy())

@@ -78,7 +78,10 @@ class ChernoffGLR(StoppingRule):
     Attributes:
       threshold: ``"heuristic"`` log((1 + log t) / delta) (the paper's experiments, Sec 6),
         ``"gk16"`` log(2 t (K - 1) / delta) (delta-correct for Bernoulli arms under any sampling
-        rule, Sec 4), or ``"log_t"`` log((t + 1) / delta) (:mod:`jaxbandits.rules.thresholds`).
+        rule, Sec 4), ``"log_t"`` log((t + 1) / delta), or ``"kaufmann_koolen"``
+        2 C_G(log((K - 1) / delta) / 2) + 4 log(4 + log(t / 2)) (delta-correct for Gaussian arms
+        under any sampling rule, :func:`jaxbandits.rules.thresholds.kaufmann_koolen`)
+        (:mod:`jaxbandits.rules.thresholds`).
     """
 
     threshold: str = "heuristic"
@@ -101,6 +104,8 @@ class ChernoffGLR(StoppingRule):
         if rule == "log_t":
             return thresholds.log_t(t, ctx.delta)
         K = jnp.asarray(instance.true_num_arms(), instance.arms.dtype)
+        if rule == "kaufmann_koolen":
+            return thresholds.kaufmann_koolen(t, ctx.delta, K)
         return thresholds.chernoff_bernoulli(t, ctx.delta, K)
 
     def _scale(self, ctx: Context):
@@ -123,6 +128,17 @@ class ChernoffGLR(StoppingRule):
         if thresholds.resolve("karmed", self.threshold) == "chernoff_bernoulli" and instance.model != "bernoulli":
             raise ValueError("threshold='gk16' (log(2 t (K - 1) / delta)) is Garivier & Kaufmann's threshold for "
                              "Bernoulli arms; use 'heuristic' or 'log_t' for Gaussian arms")
+        if self.threshold == "kaufmann_koolen" and instance.model != "gaussian":
+            raise ValueError("threshold='kaufmann_koolen' is Kaufmann & Koolen's calibration of Gaussian arms, got "
+                             f"model={instance.model!r}; use 'gk16', 'heuristic' or 'log_t' for Bernoulli arms")
+
+
+def check_pair_threshold(threshold: str, who: str) -> None:
+    """Refuse the pair-GLR threshold ``"kaufmann_koolen"`` as the per-arm exploration rate of
+    KL-LUCB (host side)."""
+    if threshold == "kaufmann_koolen":
+        raise ValueError(f"{who}: threshold='kaufmann_koolen' calibrates the GLR of a pair of arms, not one arm's KL "
+                         "confidence bound; allowed: 'heuristic', 'gk16' or 'log_t'")
 
 
 class TrackingState(NamedTuple):
@@ -495,6 +511,7 @@ class KLLUCB(SamplingRule):
 
     def __post_init__(self):
         thresholds.resolve("karmed", self.threshold)
+        check_pair_threshold(self.threshold, "KLLUCB")
 
     def init(self, key, instance: Instance) -> LUCBState:
         return LUCBState(jnp.zeros((), jnp.int32))
@@ -537,6 +554,7 @@ class LUCBStop(StoppingRule):
 
     def __post_init__(self):
         thresholds.resolve("karmed", self.threshold)
+        check_pair_threshold(self.threshold, "LUCBStop")
 
     prior = ChernoffGLR.prior
 
@@ -850,6 +868,26 @@ def _beta_unknown_variance(threshold: str, t, ctx: Context):
     return thresholds.log_log_t(t, ctx.delta)
 
 
+def calibrated_margin(cost, c, others, counts, valid, ctx: Context):
+    """min_{a != b} (cost_a - c_a), c_a the calibrated threshold of the pair (b, a)
+    (:func:`jaxbandits.rules.thresholds.uv_pair_threshold`): the calibrated stopping rule stops when
+    every pair's GLR exceeds its own threshold, i.e. when this margin is > 0; -inf until every
+    arm's count is past :func:`jaxbandits.rules.thresholds.uv_valid_count` (the thresholds are
+    +inf before)."""
+    K = jnp.sum(valid).astype(counts.dtype)
+    ok = jnp.all(jnp.where(valid, thresholds.uv_valid_count(counts, ctx.delta, K), True))
+    margin = jnp.min(jnp.where(others, cost - c, jnp.inf))
+    return jnp.where(ok, margin, -jnp.inf)
+
+
+def check_calibrated(threshold: str, variances: str, who: str | None = None) -> None:
+    """The calibrated thresholds are for empirical variances only (host side)."""
+    if threshold == "calibrated" and variances != "empirical":
+        raise ValueError(("" if who is None else f"{who}: ") + "threshold='calibrated' (the calibrated thresholds "
+                         f"of unknown variances) needs variances='empirical', got variances={variances!r}; with "
+                         "known variances use threshold='heuristic' or 'log_t'")
+
+
 @dataclasses.dataclass(frozen=True)
 class GaussianGLR(StoppingRule):
     """The GLR stopping rule of Gaussian arms with per-arm variances: stop when
@@ -865,25 +903,36 @@ class GaussianGLR(StoppingRule):
     ``src/impl/bai_peps.c``: ``bai_glrt`` with ``bai_dKV`` and the alternative at the
     precision-weighted mean ``alt_λ_KV``), sigma_hat_a^2 = S2_a / N_a - mu_hat_a^2 (``bai.c``,
     floored at 1e-10).  Not read in the paper itself: its equation numbers; its calibrated
-    thresholds (the port's hyperbox ``HT`` thresholds) are not implemented.
+    thresholds are ``threshold="calibrated"`` (below).
 
     With ``"empirical"`` the per-arm sums of squared rewards are the rule's carry
     (:class:`SquaresCarry`, updated from each pull in ``advance``), and the rule is ready once
     every arm has two samples.  Statistic and threshold are in KL units.
 
+    ``threshold="calibrated"`` (empirical variances only): the calibrated thresholds of the paper,
+    one per pair, as the C port writes them (``HT`` with ``is_EV_GLR``,
+    :func:`jaxbandits.rules.thresholds.uv_pair_threshold`): stop when every a != b has
+    Z_a(t) > (N_b r(N_b) + N_a r(N_a)) / 2 and every arm's count is past
+    :func:`jaxbandits.rules.thresholds.uv_valid_count`; the decision's statistic is then the margin
+    min_a (Z_a(t) - c_a) and its threshold 0 (:func:`calibrated_margin`).
+
     Attributes:
       variances: "known" or "empirical".
-      threshold: "heuristic" log((1 + log t) / delta) or "log_t" log((t + 1) / delta).
+      threshold: "heuristic" log((1 + log t) / delta), "log_t" log((t + 1) / delta) or
+        "calibrated" (empirical variances).
     """
 
     variances: str = "empirical"
     threshold: str = "heuristic"
 
     supports_arm_noise: ClassVar[bool] = True
+    #: the statistic's name in :func:`jaxbandits.rules.thresholds.uv_pair_threshold`
+    calibrated_statistic: ClassVar[str] = "ev_glr"
 
     def __post_init__(self):
         check_variances(self.variances)
         thresholds.resolve("unknown_variance", self.threshold)
+        check_calibrated(self.threshold, self.variances, type(self).__name__)
 
     def prior(self, instance: Instance) -> Belief:
         dt = instance.arms.dtype
@@ -903,10 +952,30 @@ class GaussianGLR(StoppingRule):
         """(Z(t), b) (class docstring)."""
         return plug_in_statistic(mu, counts, var, valid)
 
+    def pair_costs(self, mu, counts, var, valid):
+        """([K] the GLR of each pair (b, a), b, [K] the arms a != b)."""
+        b = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
+        cost = karmed.heteroscedastic_pair_cost(mu[b], mu, counts[b], counts, var[b], var)
+        return cost, b, valid & (jnp.arange(mu.shape[0]) != b)
+
+    def calibrated_thresholds(self, counts, b, valid, ctx: Context):
+        """[K] c(N_b, N_a, delta) of every pair (b, a)
+        (:func:`jaxbandits.rules.thresholds.uv_pair_threshold`, K the real arms)."""
+        K = jnp.sum(valid).astype(counts.dtype)
+        return thresholds.uv_pair_threshold(counts[b], counts, ctx.delta, K, self.calibrated_statistic)
+
     def decide_with(self, stats, t, ctx: Context, carry) -> Decision:
         mu = empirical_means(stats)
         var = arm_variances(self.variances, stats, carry, ctx)
-        z, b = self.statistic(mu, stats.counts, var, ctx.instance.valid_arms())
+        valid = ctx.instance.valid_arms()
+        if self.threshold == "calibrated":
+            cost, b, others = self.pair_costs(mu, stats.counts, var, valid)
+            z = calibrated_margin(cost, self.calibrated_thresholds(stats.counts, b, valid, ctx), others,
+                                  stats.counts, valid, ctx)
+            ready = jnp.all(jnp.where(valid, stats.counts >= self._min_count(), True))
+            return Decision(Belief(stats, t, mu, None, None, b.astype(jnp.int32), carry), z,
+                            jnp.zeros((), z.dtype), ready)
+        z, b = self.statistic(mu, stats.counts, var, valid)
         beta, ready = self.beta(stats, t, ctx)
         return Decision(Belief(stats, t, mu, None, None, b.astype(jnp.int32), carry), z, beta, ready)
 
@@ -994,8 +1063,12 @@ class UnknownVarianceGLR(GaussianGLR):
     the paper's own equation was not read.  Empirical variances and readiness as
     :class:`GaussianGLR` with ``variances="empirical"``.
 
+    ``threshold="calibrated"``: the paper's calibrated per-pair thresholds for this statistic as the
+    C port writes them (``HT`` without ``is_EV_GLR``: (N_b log(1 + r(N_b)) + N_a log(1 + r(N_a))) / 2,
+    :func:`jaxbandits.rules.thresholds.uv_pair_threshold`), as :class:`GaussianGLR`'s.
+
     Attributes:
-      threshold: "heuristic" or "log_t".
+      threshold: "heuristic", "log_t" or "calibrated".
       grid, newton: the minimisation's grid points and Newton steps (static).
     """
 
@@ -1004,14 +1077,19 @@ class UnknownVarianceGLR(GaussianGLR):
     grid: int = hyperparameter(16, count=3)
     newton: int = hyperparameter(12, count=1)
 
+    calibrated_statistic: ClassVar[str] = "glr"
+
     def __post_init__(self):
         if self.variances != "empirical":
             raise ValueError(f"UnknownVarianceGLR reads the empirical variances: variances must be 'empirical', "
                              f"got {self.variances!r}")
         thresholds.resolve("unknown_variance", self.threshold)
 
-    def statistic(self, mu, counts, var, valid):
+    def pair_costs(self, mu, counts, var, valid):
         b = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
         cost = unknown_variance_pair_cost(mu[b], mu, counts[b], counts, var[b], var, int(self.grid), int(self.newton))
-        others = valid & (jnp.arange(mu.shape[0]) != b)
+        return cost, b, valid & (jnp.arange(mu.shape[0]) != b)
+
+    def statistic(self, mu, counts, var, valid):
+        cost, b, others = self.pair_costs(mu, counts, var, valid)
         return jnp.min(jnp.where(others, cost, jnp.inf)), b

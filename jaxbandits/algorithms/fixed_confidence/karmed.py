@@ -40,7 +40,11 @@ class KArmedTrackAndStop(Composed):
       tracking: "D" (D-tracking with forced exploration, the paper's experiments) or "C"
         (C-tracking of the eps_t-projected weights).
       threshold: "heuristic" log((log t + 1) / delta) (Sec 6), "gk16" log(2 t (K - 1) / delta)
-        (Bernoulli arms, delta-correct, Sec 4) or "log_t".
+        (Bernoulli arms, delta-correct, Sec 4), "log_t", or "kaufmann_koolen" (Gaussian arms,
+        delta-correct: :func:`jaxbandits.rules.thresholds.kaufmann_koolen`); with
+        ``variances="empirical"`` also
+        "calibrated" (the calibrated per-pair thresholds of Jourdan, Degenne & Kaufmann, ALT 2023,
+        for the EV-GLR or the GLR: :func:`jaxbandits.rules.thresholds.uv_pair_threshold`).
       outer, inner: trip counts of the w* solver (static).
       solver_tol: relative certified gap of w* above which a run is reported not converged.
       sigma: the Gaussian noise scale (None: the instance's); unused with Bernoulli rewards.
@@ -98,6 +102,7 @@ def check_variance_options(variances, statistic, threshold) -> None:
         raise ValueError("statistic='glr' (the GLR with unknown variances) needs variances='empirical', "
                          f"got variances={variances!r}")
     karmed.thresholds.resolve("unknown_variance", threshold)
+    karmed.check_calibrated(threshold, variances)
 
 
 def variance_rules(rule, variances: str, statistic: str, threshold: str):
@@ -187,6 +192,7 @@ class KArmedKLLUCB(Composed):
 
     def __post_init__(self):
         karmed.thresholds.resolve("karmed", self.threshold)
+        karmed.check_pair_threshold(self.threshold, "KArmedKLLUCB")
 
     def rules(self) -> Composition:
         return Composition(sampling.Initial(karmed.KLLUCB(threshold=self.threshold), first="all"),
