@@ -827,20 +827,24 @@ def _karmed_gk16(key, scenario):
     return garivier_kaufmann_2016(scenario)
 
 
-def _karmed_fc_baselines():
-    from jaxbandits.algorithms import (KArmedKLLUCB, KArmedTopTwo, KArmedTrackAndStop, SuccessiveElimination,
-                                       UniformGLR)
+def _karmed_fc_baselines(linear: bool = True):
+    from jaxbandits.algorithms import (KArmedKLLUCB, KArmedLilUCB, KArmedLUCB1, KArmedTopTwo, KArmedTrackAndStop,
+                                       SuccessiveElimination, UniformGLR)
 
-    return {
+    out = {
         "Track-and-Stop (D)": lambda delta, **_: KArmedTrackAndStop(delta=delta),
         "Track-and-Stop (C)": lambda delta, **_: KArmedTrackAndStop(delta=delta, tracking="C"),
         "EB-TC": lambda delta, **_: KArmedTopTwo(delta=delta),
         "T3C": lambda delta, **_: KArmedTopTwo(delta=delta, leader="TS"),
         "TTTS": lambda delta, **_: KArmedTopTwo(delta=delta, leader="TS", challenger="TS"),
         "KL-LUCB": lambda delta, **_: KArmedKLLUCB(delta=delta),
+        "LUCB1": lambda delta, **_: KArmedLUCB1(delta=delta),
+        "lil'UCB": lambda delta, **_: KArmedLilUCB(delta=delta),
         "Successive Elimination": lambda delta, **_: SuccessiveElimination(delta=delta),
-        "UniformGLR": lambda delta, **_: UniformGLR(delta=delta),
     }
+    if linear:  # the Gaussian linear GLR: Gaussian arms only
+        out["UniformGLR"] = lambda delta, **_: UniformGLR(delta=delta)
+    return out
 
 
 def _karmed_fb_baselines():
@@ -850,11 +854,12 @@ def _karmed_fb_baselines():
             "Sequential Halving": lambda budget, **_: SequentialHalving(budget=budget)}
 
 
-#: K-armed bandits (:mod:`jaxbandits.instances.karmed`).  Fixed confidence on Gaussian arms only: the
-#: suite's lower bound is sigma^2 T*(theta) of the Gaussian linear model, which is the K-armed
-#: Gaussian T*(mu) (:func:`jaxbandits.design.karmed.characteristic_time`) but not the Bernoulli one.
+#: K-armed bandits (:mod:`jaxbandits.instances.karmed`).  Fixed confidence on Gaussian arms: the
+#: lower bound sigma^2 T*(theta) of the Gaussian linear model, which is the K-armed Gaussian T*(mu)
+#: (:func:`jaxbandits.design.karmed.characteristic_time`); on Bernoulli arms (``k-armed-bernoulli``)
+#: the sweep's lower bound is the Bernoulli T*(mu) kl(delta, 1 - delta) of Garivier & Kaufmann 2016.
 SUITES["k-armed"] = Suite(
-    "k-armed", "1", "fixed-confidence",
+    "k-armed", "2", "fixed-confidence",
     sets=(InstanceSet("gaussian-random", _karmed_random, {"num_arms": [5, 10, 20, 50]}, {"num_arms": [5]},
                       n_instances=(2, 20), n_reps=(10, 200), max_steps=1_000_000,
                       description="K-armed Gaussian arms, sigma = 1/2: best mean 0.9, the others uniform in "
@@ -863,6 +868,18 @@ SUITES["k-armed"] = Suite(
     quick_baselines=("Track-and-Stop (D)", "EB-TC"),
     deltas=(0.1,),
     description="fixed-confidence best-arm identification on K-armed Gaussian bandits")
+SUITES["k-armed-bernoulli"] = Suite(
+    "k-armed-bernoulli", "1", "fixed-confidence",
+    sets=(InstanceSet("gk16", _karmed_gk16, {"scenario": [1, 2]}, {"scenario": [2]}, n_reps=(20, 1000),
+                      max_steps=1_000_000,
+                      description="Garivier & Kaufmann 2016's Bernoulli scenarios mu1 and mu2 (their Table 1)"),
+          InstanceSet("bernoulli-random", _karmed_random, {"num_arms": [5, 10, 20]}, {"num_arms": [5]},
+                      fixed={"model": "bernoulli"}, n_instances=(2, 20), n_reps=(10, 200), max_steps=1_000_000,
+                      description="K-armed Bernoulli arms: best mean 0.9, the others uniform in [0.1, 0.7]")),
+    baselines=_Lazy(lambda: _karmed_fc_baselines(linear=False)),
+    quick_baselines=("Track-and-Stop (D)", "EB-TC"),
+    deltas=(0.1,),
+    description="fixed-confidence best-arm identification on K-armed Bernoulli bandits")
 SUITES["k-armed-budget"] = Suite(
     "k-armed-budget", "1", "fixed-budget",
     sets=(InstanceSet("gk16", _karmed_gk16, {"scenario": [1, 2]}, budget=lambda p: 3000 if p["scenario"] == 1 else 1000,

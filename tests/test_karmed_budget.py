@@ -109,7 +109,8 @@ def test_k_armed_suites():
     from jaxbandits.design import characteristic_time, karmed
     from jaxbandits.instances import random_k_armed
 
-    for name, kind in (("k-armed", "fixed-confidence"), ("k-armed-budget", "fixed-budget")):
+    for name, kind in (("k-armed", "fixed-confidence"), ("k-armed-bernoulli", "fixed-confidence"),
+                       ("k-armed-budget", "fixed-budget")):
         s = bm.SUITES[name]
         assert s.kind == kind and s.version and set(s.quick_baselines) <= set(s.baselines)
         for iset in s.sets:
