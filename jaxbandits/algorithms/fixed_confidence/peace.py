@@ -16,7 +16,8 @@ runs it on transductive linear bandits (github.com/jkatzsam/linear_bandits_empir
    directions Y_k = {z_0 - z : z in Z_k};
 2. rho design: lambda_rho, rho_k = argmin / min over the simplex of max_{y in Y_k}
    ||y||^2_{A(lambda)^-1} by seed 001 App F's Frank-Wolfe (step 2/(k+2), stop on a 1 % relative
-   change of lambda or after ``design_iters`` = 1999 iterations, weights below 1e-5 zeroed;
+   change of lambda or after ``design_iters`` = 1999 iterations, weights below 1e-5 zeroed even
+   when that leaves A(lambda) singular;
    :func:`jaxbandits.design.minimax_design` with ``method="paper"``, the released
    ``optimal_allocation``);
 3. gamma design (``complexity="mixed"``, the released default): the Gaussian width
@@ -27,11 +28,11 @@ runs it on transductive linear bandits (github.com/jkatzsam/linear_bandits_empir
    width over ``gamma_samples`` = 1000 fresh draws at the final lambda_gamma.  The gradient of
    y^T A^{-1/2} eta in A is written in closed form (Daleckii-Krein: in the eigenbasis
    A = U diag(a) U^T it is U (D o U^T sym(y eta^T) U) U^T with divided differences
-   D_ij = -1 / (s_i s_j (s_i + s_j)), s = sqrt(a)), the derivative the released code takes by
-   automatic differentiation through scipy's sqrtm, without its failure at repeated eigenvalues;
+   D_ij = -1 / (s_i s_j (s_i + s_j)), s = sqrt(a)): the derivative the released code takes by
+   automatic differentiation through the inverse and scipy's sqrtm (a Sylvester equation);
 4. lambda_k = (lambda_gamma + lambda_rho) / 2 and t_k = 2 sigma^2 rho_k log(2 k^2 / delta) +
-   sigma^2 gamma_k (``complexity="rho"``: lambda_k = lambda_rho, t_k = 2 sigma^2 rho_k
-   log(2 k^2 / delta), the rho-only practical version);
+   sigma^2 gamma_k (the 2 inside the logarithm is ``log_factor``); ``complexity="rho"``:
+   lambda_k = lambda_rho and t_k = 2 sigma^2 rho_k log(2 k^2 / delta), the rho-only version;
 5. N_k = max(ceil((1 + eps) t_k (2^(k+2) / B)^2), ceil(p / eps)), p the support of lambda_k,
    eps = ``rounding_eps`` = 1/2; the N_k pulls are lambda_k rounded by efficient apportionment
    (:func:`jaxbandits.design.round_design`, the released ``_rounding``) and drawn with
@@ -71,7 +72,7 @@ import jax.numpy as jnp
 from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards
-from jaxbandits.algorithms.elimination import single_answer
+from jaxbandits.algorithms.elimination import single_answer, threshold_design
 from jaxbandits.algorithms.stages import projected_least_squares
 from jaxbandits.design.app_f import trip_bound
 from jaxbandits.environment import pull_counts
@@ -160,6 +161,7 @@ class FixedConfidencePeace(Algorithm):
       complexity: "mixed" (released: the 1/2 mixture of the gamma and rho designs, t_k = 2 rho_k
         log(2 k^2 / delta) + gamma_k) or "rho" (the rho design alone, t_k = 2 rho_k log(2 k^2 / delta)).
       rounding_eps: eps of N_k's (1 + eps) and of the floor p / eps (1/2 as released).
+      log_factor: f in log(f k^2 / delta) (2 as released; 1 gives log(k^2 / delta)).
       gap_scale: B, an upper bound on the gaps (reward units); None (default) = the released code's
         B = t_1 / sigma^2.
       gamma_iters, gamma_lr, gamma_samples: Adam steps, learning rate and the Monte Carlo draws of
@@ -172,6 +174,7 @@ class FixedConfidencePeace(Algorithm):
     sigma: float | None = hyperparameter(None, low=0.0, traced=True)
     complexity: str = "mixed"
     rounding_eps: float = hyperparameter(0.5, low=0.0, traced=True)
+    log_factor: float = hyperparameter(2.0, low=1.0, low_open=False, traced=True)
     gap_scale: float | None = None
     gamma_iters: int = hyperparameter(500, count=1)
     gamma_lr: float = hyperparameter(1e-2, low=0.0, traced=True)
@@ -214,9 +217,11 @@ class FixedConfidencePeace(Algorithm):
         trips = min(int(self.design_iters), trip_bound(K)) if self.policy.batched else None
         sol = design.minimax_design(X, Y, y_mask=state.active, arm_mask=instance.arm_mask,
                                     max_iters=int(self.design_iters), method="paper", fixed_trips=trips)
-        lam_rho, rho = sol.allocation.astype(dt), sol.value.astype(dt)
+        # the released cutoff always applies (the library's keeps a design the cutoff leaves
+        # singular; the released code then estimates with the pseudo-inverse, as step 6 does)
+        lam_rho, rho = threshold_design(sol.allocation.astype(dt), 1e-5), sol.value.astype(dt)
         k = state.epoch.astype(dt)
-        unit = 2.0 * rho * jnp.log(2.0 * k**2 / self.delta)
+        unit = 2.0 * rho * jnp.log(self.log_factor * k**2 / self.delta)
         if self.complexity == "mixed":
             lam_g, gamma = gamma_design(key, X, Y, state.active, instance.arm_mask, iters=self.gamma_iters,
                                         lr=self.gamma_lr, samples=self.gamma_samples)

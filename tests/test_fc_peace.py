@@ -1,0 +1,122 @@
+"""Fixed-confidence Peace (Katz-Samuels et al. 2020): the argument checks, the closed-form gradient
+of the Gaussian width against the released code's route (Sylvester equation), delta-correctness
+(binomial test) with a mutation that shows the test's power, and the mean number of samples
+two-sided against the independent NumPy implementation of ``benchmarks/fc_peace_reference.py``,
+with a mutation of the log term that the comparison catches."""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxbandits import design
+from jaxbandits.algorithms import FixedConfidencePeace
+from jaxbandits.algorithms.base import hyperparameter
+from jaxbandits.algorithms.fixed_confidence.peace import inverse_sqrt_and_grad_weights
+from jaxbandits.engine import simulate
+from jaxbandits.instances import seeds
+from jaxbandits.stats import binomial_test_upper
+
+_spec = importlib.util.spec_from_file_location(
+    "fc_peace_reference", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "fc_peace_reference.py")
+ref = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ref)
+
+#: Soare et al.'s instance at d = 3, omega = 0.3, theta = 2 e_1, unit noise, delta = 0.05, and the
+#: reference's bands (mean, standard error of the mean):
+#: ``python benchmarks/fc_peace_reference.py 1000 2026 3 0.3 0.05 rho 2`` -> 4259.902 +- 88.400
+#: (sd 2795.46, 1000 runs, 0 errors); ``... 1000 2027 3 0.3 0.05 rho 1`` -> 3120.837 +- 19.943
+#: (sd 630.66, 1000 runs, 0 errors)
+D, OMEGA, DELTA = 3, 0.3, 0.05
+RHO_BAND = (4259.902, 88.400)
+RHO_LOG1_BAND = (3120.837, 19.943)
+Z_CRIT = 3.29  # two-sided 0.001
+
+
+def _instance():
+    return seeds.soare_benchmark(d=D, omega=OMEGA, theta_scale=2.0)
+
+
+def _run(alg, n, key):
+    res = simulate(alg, _instance(), key, n_reps=n, max_steps=60)
+    assert bool(np.asarray(res.stopped).all())
+    return np.asarray(res.samples, float).ravel(), int(np.sum(~np.asarray(res.correct).ravel()))
+
+
+def _z(samples, band):
+    return (samples.mean() - band[0]) / math.hypot(samples.std(ddof=1) / math.sqrt(samples.size), band[1])
+
+
+@dataclasses.dataclass(frozen=True)
+class StarvedPeace(FixedConfidencePeace):
+    """A mutation: every epoch pulls ``1 / shrink`` of N_k (its confidence no longer holds)."""
+
+    shrink: float = hyperparameter(1024.0, low=0.0, traced=True)
+
+    def plan(self, key, state, instance):
+        lam, rho, gamma, unit, n, B, _ = super().plan(key, state, instance)
+        n = jnp.maximum(jnp.ceil(n / self.shrink), 2.0 * jnp.sum(lam > 0))
+        counts = design.round_design(lam, n, arm_mask=instance.arm_mask, fixed_trips=self.policy.batched)
+        return lam, rho, gamma, unit, n, B, counts.astype(instance.arms.dtype)
+
+
+def test_arguments_are_checked():
+    with pytest.raises(ValueError, match="complexity must be one of .*'gamma'"):
+        FixedConfidencePeace(complexity="gamma")
+    with pytest.raises(ValueError, match="gap_scale must be None .* got -1.0"):
+        FixedConfidencePeace(gap_scale=-1.0)
+    inst = _instance()
+    for kw, field in ((dict(delta=1.5), "delta"), (dict(log_factor=0.5), "log_factor"),
+                      (dict(rounding_eps=0.0), "rounding_eps"), (dict(gamma_iters=0), "gamma_iters")):
+        with pytest.raises(ValueError, match=field):
+            FixedConfidencePeace(**kw).validate(inst)
+    with pytest.raises(ValueError, match="sigma"):
+        FixedConfidencePeace(sigma=-1.0).validate(inst)
+
+
+def test_width_gradient_is_the_released_codes():
+    """d(y^T A^{-1/2} eta)/d lambda in closed form (Daleckii-Krein) equals the released code's chain
+    (inverse, then scipy's sqrtm differentiated through a Sylvester equation), also at the uniform
+    design of Soare et al.'s arms, whose A has repeated eigenvalues."""
+    X, _ = ref.soare(5, 0.1)
+    rng = np.random.default_rng(0)
+    for lam in (np.full(6, 1 / 6), rng.dirichlet(np.ones(6))):
+        y, eta = rng.standard_normal(5), rng.standard_normal(5)
+        A = X.T @ (lam[:, None] * X)
+        R, U, Dd = (np.asarray(a) for a in inverse_sqrt_and_grad_weights(jnp.asarray(A)))
+        C = 0.5 * (np.outer(y, eta) + np.outer(eta, y))
+        ours = np.einsum("ij,jk,ik->i", X, U @ (Dd * (U.T @ C @ U)) @ U.T, X)
+        S = ref._inv_sqrt(A)
+        gB = ref.scipy.linalg.solve_sylvester(S, S, np.outer(eta, y))
+        gA = -np.linalg.inv(A) @ gB @ np.linalg.inv(A)
+        theirs = np.einsum("ij,jk,ik->i", X, gA, X)
+        np.testing.assert_allclose(R, S, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-8, atol=1e-10)
+
+
+def test_delta_correct_and_the_test_has_power():
+    """No more errors than delta (binomial test); starving every epoch (N_k / 1024) fails it."""
+    n = 600
+    _, errors = _run(FixedConfidencePeace(delta=DELTA, complexity="rho"), n, 1)
+    assert binomial_test_upper(errors, n, DELTA) > 1e-3, errors
+    _, starved = _run(StarvedPeace(delta=DELTA, complexity="rho"), n, 1)
+    assert binomial_test_upper(starved, n, DELTA) < 1e-3, starved
+
+
+def test_samples_match_reference_and_log_term_mutation_is_caught():
+    """Two-sided z-test of the mean number of samples against the NumPy reference; with the log
+    term log(k^2 / delta) instead of the released log(2 k^2 / delta) the comparison fails (and
+    agrees with the reference run the same way)."""
+    samples, errors = _run(FixedConfidencePeace(delta=DELTA, complexity="rho"), 1500, 2)
+    z = _z(samples, RHO_BAND)
+    assert abs(z) < Z_CRIT, (samples.mean(), z)
+    mutant, _ = _run(FixedConfidencePeace(delta=DELTA, complexity="rho", log_factor=1.0), 1500, 3)
+    z_mut = _z(mutant, RHO_BAND)
+    assert abs(z_mut) > 2 * Z_CRIT, (mutant.mean(), z_mut)
+    assert abs(_z(mutant, RHO_LOG1_BAND)) < Z_CRIT, mutant.mean()
