@@ -120,3 +120,29 @@ def test_samples_match_reference_and_log_term_mutation_is_caught():
     z_mut = _z(mutant, RHO_BAND)
     assert abs(z_mut) > 2 * Z_CRIT, (mutant.mean(), z_mut)
     assert abs(_z(mutant, RHO_LOG1_BAND)) < Z_CRIT, mutant.mean()
+
+
+def test_accelerator_policy_plans_the_same_epochs():
+    """Under the accelerator policy (the rho design's Frank-Wolfe as loops of a fixed trip count,
+    the rounding's fixed trips) every epoch's plan equals the CPU one's (while loops)."""
+    from jaxbandits.algorithms.base import with_batching
+    from jaxbandits.batching import SolvePolicy, policy
+
+    inst = _instance()
+    rng = np.random.default_rng(3)
+    base = FixedConfidencePeace(complexity="rho")
+    st = base.init(jax.random.PRNGKey(0), inst)
+    M = inst.num_items
+    actives = jnp.asarray([rng.permutation(np.r_[np.ones(m, bool), np.zeros(M - m, bool)]) for m in (4, 3, 2, 2, 1)])
+    thetas = jnp.asarray(rng.standard_normal((5, D)))
+    epochs = jnp.asarray([1, 2, 5, 9, 3], jnp.int32)
+    scale = jnp.asarray([np.nan, 3.0, 40.0, 7.5, 2.0])
+    plans = []
+    for pol in (SolvePolicy(batched=False, capacity=1), SolvePolicy(batched=True, capacity=None)):
+        alg = with_batching(base, pol)
+        with policy(pol):
+            plans.append(jax.jit(jax.vmap(lambda a, t, k, b: alg.plan(
+                jax.random.PRNGKey(1), st._replace(active=a, theta=t, epoch=k, scale=b), inst)))(
+                    actives, thetas, epochs, scale))
+    for cpu, acc in zip(*plans):
+        np.testing.assert_allclose(np.asarray(acc), np.asarray(cpu), rtol=1e-12, atol=1e-12)
