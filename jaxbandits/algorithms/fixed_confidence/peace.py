@@ -186,10 +186,11 @@ class FixedConfidencePeace(Algorithm):
 
     def __post_init__(self):
         if self.complexity not in PEACE_COMPLEXITIES:
-            raise ValueError(f"complexity must be one of {PEACE_COMPLEXITIES}, got {self.complexity!r}")
+            raise ValueError(f"FixedConfidencePeace.complexity must be one of {PEACE_COMPLEXITIES}, got {self.complexity!r}")
         g = self.gap_scale
         if g is not None and (isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g <= 0):
-            raise ValueError(f"gap_scale must be None (the released B = t_1) or a positive finite number, got {g!r}")
+            raise ValueError(f"FixedConfidencePeace.gap_scale must be None (the released B = t_1) or a positive finite "
+                             f"number, got {g!r}")
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
