@@ -27,12 +27,12 @@ _spec.loader.exec_module(ref)
 
 #: Soare et al.'s instance at d = 3, omega = 0.3, theta = 2 e_1, unit noise, delta = 0.05, and the
 #: reference's bands (mean, standard error of the mean):
-#: ``python benchmarks/fc_peace_reference.py 1000 2026 3 0.3 0.05 rho 2`` -> 4259.902 +- 88.400
-#: (sd 2795.46, 1000 runs, 0 errors); ``... 1000 2027 3 0.3 0.05 rho 1`` -> 3120.837 +- 19.943
+#: ``python benchmarks/fc_peace_reference.py 3000 99 3 0.3 0.05 rho 2`` -> 4460.891 +- 52.504
+#: (sd 2875.74, 3000 runs, 0 errors); ``... 1000 2027 3 0.3 0.05 rho 1`` -> 3120.837 +- 19.943
 #: (sd 630.66, 1000 runs, 0 errors); ``... 400 2028 3 0.3 0.05 mixed 2`` -> 4999.070 +- 137.482
 #: (sd 2749.64, 400 runs, 0 errors)
 D, OMEGA, DELTA = 3, 0.3, 0.05
-RHO_BAND = (4259.902, 88.400)
+RHO_BAND = (4460.891, 52.504)
 RHO_LOG1_BAND = (3120.837, 19.943)
 MIXED_BAND = (4999.070, 137.482)
 Z_CRIT = 3.29  # two-sided 0.001
