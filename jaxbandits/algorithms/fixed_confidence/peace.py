@@ -2,7 +2,7 @@
 to the Union Bound: Practical Algorithms for Combinatorial and Linear Bandits", NeurIPS 2020), for
 transductive linear bandits: arms X [K, d] are measured, the best item of Z [M, d] is sought.
 
-The paper's fixed-confidence Peace runs epochs k = 1, 2, ... at gap scale eps_k = 2^-k: it
+In outline, the paper's fixed-confidence Peace runs epochs k = 1, 2, ... at gap scale eps_k ~ 2^-k: it
 samples with the design minimising the epoch's complexity of the surviving items Z_k, a Gaussian
 width term gamma plus a rho term times log(k^2 / delta), for N_k ~ eps_k^-2 (gamma + rho
 log(k^2/delta)) pulls, and discards the items whose estimated gap to the empirical best exceeds
