@@ -337,7 +337,8 @@ def compile_for_h100(w, lanes: int | None, n_tasks: int):
 
 def extra_workloads() -> list:
     """Rows of this script beyond ``devices.py``'s workloads: GSE with the logistic estimator
-    (Eq. 4, IRLS) on seed 002's logistic instance, the budget of the UCB-GLM row."""
+    (Eq. 4, IRLS) on seed 002's logistic instance, the budget of the UCB-GLM row; fixed-confidence Peace
+    (Katz-Samuels et al. 2020, the released transductive run) on Soare et al.'s instance, d = 5."""
     import jax
 
     from devices import Workload
@@ -347,7 +348,8 @@ def extra_workloads() -> list:
 
     logistic = seeds.logistic_gse(jax.random.key(0), 8, 5)
     return [Workload("GSE logistic, logistic K=8 d=5 B=400", A.GSE(budget=400, estimator="logistic"),
-                     logistic, 10_000, 100)]
+                     logistic, 10_000, 100),
+            Workload("FC-Peace, Soare d=5", A.FixedConfidencePeace(), seeds.soare_benchmark(5), 1000, 50, max_steps=60)]
 
 
 def steps_per_rep(w, reps: int) -> float:

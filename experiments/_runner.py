@@ -99,6 +99,9 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "garivier_kaufmann_table1": (130, 694, "measured"),
     # quick: T = 1010 only, 1000 runs of each algorithm; full: 20,000 runs x 6 budgets x 2 algorithms
     "peace_soare": (80, 7200, "estimate"),
+    # quick: 200 JAX runs of each design, 10 / 40 NumPy reference runs (mixed / rho); full: 10x that
+    # (189 s measured with the quick run's programs in the compilation cache, plus their compile)
+    "peace_fixed_confidence": (36, 240, "estimate"),
     # the reduced run of the docstring (every algorithm, a quarter of the replications) took 25 min
     "modern_vs_seeds": (442, 10000, "estimate"),
     "seed000_table1": (49, 3400, "measured"),

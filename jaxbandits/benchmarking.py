@@ -183,14 +183,15 @@ def _fb_static(key, gap):
 
 
 def _fc_baselines():
-    from jaxbandits.algorithms import (FWS, RAGE, Eliminate, LazyTrackAndStop, LinGame, TopTwo, UniformGLR,
-                                       XYAdaptive, XYStatic)
+    from jaxbandits.algorithms import (FWS, RAGE, Eliminate, FixedConfidencePeace, LazyTrackAndStop, LinGame, TopTwo,
+                                       UniformGLR, XYAdaptive, XYStatic)
     from jaxbandits.algorithms.top_m import gifa
     from jaxbandits.algorithms.fixed_confidence.lingape import LinGapE
 
     return {
         "LT&S": lambda delta, **_: LazyTrackAndStop(delta=delta),
         "RAGE": lambda delta, **_: RAGE(delta=delta),
+        "Peace": lambda delta, **_: FixedConfidencePeace(delta=delta),
         "FWS": lambda delta, **_: FWS(delta=delta),
         "Top Two": lambda delta, **_: TopTwo(delta=delta),
         "LinGame": lambda delta, **_: LinGame(delta=delta),

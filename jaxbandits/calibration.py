@@ -176,8 +176,8 @@ def _released(alg):
 
 def cases() -> list[Case]:
     """Every fixed-confidence and Top-m algorithm of the library, on its calibration instance."""
-    from jaxbandits.algorithms import (ALBA, FWS, RAGE, Eliminate, LazyTrackAndStop, LinGame, Oracle, TopTwo,
-                                       UniformGLR, XYAdaptive,
+    from jaxbandits.algorithms import (ALBA, FWS, RAGE, Eliminate, FixedConfidencePeace, LazyTrackAndStop, LinGame,
+                                       Oracle, TopTwo, UniformGLR, XYAdaptive,
                                        XYOracle, XYStatic)
     from jaxbandits.algorithms.top_m import gifa
     from jaxbandits.algorithms.fixed_confidence.lingape import LinGapE
@@ -201,6 +201,9 @@ def cases() -> list[Case]:
              max_steps=20_000, note="stops only on the true best item: correct by construction, error n/a"),
         Case("RAGE", H, lambda d: RAGE(delta=d), equivariant="approximate", max_steps=200,
              note="eps_r = 2^-r in reward units: scaling law approximate (band)"),
+        Case("Peace (fixed confidence)", H, lambda d: FixedConfidencePeace(delta=d), equivariant="none", max_steps=200,
+             note="the released B = t_1 (a number of samples) is the gap scale of eps_k = B 2^-(k+1), in reward "
+                  "units: not equivariant, the scaling check does not apply (error and lower-bound checks do)"),
         Case("XY-static", H, lambda d: XYStatic(delta=d), max_steps=5_000),
         Case("XY-oracle", H, lambda d: XYOracle(delta=d), max_steps=20_000),
         Case("XY-adaptive", H, lambda d: XYAdaptive(delta=d), max_steps=400_000),

@@ -12,8 +12,8 @@ from scipy import stats as sps
 
 import jaxbandits as jb
 from jaxbandits import engine, programs
-from jaxbandits.algorithms import (ALBA, LUCB, RAGE, LazyTrackAndStop, LinGapE, MLinGapE, Oracle, UGapE, UniformGLR,
-                                   XYAdaptive, is_correct)
+from jaxbandits.algorithms import (ALBA, LUCB, RAGE, FixedConfidencePeace, LazyTrackAndStop, LinGapE, MLinGapE, Oracle,
+                                   UGapE, UniformGLR, XYAdaptive, is_correct)
 from jaxbandits.design import characteristic_time
 from jaxbandits.instances.base import Buckets, bucket_size, pad_to
 
@@ -41,6 +41,7 @@ ALL_CASES = [
     ("uniform", UniformGLR(delta=0.1), TRANSDUCTIVE, True),
     ("lts", LazyTrackAndStop(delta=0.1), TRANSDUCTIVE, True),
     ("rage", RAGE(delta=0.1), TRANSDUCTIVE, True),
+    ("fc-peace", FixedConfidencePeace(delta=0.1), TRANSDUCTIVE, True),
     ("oracle-code", Oracle.released_code(delta=0.1), TRANSDUCTIVE, True),
     ("xy-adaptive", XYAdaptive(delta=0.1), TRANSDUCTIVE, True),
     ("alba", ALBA(delta=0.1), SQUARE, True),

@@ -55,6 +55,7 @@ def _cases():
         ("LinGIFA", A.LinGIFA(2), topm), ("LUCB", A.LUCB(2), topm),
         ("UGapE", A.UGapE(2), topm), ("GSE", A.GSE(budget=40), static), ("OD-LinBAI", A.ODLinBAI(budget=40), static),
         ("BayesGap", A.BayesGap(budget=40), static), ("Peace", A.Peace(budget=40), static), ("HalvingPeace", A.HalvingPeace(budget=40), static),
+        ("FC-Peace", A.FixedConfidencePeace(), soare),
         ("LinUCB", A.LinUCB(budget=40), static), ("UCB-GLM", A.UCBGLM(budget=40), logistic),
         ("capped LinGapE", A.BudgetCapped(A.LinGapE(), 40), static),
     ]

@@ -5,7 +5,7 @@
 Fixed confidence (seeds 000, 001): :class:`LazyTrackAndStop`, :class:`Oracle`, :class:`RAGE`,
 :class:`XYStatic`, :class:`XYOracle`, :class:`XYAdaptive`, :class:`ALBA`, :class:`SphereBAI`
 (continuous arms), :class:`UniformGLR` (reference), :class:`LinGapE`, :class:`FWS`
-(Frank-Wolfe Sampling), :class:`TopTwo` (Top Two with GLR stopping, epsilon-best-answer),
+(Frank-Wolfe Sampling), :class:`FixedConfidencePeace` (Katz-Samuels et al. 2020), :class:`TopTwo` (Top Two with GLR stopping, epsilon-best-answer),
 :class:`LinGame` (Degenne et al. 2020; also Top-m); the wrapper :class:`Eliminate` (elimination at
 stopping / at sampling, Tirinzoni & Degenne 2022).
 Top-m (seed 003): the :class:`GIFA` framework and its assemblies :class:`LUCB`, :class:`UGapE`,
@@ -26,6 +26,7 @@ from jaxbandits.algorithms.fixed_confidence.elimination_rules import Eliminate  
 from jaxbandits.algorithms.fixed_confidence.lingame import LinGame  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.oracle import Oracle  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.peace import HalvingPeace, Peace  # noqa: F401
+from jaxbandits.algorithms.fixed_confidence.peace import FixedConfidencePeace  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.rage import RAGE  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.budget_capped import BudgetCapped  # noqa: F401
 from jaxbandits.algorithms.fixed_budget.linucb import LinUCB  # noqa: F401

@@ -1,5 +1,6 @@
 """Stage schedules, integer rounding of a design and the projected least-squares estimate shared
-by the phase-based fixed-budget algorithms (GSE, OD-LinBAI, Peace; seed 002)."""
+by the phase-based fixed-budget algorithms (GSE, OD-LinBAI, Peace; seed 002); the epoch estimate
+also by fixed-confidence Peace."""
 from __future__ import annotations
 
 import math
@@ -108,7 +109,8 @@ def projected_least_squares(X: jax.Array, counts: jax.Array, sums: jax.Array, al
     """theta_t from one stage's per-arm counts and reward sums (seed 002 Eq. 1).
 
     ``"span"``: (V_t + P_perp)^{-1} b_t, V_t = sum_k n_k x_k x_k^T, P_perp the projector onto
-    span(A_t)^perp (the projection step, Sec 4 footnote 1).  ``"pinv"``: V_t^+ b_t.
+    span(A_t)^perp (the projection step, Sec 4 footnote 1).  ``"pinv"``: V_t^+ b_t (the released
+    Peace codes' estimate, fixed budget and fixed confidence; ``alive`` is not read).
     """
     V = (X.T * counts) @ X
     b = X.T @ sums

@@ -449,9 +449,9 @@ def _solution(lam, k, f, lb, value, tol):
     return DesignSolution(allocation=lam, value=value, gap=gap, iterations=k, converged=gap <= tol * f)
 
 
-@partial(jax.jit, static_argnames=("method",))
+@partial(jax.jit, static_argnames=("method", "fixed_trips"))
 def minimax_design(X, Y, *, y_mask=None, arm_mask=None, init=None, tol: float = 1e-3,
-                   max_iters=None, method: str = "smooth") -> DesignSolution:
+                   max_iters=None, method: str = "smooth", fixed_trips: int | None = None) -> DesignSolution:
     """min over the simplex (on ``arm_mask``) of max_{y in Y, y_mask} ||y||^2_{A(lambda)^-1}.
 
     This is rho(Y) of seed 001 Sec 1.2 (squared norm, as in Algorithm 1 and App B) for an
@@ -470,14 +470,16 @@ def minimax_design(X, Y, *, y_mask=None, arm_mask=None, init=None, tol: float = 
       tol: relative gap.
       max_iters: cap (default 2000, or 5000 for ``method="paper"``; not static, changing it does
         not recompile).
+      fixed_trips: as :func:`oracle_allocation`'s (None: a ``while_loop``).
     """
+    _check_fixed_trips(fixed_trips, max_iters, method)
     X = as_float(X)
     Y = as_float(Y)
     mask = full_mask(arm_mask, X.shape[0])
     ym = full_mask(y_mask, Y.shape[0])
     perp, _ = null_projector(X, mask)
     Xs, Ys = jax.lax.stop_gradient(X), jax.lax.stop_gradient(Y)
-    lam, k, f, lb, mu = _solve(Xs, mask, init, perp, _explicit(Ys, ym), tol, max_iters, method)
+    lam, k, f, lb, mu = _solve(Xs, mask, init, perp, _explicit(Ys, ym), tol, max_iters, method, fixed_trips)
     value = _value(lam, mu, X, perp, lambda m: (Y * m[:, None]).T @ Y, f)
     return _solution(lam, k, f, lb, value, tol)
 

@@ -273,8 +273,7 @@ class Peace(Algorithm):
         counts = design.round_design(lam, n.astype(dt), arm_mask=instance.arm_mask,
                                      fixed_trips=self.policy.batched).astype(dt)
         sums = pull_counts(key, instance, counts)
-        gram = (X.T * counts) @ X
-        theta = jnp.linalg.pinv(gram, hermitian=True) @ (X.T @ sums)
+        theta = projected_least_squares(X, counts, sums, None, "pinv")  # this epoch's pulls alone
         # the survivors by estimated value, best first; the longest prefix with rho <= rho_k / 2
         values = jnp.where(state.active, Z @ theta, -jnp.inf)
         rank = jnp.zeros((M,), jnp.int32).at[jnp.argsort(-values)].set(jnp.arange(M, dtype=jnp.int32))
