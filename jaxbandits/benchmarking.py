@@ -259,7 +259,7 @@ def _slow_at_many_arms(name, params):
 
 SUITES: dict[str, Suite] = {
     "fixed-confidence": Suite(
-        "fixed-confidence", "1", "fixed-confidence",
+        "fixed-confidence", "2", "fixed-confidence",
         sets=(
             InstanceSet("soare", _soare, {"d": list(range(2, 11))}, {"d": [2, 5, 10]}, n_reps=(20, 500),
                         max_steps=2_000_000, where=_slow_at_many_arms,
