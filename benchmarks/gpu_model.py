@@ -349,7 +349,36 @@ def extra_workloads() -> list:
     logistic = seeds.logistic_gse(jax.random.key(0), 8, 5)
     return [Workload("GSE logistic, logistic K=8 d=5 B=400", A.GSE(budget=400, estimator="logistic"),
                      logistic, 10_000, 100),
-            Workload("FC-Peace, Soare d=5", A.FixedConfidencePeace(), seeds.soare_benchmark(5), 1000, 50, max_steps=60)]
+            Workload("FC-Peace, Soare d=5", A.FixedConfidencePeace(), seeds.soare_benchmark(5), 1000, 50, max_steps=60),
+            *karmed_workloads()]
+
+
+def karmed_workloads() -> list:
+    """The K-armed algorithms on Garivier & Kaufmann 2016's Bernoulli scenario mu1 (fixed budget:
+    B = 3000) and on a random 10-armed Gaussian bandit (sigma = 1/2)."""
+    import jax
+
+    from devices import Workload
+
+    from jaxbandits import algorithms as A
+    from jaxbandits.instances import garivier_kaufmann_2016, random_k_armed
+
+    gk = garivier_kaufmann_2016(1)
+    gauss = random_k_armed(jax.random.key(0), 10, noise=0.5)
+    fc = [("Track-and-Stop (D)", A.KArmedTrackAndStop(delta=0.1), gk),
+          ("EB-TC", A.KArmedTopTwo(delta=0.1), gk),
+          ("TTTS, bounded Beta", A.KArmedTopTwo(delta=0.1, leader="TS", challenger="TS", beta_sampler="bounded"), gk),
+          ("KL-LUCB", A.KArmedKLLUCB(delta=0.1), gk),
+          ("LUCB1", A.KArmedLUCB1(delta=0.1), gauss),
+          ("lil'UCB", A.KArmedLilUCB(delta=0.1), gauss),
+          ("Successive Elimination", A.SuccessiveElimination(delta=0.1), gauss),
+          ("Track-and-Stop, Kaufmann & Koolen", A.KArmedTrackAndStop(delta=0.1, threshold="kaufmann_koolen"), gauss),
+          ("Track-and-Stop, unknown variances (calibrated)",
+           A.KArmedTrackAndStop(delta=0.1, variances="empirical", statistic="glr", threshold="calibrated"), gauss)]
+    out = [Workload(f"K-armed {n}, {'GK16 mu1' if i is gk else 'Gaussian K=10'}", a, i, 1000, 50) for n, a, i in fc]
+    out += [Workload("K-armed Successive Rejects, GK16 mu1 B=3000", A.SuccessiveRejects(budget=3000), gk, 10_000, 100),
+            Workload("K-armed Sequential Halving, GK16 mu1 B=3000", A.SequentialHalving(budget=3000), gk, 10_000, 100)]
+    return out
 
 
 def steps_per_rep(w, reps: int) -> float:

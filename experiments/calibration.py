@@ -5,7 +5,8 @@ on small-gap instances; plus the mutations that the checks must catch.
 What is run and checked is defined in :mod:`jaxbandits.calibration` (instances, references, the
 scaling law behind the sigma grid, the three checks and the level).  In short: at noise sigma the
 instance is the seed's (seed 003 Fig. 1(b) hard Top-1 for best-arm identification, Fig. 1(a)
-classic K = 4, m = 2 for Top-m) with theta scaled by sigma / (1/2), so every grid point is the same
+classic K = 4, m = 2 for Top-m; for the K-armed algorithms, Gaussian arms with Garivier & Kaufmann
+2016's means mu1 = (0.5, 0.45, 0.43, 0.4)) with theta scaled by sigma / (1/2), so every grid point is the same
 problem in units of sigma and the sigma = 1 run is the exact reference of the others (for
 algorithms that use sigma where their paper does); published references are the released code's
 500-run outputs of seed 003 (mean and sd, with their file).
@@ -47,7 +48,7 @@ NAME = "calibration"
 DESCRIPTION = "Calibration: error vs delta and sample complexity vs references, sigma x delta grid, with mutations"
 
 MUTATION_DELTA = 0.05
-QUICK_CASES = ("UniformGLR", "LT&S", "RAGE", "m-LinGapE (greedy)")
+QUICK_CASES = ("UniformGLR", "LT&S", "RAGE", "m-LinGapE (greedy)", "Track-and-Stop (D) [K-armed]")
 
 
 def _write_csv(path, rows):

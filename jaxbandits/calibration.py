@@ -7,7 +7,9 @@ Instances (small gaps, where the error rate reacts to the threshold; seed 003 Se
 
 * ``hard_top1``: seed 003 Fig. 1(b), Soare et al.'s three arms e_1, (cos 0.1, sin 0.1), e_2 in R^2,
   theta = e_1, gap 1 - cos 0.1 = 0.005 at sigma = 1/2 (best-arm identification);
-* ``classic_topm``: seed 003 Fig. 1(a), K = 4, m = 2, omega = pi/6, theta = e_1, sigma = 1/2.
+* ``classic_topm``: seed 003 Fig. 1(a), K = 4, m = 2, omega = pi/6, theta = e_1, sigma = 1/2;
+* ``k_armed``: the K-armed algorithms' instance, four Gaussian arms with Garivier & Kaufmann 2016's
+  means mu1 = (0.5, 0.45, 0.43, 0.4) (their Sec 6 scenario, as Gaussian means) at sigma = 1/2.
 
 The noise grid.  With Gaussian noise the problem (theta, sigma) is the problem (theta / sigma, 1)
 with every reward divided by sigma.  At noise level sigma the instance is the seed's with theta
@@ -88,7 +90,10 @@ UNIT_SIGMA = 1.0             #: the grid point that is the unit-noise problem (t
 ALPHA = 1e-3                 #: level of every check (the full table runs ~300 tests: ~0.3 false alarms)
 APPROX_BAND = 3.0            #: scaling band for the approximately equivariant algorithms
 REG = SIGMA0 / 20.0          #: fixed GIFA regulariser (seed 003 Sec 5 at sigma_0; exact equivariance)
-INSTANCES = ("hard_top1", "classic_topm")
+INSTANCES = ("hard_top1", "classic_topm", "k_armed")
+#: the K-armed calibration instance's means at sigma_0 = 1/2: Garivier & Kaufmann 2016's scenario
+#: mu1 (Sec 6) as Gaussian means (gaps 0.05, 0.07, 0.1: 0.1 to 0.2 sigma_0)
+K_ARMED_MU = (0.5, 0.45, 0.43, 0.4)
 
 
 def calibration_instance(name: str, sigma: float):
@@ -100,6 +105,10 @@ def calibration_instance(name: str, sigma: float):
         inst = topm_hard_top1(noise=sigma)
     elif name == "classic_topm":
         inst = topm_classic(4, 2, noise=sigma)
+    elif name == "k_armed":
+        from jaxbandits.instances.karmed import k_armed
+
+        inst = k_armed(K_ARMED_MU, "gaussian", noise=sigma)
     else:
         raise ValueError(f"unknown calibration instance {name!r}; expected one of {INSTANCES}")
     return inst.replace(theta=inst.theta * (sigma / SIGMA0))
@@ -248,7 +257,40 @@ def cases() -> list[Case]:
         out.append(Case(f"{name} [released code]", C, (lambda mk: lambda d: _released(mk(d)))(mk),
                         reference=(C, name), max_steps=per_pull))
     out.extend(tirinzoni_degenne_cases())
+    out.extend(k_armed_cases())
     return out
+
+
+def k_armed_cases() -> list[Case]:
+    """The K-armed fixed-confidence algorithms on ``k_armed`` (Gaussian arms with the means
+    :data:`K_ARMED_MU` at sigma_0 = 1/2, scaled with sigma like every calibration instance).  Each
+    reads sigma where its paper puts it (the Gaussian divergence (mu - mu')^2 / (2 sigma^2), the
+    sub-Gaussian widths sigma sqrt(2 beta / N)), so each is exactly equivariant; the GLR with
+    empirical variances estimates sigma itself (no ``sigma`` option, so no sigma mutation)."""
+    from jaxbandits.algorithms import (KArmedKLLUCB, KArmedLilUCB, KArmedLUCB1, KArmedTopTwo, KArmedTrackAndStop,
+                                       SuccessiveElimination)
+
+    K = "k_armed"
+    return [
+        Case("Track-and-Stop (D) [K-armed]", K, lambda d: KArmedTrackAndStop(delta=d),
+             note="Garivier & Kaufmann 2016: D-tracking, Chernoff's GLR at log((1 + log t) / delta)"),
+        Case("Track-and-Stop (C) [K-armed]", K, lambda d: KArmedTrackAndStop(delta=d, tracking="C")),
+        Case("Track-and-Stop (D), Kaufmann & Koolen threshold [K-armed]", K,
+             lambda d: KArmedTrackAndStop(delta=d, threshold="kaufmann_koolen"),
+             note="2 C_G(log((K - 1)/delta)/2) + 4 log(4 + log(t/2)), delta-correct for any sampling rule"),
+        Case("EB-TC [K-armed]", K, lambda d: KArmedTopTwo(delta=d), note="Jourdan et al. 2022, beta = 1/2"),
+        Case("T3C [K-armed]", K, lambda d: KArmedTopTwo(delta=d, leader="TS"), note="Shang et al. 2020"),
+        Case("TTTS [K-armed]", K, lambda d: KArmedTopTwo(delta=d, leader="TS", challenger="TS"), note="Russo 2016"),
+        Case("KL-LUCB [K-armed]", K, lambda d: KArmedKLLUCB(delta=d), note="Kaufmann & Kalyanakrishnan 2013"),
+        Case("LUCB1 [K-armed]", K, lambda d: KArmedLUCB1(delta=d), note="Kalyanakrishnan et al. 2012"),
+        Case("lil'UCB [K-armed]", K, lambda d: KArmedLilUCB(delta=d),
+             note="Jamieson et al. 2014, the paper's constants; delta is the bound's parameter"),
+        Case("Successive Elimination [K-armed]", K, lambda d: SuccessiveElimination(delta=d),
+             note="Even-Dar et al. 2006"),
+        Case("Track-and-Stop, unknown variances (GLR) [K-armed]", K,
+             lambda d: KArmedTrackAndStop(delta=d, variances="empirical", statistic="glr"),
+             note="Jourdan, Degenne & Kaufmann 2023: the GLR with unknown variances, heuristic threshold"),
+    ]
 
 
 def tirinzoni_degenne_cases() -> list[Case]:
@@ -417,7 +459,7 @@ def calibration_row(case: Case, sigma: float, delta: float, samples, correct, st
 def lower_bound(instance_name: str, delta: float) -> float | None:
     """sigma^2 T* kl(delta, 1 - delta) of a best-arm calibration instance (the same at every sigma
     of the grid); None for Top-m."""
-    if instance_name != "hard_top1":
+    if instance_name not in ("hard_top1", "k_armed"):
         return None
     from jaxbandits.design import lower_bound as lb
 

@@ -66,7 +66,8 @@ def _row(case, delta, option=None, reps=REPS, unit=None):
                                option="" if option is None else f"sigma={option:.4g}")
 
 
-SIGMA_AWARE = [("LT&S", "hard_top1"), ("UniformGLR", "hard_top1"), ("m-LinGapE (greedy)", "classic_topm")]
+SIGMA_AWARE = [("LT&S", "hard_top1"), ("UniformGLR", "hard_top1"), ("m-LinGapE (greedy)", "classic_topm"),
+               ("Track-and-Stop (D) [K-armed]", "k_armed")]
 
 
 @pytest.mark.parametrize("label,instance", SIGMA_AWARE)
