@@ -14,7 +14,9 @@ Also here, vectorised over replications: :func:`lucb1` (Kalyanakrishnan et al. 2
 :func:`lil_ucb` (Jamieson et al. 2014), written from the papers, for the checks of
 ``tests/test_karmed.py``; :func:`unknown_variance_eb_tc` (EB-TC with the empirical variances
 plugged in, Jourdan, Degenne & Kaufmann, ALT 2023) and :func:`heteroscedastic_weights` (w* of
-Gaussian arms with per-arm variances, by brentq) for ``tests/test_karmed_unknown_variance.py``.
+Gaussian arms with per-arm variances, by brentq) for ``tests/test_karmed_unknown_variance.py``;
+:func:`eb_top_two` (EB-TC / EB-TCI with a fixed coin or information-directed selection) for
+``tests/test_karmed_top_two_variants.py``.
 """
 from __future__ import annotations
 
@@ -397,3 +399,60 @@ if __name__ == "__main__":
     taus = np.asarray(taus, float)
     print(f"mu = {mu}, delta = {delta}, {n} runs: mean {taus.mean():.3f} +- {taus.std(ddof=1) / math.sqrt(n):.3f} "
           f"(sd {taus.std(ddof=1):.2f}), errors {errors}, {time.time() - start:.0f} s")
+
+
+def _kl(family, x, y, sigma):
+    if family == "gaussian":
+        return (x - y) ** 2 / (2.0 * sigma**2)
+    x, y = np.clip(x, 1e-15, 1 - 1e-15), np.clip(y, 1e-15, 1 - 1e-15)
+    return x * np.log(x / y) + (1 - x) * np.log((1 - x) / (1 - y))
+
+
+def eb_top_two(rng, mu, delta, reps, *, challenger="TC", selection="fixed", beta=0.5, gaussian=False, sigma=1.0,
+               scale=1.0, max_steps=10**6):
+    """EB-TC / EB-TCI with a fixed coin or information-directed selection, with Chernoff's stopping
+    rule at log((1 + log t) / delta) (``scale`` times it: the mutations), vectorised over
+    replications and written from the sources: each arm once; then, while
+    min_{a != B} N_B d(mu_B, m) + N_a d(mu_a, m) <= beta(t, delta) (B the first empirical best arm,
+    m the count-weighted mean of the pair): the challenger C = argmin_{a != B} Z_a (+ log N_a for
+    "TCI", the C port of the authors' code, jvc56/MAGPIE ``bai_sampling_rule.c``), the first of the
+    minima; pull B with probability ``beta`` ("fixed") or h = N_B d(mu_B, m) / (N_B d(mu_B, m) +
+    N_C d(mu_C, m)) ("ids", You et al. 2023, zihaophys/topk_colt23 ``algorithm.jl``; a NaN h pulls C),
+    else C.  Returns (samples, recommended arm) per replication."""
+    mu = np.asarray(mu, float)
+    K = len(mu)
+    family = "gaussian" if gaussian else "bernoulli"
+    rows = np.arange(reps)
+    N = np.ones((reps, K))
+    S = _draw(rng, np.broadcast_to(mu, (reps, K)), True, gaussian, sigma)
+    done = np.zeros(reps, bool)
+    tau = np.zeros(reps)
+    best = np.zeros(reps, int)
+    for t in range(K, max_steps):
+        m = S / N
+        B = m.argmax(axis=1)
+        mB, nB = m[rows, B][:, None], N[rows, B][:, None]
+        mid = (nB * mB + N * m) / (nB + N)
+        Z = nB * _kl(family, mB, mid, sigma) + N * _kl(family, m, mid, sigma)
+        Z[rows, B] = np.inf
+        stat = Z.min(axis=1)
+        stop = ~done & (stat > scale * math.log((1.0 + math.log(t)) / delta) * (sigma**2 if gaussian else 1.0))
+        tau[stop], best[stop] = t, B[stop]
+        done |= stop
+        if done.all():
+            return tau, best
+        score = Z + np.log(N) if challenger == "TCI" else Z
+        C = score.argmin(axis=1)
+        if selection == "ids":
+            mC, nC = m[rows, C], N[rows, C]
+            bar = (nB[:, 0] * mB[:, 0] + nC * mC) / (nB[:, 0] + nC)
+            num = nB[:, 0] * _kl(family, mB[:, 0], bar, sigma)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                coin = num / (num + nC * _kl(family, mC, bar, sigma))
+        else:
+            coin = np.full(reps, beta)
+        arm = np.where(rng.random(reps) < coin, B, C)
+        x = _draw(rng, mu[arm], ~done, gaussian, sigma)
+        S[rows, arm] += x
+        N[rows, arm] += ~done
+    raise RuntimeError("EB Top Two did not stop")

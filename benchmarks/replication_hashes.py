@@ -120,6 +120,13 @@ def configurations():
                         A.KArmedTrackAndStop(threshold="kaufmann_koolen")),
                        ("KArmedTopTwo(threshold=kaufmann_koolen)", A.KArmedTopTwo(threshold="kaufmann_koolen"))):
         out.append((label, alg, k_gauss))
+    # K-armed Top Two: the TCI challenger and information-directed selection
+    for label, alg in (("KArmedTopTwo(challenger=TCI)", A.KArmedTopTwo(challenger="TCI")),
+                       ("KArmedTopTwo(selection=ids)", A.KArmedTopTwo(selection="ids")),
+                       ("KArmedTopTwo(leader=TS, selection=ids)", A.KArmedTopTwo(leader="TS", selection="ids")),
+                       ("KArmedTopTwo(challenger=TCI, selection=ids)",
+                        A.KArmedTopTwo(challenger="TCI", selection="ids"))):
+        out.append((label, alg, karmed))
     for released in (False, True):
         for alg in fig1a_algorithms(2, released_code=released):
             out.append((f"fig1a[{'released' if released else 'paper'}] {alg.name}", alg, gaussian))

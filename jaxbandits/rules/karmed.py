@@ -242,18 +242,49 @@ class TrackAndStop(SamplingRule):
 
 # -- Top Two ------------------------------------------------------------------------------------------
 LEADERS = ("EB", "TS")
-CHALLENGERS = ("TC", "TS")
+CHALLENGERS = ("TC", "TS", "TCI")
+#: how the leader's probability is chosen: ``"fixed"`` (the coin ``beta``) or ``"ids"``
+#: (information-directed selection, :func:`ids_coin`)
+SELECTIONS = ("fixed", "ids")
 
 
-def tc_challenger(family: str, mu, counts, leader, valid, sigma):
+def tc_challenger(family: str, mu, counts, leader, valid, sigma, penalty=None):
     """The transportation-cost challenger argmin_{a != B} W(B, a), W(B, a) = 1{mu_B > mu_a}
     [N_B d(mu_B, m) + N_a d(mu_a, m)] (Jourdan, Degenne, Baudry, de Heide & Kaufmann, "Top Two
     algorithms revisited", NeurIPS 2022, eq. (4); Shang et al. 2020, T3C); ties towards the smaller
-    index."""
+    index.
+
+    ``penalty`` ([K], added to the costs): with log N_a, the TCI challenger argmin_{a != B} W(B, a) + log N_a (natural logarithm of the
+    count itself, no +1; the first of the minima), the form of the C port of the authors' Julia code
+    (jvc56/MAGPIE, commit 44b5a085^ ``src/impl/bai_sampling_rule.c``, ``top_two_next_sample``,
+    ``BAI_TOP_TWO_CHALLENGER_TCI``: ``Zs[i] + log((double)N[i])`` minimised with a strict ``<``,
+    ``Zs`` the GLR of the empirical best arm against each arm and +inf at the empirical best arm)."""
     cost = karmed.pair_cost(family, mu[leader], mu, counts[leader], counts, sigma)
     cost = jnp.where(mu < mu[leader], cost, 0.0)
+    if penalty is not None:
+        cost = cost + penalty
     others = valid & (jnp.arange(mu.shape[0]) != leader)
     return common.argmax_fast(-jnp.where(others, cost, jnp.inf))
+
+
+def ids_coin(family: str, mu, counts, leader, challenger, sigma):
+    """The leader's probability of information-directed selection (You, Qin, Wang & Yang,
+    "Information-directed selection for top-two algorithms", ICML 2023):
+
+        h = N_B d(mu_B, m) / (N_B d(mu_B, m) + N_C d(mu_C, m)),  m = (N_B mu_B + N_C mu_C) / (N_B + N_C),
+
+    B the leader and C the challenger, the form of the authors' code (zihaophys/topk_colt23, commit
+    21973f25, ``algorithm.jl``, ``TSKKT_point5_ids``, "step 3: toss a biased optimized coin", with
+    M = 1; its weights psi = N / t cancel in the ratio) and of its C port (jvc56/MAGPIE, commit
+    183bebc4, ``src/impl/bai.h``, ``BAI_SAMPLING_RULE_TOP_TWO_IDS``).  The leader is pulled when a
+    uniform draw is < h; where the denominator is 0 (mu_B = mu_C) the sources' ratio is NaN, the
+    comparison false and the challenger pulled: h = 0 here."""
+    nb, nc = counts[leader], counts[challenger]
+    tot = jnp.maximum(nb + nc, 1.0)
+    m = (nb * mu[leader] + nc * mu[challenger]) / tot
+    num = nb * karmed.divergence(family, mu[leader], m, sigma)
+    den = num + nc * karmed.divergence(family, mu[challenger], m, sigma)
+    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0)
 
 
 def heteroscedastic_tc_challenger(mu, counts, var, leader, valid):
@@ -343,6 +374,20 @@ def posterior_argmax_logprob(family: str, stats: common.LinearStats, sigma, vali
     return jnp.where(valid, log_alpha, -jnp.inf)
 
 
+def check_top_two_options(leader: str, challenger: str, selection: str, variances) -> None:
+    """Refuse (``ValueError``, host side) the Top Two options whose form was not confirmed: the
+    TCI challenger with the Thompson leader, TCI or IDS with per-arm variances, an unknown
+    ``selection``."""
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+    if challenger == "TCI" and leader != "EB":
+        raise ValueError(f"challenger='TCI' is built with the empirical best leader only: leader must be 'EB', "
+                         f"got leader={leader!r}")
+    if variances is not None and (challenger == "TCI" or selection != "fixed"):
+        raise ValueError(f"challenger='TCI' and selection='ids' are for one-parameter families: variances must be "
+                         f"None, got variances={variances!r} (challenger={challenger!r}, selection={selection!r})")
+
+
 @dataclasses.dataclass(frozen=True)
 class TopTwo(SamplingRule):
     """Top Two sampling on K-armed exponential families (Jourdan et al., "Top Two algorithms
@@ -352,6 +397,12 @@ class TopTwo(SamplingRule):
     * ``leader="EB"``: the empirical best arm (EB-TC; ties towards the smaller index);
     * ``leader="TS"``: the best arm of a posterior sample (:func:`posterior_sample`): T3C (Shang,
       de Heide, Kaufmann, Menard & Valko, AISTATS 2020).
+    * ``challenger="TCI"`` (with ``leader="EB"``: EB-TCI): the transportation cost penalized by
+      log N_a (:func:`tc_challenger` with ``penalized``; the form confirmed in the C port of the
+      authors' code, which pairs it with the empirical best leader only).
+    * ``selection="ids"``: instead of the fixed coin ``beta``, the leader is pulled with the
+      information-directed probability of :func:`ids_coin` (You et al., ICML 2023), computed from
+      the leader and the challenger of the step (``beta`` is then unused).
     * ``challenger="TS"`` (with ``leader="TS"``: TTTS, Russo, "Simple Bayesian algorithms for best
       arm identification", COLT 2016): Russo re-samples the posterior until its best arm is not
       the leader; the arm it ends on is a draw from the posterior law of the best arm conditioned
@@ -367,7 +418,10 @@ class TopTwo(SamplingRule):
     Attributes:
       leader: "EB" or "TS".
       beta: the leader's probability, in (0, 1) (1/2 in the papers' experiments).
-      challenger: "TC" (transportation cost) or "TS" (re-sampling).
+      challenger: "TC" (transportation cost), "TCI" (penalized transportation cost, ``leader="EB"``)
+        or "TS" (re-sampling).
+      selection: "fixed" (the coin ``beta``) or "ids" (information-directed selection); the
+        options "TCI" and "ids" are for one-parameter families (``variances=None``).
       grid: quadrature points of the re-sampling challenger's probabilities (static).
       variances: None (the family's divergence with the composition's sigma), or for Gaussian arms
         "known" (the instance's sigma_a^2) or "empirical" (plugged in from the stopping rule's
@@ -387,6 +441,7 @@ class TopTwo(SamplingRule):
     grid: int = hyperparameter(256, count=8)
     beta_sampler: str = "rejection"
     variances: str | None = None
+    selection: str = "fixed"
 
     @property
     def supports_arm_noise(self) -> bool:
@@ -401,6 +456,7 @@ class TopTwo(SamplingRule):
             raise ValueError(f"challenger must be one of {CHALLENGERS}, got {self.challenger!r}")
         if self.beta_sampler not in BETA_SAMPLERS:
             raise ValueError(f"beta_sampler must be one of {BETA_SAMPLERS}, got {self.beta_sampler!r}")
+        check_top_two_options(self.leader, self.challenger, self.selection, self.variances)
 
     def init(self, key, instance: Instance):
         # steps that fell back: the re-sampling challenger to TC, or the bounded Beta sampler
@@ -432,7 +488,8 @@ class TopTwo(SamplingRule):
         else:
             lead = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
         if self.variances is None:
-            chal = tc_challenger(instance.model, mu, stats.counts, lead, valid, ctx.sigma)
+            penalty = self.challenger_penalty(stats.counts) if self.challenger == "TCI" else None
+            chal = tc_challenger(instance.model, mu, stats.counts, lead, valid, ctx.sigma, penalty)
         else:
             chal = heteroscedastic_tc_challenger(mu, stats.counts, sigma * sigma, lead, valid)
         if self.challenger == "TS":
@@ -444,8 +501,19 @@ class TopTwo(SamplingRule):
             drawn = jax.random.categorical(k_chal, jnp.where(found, logp, 0.0))
             chal = jnp.where(found, drawn, chal)
             state = state + (~found & (belief.t >= ctx.start)).astype(jnp.int32)
-        arm = jnp.where(jax.random.uniform(k_coin, (), dt) < self.beta, lead, chal)
+        coin = self.leader_probability(instance.model, mu, stats.counts, lead, chal, ctx.sigma)
+        arm = jnp.where(jax.random.uniform(k_coin, (), dt) < coin, lead, chal)
         return arm, state
+
+    def challenger_penalty(self, counts):
+        """[K] what the TCI challenger adds to the transportation costs: log N_a."""
+        return jnp.log(counts)
+
+    def leader_probability(self, family: str, mu, counts, leader, challenger, sigma):
+        """The probability of pulling the leader: ``beta``, or :func:`ids_coin` (``selection="ids"``)."""
+        if self.selection == "ids":
+            return ids_coin(family, mu, counts, leader, challenger, sigma)
+        return self.beta
 
     def validate(self, instance: Instance) -> None:
         (check_k_armed if self.variances is None else check_gaussian)(instance, "TopTwo")

@@ -127,7 +127,10 @@ class KArmedTopTwo(Composed):
       delta: confidence level.
       leader: "EB" (empirical best) or "TS" (Thompson sampling).
       beta: the leader's probability (1/2 in the papers' experiments).
-      challenger: "TC" (transportation cost) or "TS" (TTTS's re-sampling).
+      challenger: "TC" (transportation cost), "TCI" (the transportation cost penalized by
+        log N_a, EB-TCI: ``leader="EB"``) or "TS" (TTTS's re-sampling).
+      selection: "fixed" (the leader pulled with probability ``beta``) or "ids" (information-directed
+        selection, You et al., ICML 2023: :func:`jaxbandits.rules.karmed.ids_coin`).
       grid: quadrature points of TTTS's challenger probabilities (static).
       threshold: as :class:`KArmedTrackAndStop`'s.
       sigma: the Gaussian noise scale (None: the instance's).
@@ -148,6 +151,7 @@ class KArmedTopTwo(Composed):
     beta_sampler: str = "rejection"
     variances: str | None = None
     statistic: str = "plug-in"
+    selection: str = "fixed"
 
     def __post_init__(self):
         if self.beta_sampler not in karmed.BETA_SAMPLERS:
@@ -157,12 +161,15 @@ class KArmedTopTwo(Composed):
         if self.challenger not in karmed.CHALLENGERS:
             raise ValueError(f"challenger must be one of {karmed.CHALLENGERS}, got {self.challenger!r}")
         check_variance_options(self.variances, self.statistic, self.threshold)
+        karmed.check_top_two_options(self.leader, self.challenger, self.selection, self.variances)
 
     def rules(self) -> Composition:
-        name = {("EB", "TC"): "EB-TC", ("TS", "TC"): "T3C", ("TS", "TS"): "TTTS"}.get(
+        name = {("EB", "TC"): "EB-TC", ("TS", "TC"): "T3C", ("TS", "TS"): "TTTS", ("EB", "TCI"): "EB-TCI"}.get(
             (self.leader, self.challenger), f"Top Two ({self.leader}, {self.challenger})")
+        if self.selection == "ids":
+            name = f"{name} (IDS)"
         rule = karmed.TopTwo(leader=self.leader, beta=self.beta, challenger=self.challenger, grid=self.grid,
-                             beta_sampler=self.beta_sampler, variances=self.variances)
+                             beta_sampler=self.beta_sampler, variances=self.variances, selection=self.selection)
         if self.variances is not None:
             init, stop, tag = variance_rules(rule, self.variances, self.statistic, self.threshold)
             return Composition(init, stop, delta=self.delta, sigma=self.sigma, name=f"{name} ({tag})")
