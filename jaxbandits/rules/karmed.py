@@ -256,9 +256,10 @@ def tc_challenger(family: str, mu, counts, leader, valid, sigma, penalty=None):
 
     ``penalty`` ([K], added to the costs): with log N_a, the TCI challenger argmin_{a != B} W(B, a) + log N_a (natural logarithm of the
     count itself, no +1; the first of the minima), the form of the C port of the authors' Julia code
-    (jvc56/MAGPIE, commit 44b5a085^ ``src/impl/bai_sampling_rule.c``, ``top_two_next_sample``,
+    (jvc56/MAGPIE, commit fbbca5e9 ``src/impl/bai_sampling_rule.c``, ``top_two_next_sample``,
     ``BAI_TOP_TWO_CHALLENGER_TCI``: ``Zs[i] + log((double)N[i])`` minimised with a strict ``<``,
-    ``Zs`` the GLR of the empirical best arm against each arm and +inf at the empirical best arm)."""
+    ``Zs`` the GLR of the empirical best arm against each arm and +inf at the empirical best arm).
+    TCI's definition in the paper's own text was not read (its equation number is not cited)."""
     cost = karmed.pair_cost(family, mu[leader], mu, counts[leader], counts, sigma)
     cost = jnp.where(mu < mu[leader], cost, 0.0)
     if penalty is not None:
@@ -278,7 +279,7 @@ def ids_coin(family: str, mu, counts, leader, challenger, sigma):
     M = 1; its weights psi = N / t cancel in the ratio) and of its C port (jvc56/MAGPIE, commit
     183bebc4, ``src/impl/bai.h``, ``BAI_SAMPLING_RULE_TOP_TWO_IDS``).  The leader is pulled when a
     uniform draw is < h; where the denominator is 0 (mu_B = mu_C) the sources' ratio is NaN, the
-    comparison false and the challenger pulled: h = 0 here."""
+    comparison false and the challenger pulled: h = 0 here.  Read in the code, not in the paper's text."""
     nb, nc = counts[leader], counts[challenger]
     tot = jnp.maximum(nb + nc, 1.0)
     m = (nb * mu[leader] + nc * mu[challenger]) / tot
