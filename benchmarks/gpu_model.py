@@ -367,6 +367,7 @@ def karmed_workloads() -> list:
     gauss = random_k_armed(jax.random.key(0), 10, noise=0.5)
     fc = [("Track-and-Stop (D)", A.KArmedTrackAndStop(delta=0.1), gk),
           ("EB-TC", A.KArmedTopTwo(delta=0.1), gk),
+          ("EB-TCI, IDS", A.KArmedTopTwo(delta=0.1, challenger="TCI", selection="ids"), gk),
           ("TTTS, bounded Beta", A.KArmedTopTwo(delta=0.1, leader="TS", challenger="TS", beta_sampler="bounded"), gk),
           ("KL-LUCB", A.KArmedKLLUCB(delta=0.1), gk),
           ("LUCB1", A.KArmedLUCB1(delta=0.1), gauss),

@@ -836,6 +836,8 @@ def _karmed_fc_baselines(linear: bool = True):
         "Track-and-Stop (D)": lambda delta, **_: KArmedTrackAndStop(delta=delta),
         "Track-and-Stop (C)": lambda delta, **_: KArmedTrackAndStop(delta=delta, tracking="C"),
         "EB-TC": lambda delta, **_: KArmedTopTwo(delta=delta),
+        "EB-TCI": lambda delta, **_: KArmedTopTwo(delta=delta, challenger="TCI"),
+        "EB-TC (IDS)": lambda delta, **_: KArmedTopTwo(delta=delta, selection="ids"),
         "T3C": lambda delta, **_: KArmedTopTwo(delta=delta, leader="TS"),
         "TTTS": lambda delta, **_: KArmedTopTwo(delta=delta, leader="TS", challenger="TS"),
         "KL-LUCB": lambda delta, **_: KArmedKLLUCB(delta=delta),
