@@ -266,7 +266,8 @@ def k_armed_cases() -> list[Case]:
     :data:`K_ARMED_MU` at sigma_0 = 1/2, scaled with sigma like every calibration instance).  Each
     reads sigma where its paper puts it (the Gaussian divergence (mu - mu')^2 / (2 sigma^2), the
     sub-Gaussian widths sigma sqrt(2 beta / N)), so each is exactly equivariant; the GLR with
-    empirical variances estimates sigma itself (no ``sigma`` option, so no sigma mutation)."""
+    empirical variances estimates the variances itself and never reads ``sigma``, so the sigma
+    mutations leave it unchanged (its mutation rows pass, as they should)."""
     from jaxbandits.algorithms import (KArmedKLLUCB, KArmedLilUCB, KArmedLUCB1, KArmedTopTwo, KArmedTrackAndStop,
                                        SuccessiveElimination)
 
