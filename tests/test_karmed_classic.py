@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import math
 import pathlib
 
 import jax.numpy as jnp
@@ -19,6 +18,7 @@ from jaxbandits.instances import k_armed
 from jaxbandits.rules import compose, sampling
 from jaxbandits.rules.karmed import LilUCB, LilUCBStop, LUCB1, LUCB1Stop
 from jaxbandits.stats import binomial_test_upper
+from karmed_support import stopped_samples, two_sample_z
 
 _spec = importlib.util.spec_from_file_location(
     "karmed_reference", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "karmed_reference.py")
@@ -30,14 +30,7 @@ BERN_MU = (0.7, 0.5, 0.4)
 DELTA = 0.1
 
 
-def _run(alg, inst, n, key=0):
-    res = simulate(alg, inst, key, n_reps=n, max_steps=200_000)
-    assert bool(np.asarray(res.stopped).all())
-    return np.asarray(res.samples, float).ravel(), int(np.sum(~np.asarray(res.correct).ravel()))
-
-
-def _z(a, b):
-    return (a.mean() - b.mean()) / math.hypot(a.std(ddof=1) / math.sqrt(a.size), b.std(ddof=1) / math.sqrt(b.size))
+_run, _z = stopped_samples, two_sample_z
 
 
 # -- mutations: the confidence level times a factor ------------------------------------------------------

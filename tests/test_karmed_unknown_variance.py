@@ -18,12 +18,12 @@ import pytest
 from jaxbandits.algorithms import KArmedLUCB1, KArmedTopTwo, KArmedTrackAndStop
 from jaxbandits.algorithms.base import hyperparameter
 from jaxbandits.design import karmed
-from jaxbandits.engine import simulate
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances import k_armed
 from jaxbandits.rules import compose
 from jaxbandits.rules.karmed import GaussianGLR, InitialRounds, TopTwo, unknown_variance_pair_cost
 from jaxbandits.stats import binomial_test_upper
+from karmed_support import stopped_samples, two_sample_z
 
 _spec = importlib.util.spec_from_file_location(
     "karmed_reference", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "karmed_reference.py")
@@ -33,14 +33,7 @@ _spec.loader.exec_module(ref)
 MU, SD, DELTA = (1.0, 0.5, 0.3), (0.8, 0.5, 1.2), 0.01
 
 
-def _run(alg, inst, n, key=0):
-    res = simulate(alg, inst, key, n_reps=n, max_steps=200_000)
-    assert bool(np.asarray(res.stopped).all())
-    return np.asarray(res.samples, float).ravel(), int(np.sum(~np.asarray(res.correct).ravel()))
-
-
-def _z(a, b):
-    return (a.mean() - b.mean()) / math.hypot(a.std(ddof=1) / math.sqrt(a.size), b.std(ddof=1) / math.sqrt(b.size))
+_run, _z = stopped_samples, two_sample_z
 
 
 def test_heteroscedastic_instance_and_pulls():

@@ -27,6 +27,7 @@ from jaxbandits.rules import compose, thresholds
 from jaxbandits.rules.karmed import ChernoffGLR, GaussianGLR, InitialRounds, TrackAndStop, UnknownVarianceGLR
 from jaxbandits.rules.sampling import RoundRobin
 from jaxbandits.stats import binomial_test_upper
+from karmed_support import stopped_samples, two_sample_z
 
 _spec = importlib.util.spec_from_file_location(
     "karmed_reference", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "karmed_reference.py")
@@ -116,14 +117,7 @@ def test_calibrated_option_errors():
         thresholds.uv_pair_threshold(10.0, 10.0, 0.1, 3.0, "x")
 
 
-def _run(alg, inst, n, key=0):
-    res = simulate(alg, inst, key, n_reps=n, max_steps=200_000)
-    assert bool(np.asarray(res.stopped).all())
-    return np.asarray(res.samples, float).ravel(), int(np.sum(~np.asarray(res.correct).ravel()))
-
-
-def _z(a, b):
-    return (a.mean() - b.mean()) / math.hypot(a.std(ddof=1) / math.sqrt(a.size), b.std(ddof=1) / math.sqrt(b.size))
+_run, _z = stopped_samples, two_sample_z
 
 
 # -- round robin with the calibrated EV-GLR against the NumPy implementation, with mutations -------------
