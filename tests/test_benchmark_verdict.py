@@ -108,8 +108,8 @@ def test_report_and_command_line_end_with_the_verdict(tiny_suite, monkeypatch, t
                        "--no-progress", "--no-compile-cache"])
         assert rc == 0
         printed = capsys.readouterr().out.rstrip().splitlines()
-        report = (out / "tiny-verdict-v1-quick" / "report.md").read_text()
-        meta = json.loads((out / "tiny-verdict-v1-quick" / "metadata.json").read_text())
+        report = (out / "tiny-verdict-v2-quick" / "report.md").read_text()
+        meta = json.loads((out / "tiny-verdict-v2-quick" / "metadata.json").read_text())
         return printed, report, meta
 
     printed, report, meta = run(tmp_path / "a", {"mine": 50, "LT&S": 100, "UniformGLR": 400})

@@ -116,9 +116,9 @@ def test_benchmark_reads_baselines_back(tmp_path, monkeypatch):
     assert s.loc["mine", "ratio"] < s.loc["UniformGLR", "ratio"]
     # the report, the figures and the versions
     md = rep.markdown
-    assert "suite tiny-test v1" in md and "**mine**" in md and "UniformGLR" in md
+    assert "suite tiny-test v2" in md and "**mine**" in md and "UniformGLR" in md
     assert {p.name for p in rep.figures} == {"soare.png", "ratio_distribution.png"}
-    assert rep.metadata["suite_version"] == "1" and rep.metadata["jaxbandits"].startswith(jb.__version__)
+    assert rep.metadata["suite_version"] == "2" and rep.metadata["jaxbandits"].startswith(jb.__version__)
     assert rep.metadata["algorithms"]["mine"]["code_version"] == byo.code_version(GOptTracking())
     base_dir = Path(rep.metadata["algorithms"]["UniformGLR"]["folder"])
     assert base_dir.is_relative_to(tmp_path / "baselines") and (base_dir / "soare" / "rows.csv").exists()
@@ -195,7 +195,7 @@ def test_cli_dispatch(tmp_path, capsys):
     from jaxbandits import cli
 
     assert cli.main(["suites"]) == 0
-    assert "fixed-confidence v1" in capsys.readouterr().out
+    assert "fixed-confidence v2" in capsys.readouterr().out
     # anything that is not a subcommand goes to the experiments' entry point
     assert cli.main([]) == 0
     assert "seed000_table1" in capsys.readouterr().out

@@ -299,7 +299,7 @@ def test_benchmark_shows_a_bar_from_its_first_grid_point(terminal, monkeypatch, 
     # drawn during the first grid point (each lasts SLOW seconds), with what is at work
     shown = terminal.when("0/2 [00:00<?, ?point/s, mine | soare d=2]")
     assert shown is not None and shown - start < DELAY + SLOW + 2.0, terminal.chunks
-    assert "benchmark tiny-progress-v1-quick: 100%" in terminal.text()
+    assert "benchmark tiny-progress-v2-quick: 100%" in terminal.text()
 
 
 # -- nothing off a terminal ------------------------------------------------------------------------
