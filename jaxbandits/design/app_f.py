@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.batching import argmax_fast, columns_dot, current_policy, fixed_trip_while, solve_where
-from jaxbandits.design.core import design_matrix, initial_design, inverse_design, masked_argmax, oracle_directions
+from jaxbandits.design.core import add_jitter, design_matrix, initial_design, inverse_design, masked_argmax, oracle_directions
 
 
 # -- the rule -------------------------------------------------------------------------------------
@@ -209,9 +209,10 @@ def incremental_allocation(X, v, c):
 
 
 def exact_inverse(A):
+    """(A + eps I)^-1 via Cholesky, eps as in :func:`jaxbandits.design.core.add_jitter`."""
     d = A.shape[0]
     eye = jnp.eye(d, dtype=A.dtype)
-    A = A + (1e-13 * jnp.trace(A) / d) * eye
+    A = add_jitter(A)
     L = jnp.linalg.cholesky(A)
     Linv = jax.scipy.linalg.solve_triangular(L, eye, lower=True)
     return Linv.T @ Linv

@@ -22,7 +22,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.design.core import (SMALL_DIM, DesignSolution, full_mask, initial_design, inverse_design,
+from jaxbandits.design.core import (SMALL_DIM, DesignSolution, add_jitter, full_mask, initial_design, inverse_design,
                                    ordered_sum, small_backward, small_cholesky, small_forward)
 
 
@@ -92,12 +92,11 @@ def _small_solve(X, y, mask, lam0, iters):
     the solves are elementwise over the lanes and fuse: an iteration is a few kernels instead of a
     matrix product, a factorisation, a triangular solve and three products, each its own launch."""
     K, d = X.shape
-    eye = jnp.eye(d, dtype=X.dtype)
     idx = jnp.arange(K)
 
     def parts(lam):
         A = jnp.sum((lam[:, None, None] * X[:, :, None]) * X[:, None, :], axis=0)
-        A = A + (1e-13 * ordered_sum([A[i, i] for i in range(d)]) / d) * eye
+        A = add_jitter(A, ordered_sum([A[i, i] for i in range(d)]))
         L, r = small_cholesky(A)
         z = small_forward(L, r, y)
         u = small_backward(L, r, z)

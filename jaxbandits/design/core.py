@@ -94,7 +94,7 @@ def inverse_design(lam: jax.Array, X: jax.Array, perp: jax.Array) -> jax.Array:
     can be singular: one direction needs a single arm) invertible; directions outside the range of
     A(lambda) then get a huge (~1e13) value instead of inf, and values inside it are exact to ~1e-13.
     """
-    A = jittered_design(lam, X, perp)
+    A = add_jitter(design_matrix(lam, X) + perp)
     L = jnp.linalg.cholesky(A)
     Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(A.shape[0], dtype=A.dtype), lower=True)
     return Linv.T @ Linv
@@ -155,11 +155,13 @@ def small_backward(L, r, z) -> list:
     return u
 
 
-def jittered_design(lam: jax.Array, X: jax.Array, perp: jax.Array) -> jax.Array:
-    """A(lambda) + P_perp + eps I with :func:`inverse_design`'s eps = 1e-13 tr(A) / d."""
-    A = design_matrix(lam, X) + perp
-    eye = jnp.eye(A.shape[0], dtype=A.dtype)
-    return A + (1e-13 * jnp.trace(A) / A.shape[0]) * eye
+def add_jitter(A: jax.Array, trace=None) -> jax.Array:
+    """A + eps I, eps = 1e-13 tr(A) / d: the relative jitter of :func:`inverse_design` (and of the
+    c-optimal and App F solvers) that keeps a design singular on its support invertible.  ``trace``:
+    tr(A) when the caller has it (None: ``jnp.trace``)."""
+    d = A.shape[0]
+    tr = jnp.trace(A) if trace is None else trace
+    return A + (1e-13 * tr / d) * jnp.eye(d, dtype=A.dtype)
 
 
 def pair_table(rows, cols, fn) -> jax.Array:
