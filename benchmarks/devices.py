@@ -72,12 +72,35 @@ _T_PROCESS = time.perf_counter()
 
 @dataclasses.dataclass
 class Workload:
+    """A row's algorithm and instance.  ``source`` is the instance, or a function of no arguments
+    that builds it (:class:`Lazy`): a row's process builds only its own instance (on an
+    accelerator every eager operation of a generator compiles a kernel of its own; building every
+    workload's instance cost a row's process about 20 s on the H200)."""
+
     name: str
     algorithm: object
-    instance: object
+    source: object
     reps: int
     quick_reps: int
     max_steps: int = 10**7
+
+    @property
+    def instance(self):
+        if isinstance(self.source, Lazy):
+            self.source = self.source.build()
+        return self.source
+
+
+class Lazy:
+    """An instance built on first use, once, however many workloads share it."""
+
+    def __init__(self, build):
+        self._build, self._value = build, None
+
+    def build(self):
+        if self._value is None:
+            self._value = self._build()
+        return self._value
 
 
 def workloads(quick: bool) -> list[Workload]:
@@ -88,17 +111,17 @@ def workloads(quick: bool) -> list[Workload]:
     from jaxbandits.algorithms.fixed_confidence.sphere import sphere_instance
     from jaxbandits.instances import seeds
 
-    key = jax.random.key(0)
-    soare = seeds.soare_benchmark(5)
+    key = lambda: jax.random.key(0)  # noqa: E731
+    soare = Lazy(lambda: seeds.soare_benchmark(5))
     K_lts = 100 if quick else 1000
-    many = seeds.many_arms_code(key, K_lts)
-    topm = seeds.topm_classic()
-    top1 = seeds.topm_hard_top1()  # topm_classic ties its two best items: a top-1 run never stops
-    static = seeds.static_basis(0.3, d=16, noise=math.sqrt(10.0))
-    sphere = seeds.sphere_calibrated(key, 20, 5)
-    logistic = seeds.logistic_gse(key, 8, 5)  # seed 002 Sec 8.4
+    many = Lazy(lambda: seeds.many_arms_code(key(), K_lts))
+    topm = Lazy(seeds.topm_classic)
+    top1 = Lazy(seeds.topm_hard_top1)  # topm_classic ties its two best items: a top-1 run never stops
+    static = Lazy(lambda: seeds.static_basis(0.3, d=16, noise=math.sqrt(10.0)))
+    sphere = Lazy(lambda: seeds.sphere_calibrated(key(), 20, 5))
+    logistic = Lazy(lambda: seeds.logistic_gse(key(), 8, 5))  # seed 002 Sec 8.4
     # seed 000 Sec 4.2: an orthonormal basis of R^3 in a random rotation, 50 items on the sphere
-    basis = sphere_instance(key, jnp.array([0.6, 0.3, 0.1]), num_items=50, random_basis=True)
+    basis = Lazy(lambda: sphere_instance(key(), jnp.array([0.6, 0.3, 0.1]), num_items=50, random_basis=True))
     return [
         Workload(f"LT&S no averaging, many-arms K={K_lts}", A.LazyTrackAndStop(averaging=False), many, 1000, 20),
         Workload("RAGE, Soare d=5", A.RAGE(), soare, 1000, 200),
@@ -188,6 +211,17 @@ def measure_row(w: Workload, platform: str, lanes: int | None, budget: float, mi
                                         policy.lane_bytes(w.algorithm, inst, devices[0].platform),
                                         policy.free_memory(devices[0]),
                                         inst, tasks=n_reps)
+    if save is not None:  # where a row cut by its time limit was: see _ended_early
+        marker = dict(phase="compile and first wave", lanes_first_wave=lanes,
+                      start_s=time.perf_counter() - _T_PROCESS, compiled_s=0.0)
+        save(marker)
+
+        def compiled(event, seconds, **_):  # XLA's compiles, as they end (until the first chunk's row)
+            if event == "/jax/core/compile/backend_compile_duration" and "phase" in marker:
+                marker["compiled_s"] += seconds
+                save(marker)
+
+        jax.monitoring.register_event_duration_secs_listener(compiled)
     t_start = time.perf_counter()
     done = wall = useful = lane_steps = compile_s = 0
     samples, stopped, layout, row = [], [], None, None
@@ -218,6 +252,7 @@ def measure_row(w: Workload, platform: str, lanes: int | None, budget: float, mi
         row = _summary(platform, layout, done, wall, useful, lane_steps, compile_s, devices, samples, stopped,
                        time.perf_counter() - t_start > budget)
         if save is not None:
+            marker.clear()
             save(row)
     return row
 
@@ -280,6 +315,27 @@ def row_main(args) -> int:
     except Exception as e:  # written, so that a rerun does not repeat a failing row
         save(dict(error=f"{type(e).__name__}: {str(e)[:500]}"))
     return 0
+
+
+def _ended_early(path: str, row: dict, why: str) -> None:
+    """The row of a process that ended before its row did (its time limit, a crash, an
+    out-of-memory kill): what it measured (whole chunks) is kept; a row stopped before its first
+    chunk ended is an error that says where its time went (the process's start: imports and the
+    instance; then the compile and the first wave, on how many lanes)."""
+    prior = None
+    if os.path.exists(path):
+        with open(path) as f:
+            prior = json.load(f)
+    if prior is not None and ("reps" in prior or "error" in prior):
+        return
+    if prior is None:
+        where = "before its row began (imports, the instance)"
+    else:
+        row = dict(prior, **row)
+        where = (f"{prior['start_s']:.1f} s to start the process, then compiling ({prior.get('compiled_s', 0.0):.1f} s "
+                 f"of compiles ended) and the first wave of {prior['lanes_first_wave']:,} lanes")
+    with open(path, "w") as f:
+        json.dump(dict(row, error=f"{why}: {where}"), f)
 
 
 def _study_path(out: str, name: str, platform: str) -> str:
@@ -375,41 +431,41 @@ class StudyRow:
     lanes: int | None = None
 
 
-#: The study: each seed paper's headline workload, 10^6 replications end to end.  Budgets: the
-#: H200's end to end times of 2026-11-28 where measured (RAGE 29.7 s, m-LinGapE 11.2 s), else
-#: compile (45 s for XY-static and ALBA on the H200's host) plus 10^6 replications at the rate
-#: ``gpu_model.py --study`` predicts, plus about 10 s to start the process; LT&S's, its compile
-#: (18 s on the H200) and one wave of 131,072 lanes at the H200's 3,291 replications/s, its rate
-#: then measured and the end to end time extrapolated.  They add up to what a 15-minute lease
-#: holds (:func:`lease_plan`); the XY rows and ALBA fit theirs with about 10 s to spare at 45 s of
-#: compile (docs/measurements/2026-11-28-study-predictions.md).
+#: The study: each seed paper's headline workload, 10^6 replications end to end.  Budgets from the
+#: H200 (jax 0.11.2, 2026-11-28, docs/measurements/2026-11-28-h200-study.md): (1.1 x the row's
+#: measured end to end seconds + 8 s to start its process) / 0.85 (``_run_rows`` gives the row
+#: 0.85 of it less 8 s); where the row's budget cut it (RAGE, LUCB, SphereBAI), its end to end
+#: seconds extrapolated at the rate measured.  GSE and OD-LinBAI have not finished a first wave of
+#: 262,144 lanes within 45 s on the H200 (a process start of about 20 s included): 55 s each,
+#: and the row says where its time went.  Peace, BayesGap, LinUCB and LT&S were not reached there:
+#: ``gpu_model.py --study``'s predictions (docs/measurements/2026-11-28-study-predictions.md).
+#: They add up to what a 15-minute lease holds (:func:`lease_plan`).
 STUDY = (
-    StudyRow("RAGE, Soare d=5", 40.0),
-    StudyRow("XY-static, Soare d=5", 65.0),
-    StudyRow("XY-oracle, Soare d=5", 65.0),
-    StudyRow("Oracle, Soare d=5", 65.0),
-    StudyRow("ALBA, Soare d=5", 70.0),
-    StudyRow("LinGapE (top-1), hard top-1 K=3", 25.0),
-    StudyRow("m-LinGapE, top-m K=4 m=2", 20.0),
-    StudyRow("LinGIFA, top-m K=4 m=2", 25.0),
-    # LUCB's program compiles in 36 CPU s on the 2-core machine (UGapE's, of about its size, in 12)
-    StudyRow("LUCB, top-m K=4 m=2", 45.0),
-    StudyRow("UGapE, top-m K=4 m=2", 30.0),
-    StudyRow("SphereBAI, sphere basis d=3", 25.0),
-    StudyRow("GSE, static d=16 B=320", 25.0),
-    StudyRow("OD-LinBAI, static d=16 B=320", 25.0),
+    StudyRow("RAGE, Soare d=5", 45.0),
+    StudyRow("XY-static, Soare d=5", 43.0),
+    StudyRow("XY-oracle, Soare d=5", 45.0),
+    StudyRow("Oracle, Soare d=5", 52.0),
+    StudyRow("ALBA, Soare d=5", 51.0),
+    StudyRow("LinGapE (top-1), hard top-1 K=3", 27.0),
+    StudyRow("m-LinGapE, top-m K=4 m=2", 27.0),
+    StudyRow("LinGIFA, top-m K=4 m=2", 29.0),
+    StudyRow("LUCB, top-m K=4 m=2", 40.0),
+    StudyRow("UGapE, top-m K=4 m=2", 36.0),
+    StudyRow("SphereBAI, sphere basis d=3", 55.0),
+    StudyRow("GSE, static d=16 B=320", 55.0),
+    StudyRow("OD-LinBAI, static d=16 B=320", 55.0),
     # 115,685 kernels a step (5 fixed-iteration XY solves an epoch): 3,079 replications/s
     # predicted at 262,144 lanes, a first wave of 85 s; at 32,768 lanes about 11 s
     StudyRow("Peace, static d=16 B=320", 50.0, lanes=32_768),
-    StudyRow("BayesGap, static d=16 B=320", 20.0),
-    StudyRow("LinUCB, static d=16 B=320", 20.0),
+    StudyRow("BayesGap, static d=16 B=320", 30.0),
+    StudyRow("LinUCB, static d=16 B=320", 30.0),
     StudyRow("LT&S no averaging, many-arms", 110.0, target_s=None, target_rate=10_000.0),
 )
 
-#: a lease: device seconds in all, seconds to start the machine (one to two minutes), the longest
-#: command, and the seconds a command of ``lease`` spends besides its rows (listing the workloads,
-#: writing the table, the transfers)
-LEASE_S, LEASE_START_S, COMMAND_S, COMMAND_OVERHEAD_S = 900.0, 120.0, 540.0, 25.0
+#: a lease: device seconds in all, seconds to start the machine (31 s measured for an H200 on
+#: 2026-11-28; one to two minutes allowed for), the longest command, and the seconds a command of
+#: ``lease`` spends besides its rows (listing the workloads, writing the table, the transfers)
+LEASE_S, LEASE_START_S, COMMAND_S, COMMAND_OVERHEAD_S = 900.0, 60.0, 540.0, 25.0
 
 
 def study_rows(quick: bool, only=None) -> list[tuple[StudyRow, str]]:
@@ -491,13 +547,13 @@ def _run_rows(todo, out: str, platform: str, quick: bool, total: float, env: dic
             row_env["JAX_PLATFORMS"] = "cpu"
         path = _item_path(out, item, platform)
         t = time.perf_counter()
+        base = dict(name=name, platform=platform, lanes_asked=lanes, kind=item.get("kind", "row"))
         try:
-            subprocess.run(cmd, timeout=budget, env=row_env, check=False)
+            code = subprocess.run(cmd, timeout=budget, env=row_env, check=False).returncode
         except subprocess.TimeoutExpired:  # a partial row (chunks done before the limit) is kept
-            if not os.path.exists(path):
-                with open(path, "w") as f:
-                    json.dump(dict(name=name, platform=platform, lanes_asked=lanes, kind=item.get("kind", "row"),
-                                   error=f"timed out after {budget:.0f} s (compile + run)"), f)
+            _ended_early(path, base, f"timed out after {budget:.0f} s")
+        else:
+            _ended_early(path, base, f"the process ended (exit code {code})")
         if os.path.exists(path):
             with open(path) as f:
                 r = json.load(f)

@@ -341,15 +341,16 @@ def extra_workloads() -> list:
     (Katz-Samuels et al. 2020, the released transductive run) on Soare et al.'s instance, d = 5."""
     import jax
 
-    from devices import Workload
+    from devices import Lazy, Workload
 
     from jaxbandits import algorithms as A
     from jaxbandits.instances import seeds
 
-    logistic = seeds.logistic_gse(jax.random.key(0), 8, 5)
+    logistic = Lazy(lambda: seeds.logistic_gse(jax.random.key(0), 8, 5))
     return [Workload("GSE logistic, logistic K=8 d=5 B=400", A.GSE(budget=400, estimator="logistic"),
                      logistic, 10_000, 100),
-            Workload("FC-Peace, Soare d=5", A.FixedConfidencePeace(), seeds.soare_benchmark(5), 1000, 50, max_steps=60),
+            Workload("FC-Peace, Soare d=5", A.FixedConfidencePeace(), Lazy(lambda: seeds.soare_benchmark(5)), 1000,
+                     50, max_steps=60),
             *karmed_workloads()]
 
 
@@ -358,13 +359,13 @@ def karmed_workloads() -> list:
     B = 3000) and on a random 10-armed Gaussian bandit (sigma = 1/2)."""
     import jax
 
-    from devices import Workload
+    from devices import Lazy, Workload
 
     from jaxbandits import algorithms as A
     from jaxbandits.instances import garivier_kaufmann_2016, random_k_armed
 
-    gk = garivier_kaufmann_2016(1)
-    gauss = random_k_armed(jax.random.key(0), 10, noise=0.5)
+    gk = Lazy(lambda: garivier_kaufmann_2016(1))
+    gauss = Lazy(lambda: random_k_armed(jax.random.key(0), 10, noise=0.5))
     fc = [("Track-and-Stop (D)", A.KArmedTrackAndStop(delta=0.1), gk),
           ("EB-TC", A.KArmedTopTwo(delta=0.1), gk),
           ("EB-TCI, IDS", A.KArmedTopTwo(delta=0.1, challenger="TCI", selection="ids"), gk),

@@ -62,3 +62,64 @@ def test_gpu_model_study_prediction_and_check(tmp_path, capsys):
     assert gpu_model.check([dict(row, kernels_per_step=103.0)], str(base)) == 1
     assert gpu_model.check([dict(row, syncs_per_step=2.06)], str(base)) == 1
     assert "REGRESSION" in capsys.readouterr().out
+
+
+def test_workloads_build_only_the_instance_a_row_asks_for():
+    """On an accelerator every eager operation of an instance generator compiles a kernel: a row's
+    process builds its own instance only, once, however many workloads share it."""
+    ws = devices.workloads(quick=True)
+    assert all(isinstance(w.source, devices.Lazy) and w.source._value is None for w in ws)
+    (sphere,) = [w for w in ws if w.name.startswith("SphereBAI")]
+    inst = sphere.instance
+    assert sphere.instance is inst and inst.arms.shape[-1] == 3
+    rage, xy = (next(w for w in ws if w.name.startswith(n)) for n in ("RAGE", "XY-static"))
+    assert rage.source is xy.source and rage.source._value is None   # Soare's instance not built yet
+    assert rage.instance is xy.instance
+
+
+def test_a_row_stopped_before_its_first_chunk_says_where_its_time_went(tmp_path):
+    base = dict(name="GSE, static d=16 B=320", platform="gpu", lanes_asked=None, kind="study")
+    path = str(tmp_path / "row.json")
+    devices._ended_early(path, base, "timed out after 55 s")   # no file: stopped before the row began
+    assert "before its row began" in json.load(open(path))["error"]
+    json.dump(dict(base, phase="compile and first wave", lanes_first_wave=262_144, start_s=7.25, compiled_s=3.5),
+              open(path, "w"))
+    devices._ended_early(path, base, "timed out after 55 s")
+    err = json.load(open(path))["error"]
+    assert err == ("timed out after 55 s: 7.2 s to start the process, then compiling (3.5 s of compiles ended) "
+                   "and the first wave of 262,144 lanes")
+    done = dict(base, reps=262_144, reps_per_s=1.0)                # whole chunks measured: kept as they are
+    json.dump(done, open(path, "w"))
+    devices._ended_early(path, base, "timed out after 55 s")
+    assert json.load(open(path)) == done
+    json.dump(dict(base, phase="compile and first wave", lanes_first_wave=8, start_s=1.0), open(path, "w"))
+    devices._ended_early(path, base, "the process ended (exit code -9)")
+    assert json.load(open(path))["error"].startswith("the process ended (exit code -9): 1.0 s to start")
+
+
+def test_a_study_row_cut_in_its_first_wave_reports_its_compile(tmp_path):
+    """A row whose process is stopped during its first wave: the parent's error names the process's
+    start and the compile seconds that had ended (XLA's compile events, written as they end)."""
+    import time
+
+    out = tmp_path / "study"
+    os.makedirs(out)
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+    row = dict(name="XY-adaptive, Soare d=5", platform="cpu", lanes_asked=None, kind="study")
+    path = devices._study_path(str(out), row["name"], "cpu")
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "benchmarks", "devices.py"), "study-row", row["name"],
+                             "--quick", "--platform", "cpu", "--reps", "4096", "--out", str(out)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:  # XY-adaptive's first wave runs thousands of steps: stop the process once its program compiled
+        t0 = time.time()
+        while time.time() - t0 < 100:
+            if os.path.exists(path) and json.load(open(path)).get("compiled_s", 0) > 1.0:  # the program
+                break
+            time.sleep(0.2)
+    finally:
+        proc.kill()
+        proc.wait()
+    devices._ended_early(path, row, "timed out after 1 s")
+    err = json.load(open(path))["error"]
+    assert err.startswith("timed out after 1 s: ") and "s to start the process" in err
+    assert float(err.split("compiling (")[1].split(" s")[0]) > 1.0
