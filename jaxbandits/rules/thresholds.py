@@ -106,6 +106,12 @@ def prop2_log(gram: jax.Array, delta, scale) -> jax.Array:
     return 0.5 * log_det_ratio(gram, scale) - jnp.log(delta)
 
 
+def prop2_log_spectrum(eigenvalues: jax.Array, delta, scale) -> jax.Array:
+    """:func:`prop2_log` from the eigenvalues of A_t: 1/2 sum_i log(1 + lambda_i / scale) - log delta
+    (elementwise: no determinant of a matrix)."""
+    return 0.5 * jnp.sum(jnp.log1p(eigenvalues / scale), axis=-1) - jnp.log(delta)
+
+
 def prop2_small(gram, delta, sigma, c, u):
     """:func:`prop2` with the determinant in closed form for d = 2 (elementwise, fuses under
     ``vmap``); the same rule."""

@@ -110,7 +110,11 @@ class SphereBAI(Algorithm):
 
     def init(self, key, instance: Instance) -> SphereState:
         d = instance.dim
-        return SphereState(common.init_stats(instance), jnp.zeros((), jnp.int32),
+        dt = instance.arms.dtype
+        # the per-arm counts and reward sums only: with an orthonormal basis they determine A_t and
+        # b_t (see ``step``), which are not kept
+        stats = common.LinearStats(jnp.zeros(d, dt), jnp.zeros(d, dt), jnp.zeros((0, 0), dt), jnp.zeros(0, dt))
+        return SphereState(stats, jnp.zeros((), jnp.int32),
                            jnp.zeros((d,), instance.arms.dtype), jnp.zeros((), jnp.int32),
                            jnp.zeros((), bool))
 
@@ -122,13 +126,22 @@ class SphereBAI(Algorithm):
         t = state.t + 1
         tf = t.astype(dtype)
         sigma = common.noise_scale(self.sigma, instance)
-        theta, _ = common.least_squares(stats)
+        # The arms u_1..u_d are an orthonormal basis (``validate``), so A_t = sum_i n_i u_i u_i^T has
+        # the eigenvalues n_i (the pull counts) and the eigenvectors u_i, and the least-squares
+        # estimate is theta_hat = sum_i (S_i / n_i) u_i (S_i: arm i's reward sum; the pseudo-inverse's
+        # 0 along an arm not pulled yet).  Exact, and elementwise: no eigensolver, determinant or
+        # Cholesky factorisation per step (batched solver calls on d x d matrices cost a GPU more
+        # than the rest of the step).
+        n, X = stats.counts, instance.arms
+        pulled = n > 0
+        coords = jnp.where(pulled, stats.sums / jnp.where(pulled, n, 1.0), 0.0)
+        theta = jnp.sum(coords[:, None] * X, axis=0)
         m = jnp.linalg.norm(theta)
         direction = theta / jnp.maximum(m, 1e-300)
-        lmin = common.lambda_min(stats.gram)
-        c = jnp.max(jnp.sum(instance.arms**2, axis=-1))
+        lmin = jnp.min(n)                                                   # lambda_min(A_t)
+        c = jnp.max(jnp.sum(X**2, axis=-1))
         eps_t = self.epsilon_t(tf, sigma)
-        zeta = thresholds.prop2_log(stats.gram, thresholds.anytime_delta(self.delta, tf), c)  # Prop 2 / eq. (9)
+        zeta = thresholds.prop2_log_spectrum(n, thresholds.anytime_delta(self.delta, tf), c)  # Prop 2 / eq. (9)
         beta = 2.0 * sigma**2 * zeta
         rho = 4.0 * sigma**2 * eps_t**2 * zeta / (self.epsilon - eps_t) ** 2
         z = jnp.where(eps_t <= 2.0 * m, lmin * m * eps_t, jnp.inf)
