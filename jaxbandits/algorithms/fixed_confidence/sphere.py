@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
 from jaxbandits.environment import pull
-from jaxbandits.instances.base import Instance, make_instance, validate_instance
+from jaxbandits.instances.base import Instance, make_instance
 from jaxbandits.rules import thresholds
 
 
