@@ -374,6 +374,7 @@ def karmed_workloads() -> list:
           ("LUCB1", A.KArmedLUCB1(delta=0.1), gauss),
           ("lil'UCB", A.KArmedLilUCB(delta=0.1), gauss),
           ("Successive Elimination", A.SuccessiveElimination(delta=0.1), gauss),
+          ("Successive Elimination", A.SuccessiveElimination(delta=0.1), gk),
           ("Track-and-Stop, Kaufmann & Koolen", A.KArmedTrackAndStop(delta=0.1, threshold="kaufmann_koolen"), gauss),
           ("Track-and-Stop, unknown variances (calibrated)",
            A.KArmedTrackAndStop(delta=0.1, variances="empirical", statistic="glr", threshold="calibrated"), gauss)]

@@ -193,8 +193,14 @@ def _uniforms(key: jax.Array, tries: int, parts: int, shape, dtype) -> list[jax.
     return [jax.vmap(lambda k: jax.random.uniform(k, shape, dtype))(s) for s in subs]
 
 
+#: the largest static bound on the count for which :func:`binomial` draws by inversion alone
+#: (n min(p, 1 - p) <= n / 2 <= 10: JAX's BTRS branch is never taken)
+INVERSION_MAX_COUNT = 20
+
+
 def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
-             tries: int = BINOMIAL_TRIES, fixed: bool | None = None) -> tuple[jax.Array, jax.Array]:
+             tries: int = BINOMIAL_TRIES, fixed: bool | None = None,
+             max_count: int | None = None) -> tuple[jax.Array, jax.Array]:
     """(draw, finished): ``jax.random.binomial(key, n, p, dtype=dtype)`` with a trip count fixed
     when the program is compiled.
 
@@ -214,6 +220,12 @@ def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
     ``fixed``: use the fixed trip count (default: under an accelerator policy,
     :func:`jaxbandits.batching.current_policy`); otherwise ``jax.random.binomial`` itself, whose
     loops cost nothing extra on a CPU, and ``finished`` is True.
+
+    ``max_count``: a bound on ``n`` known when the program is compiled (a round that pulls each
+    arm at most once: 1).  Up to :data:`INVERSION_MAX_COUNT` every draw is an inversion, which
+    stops within n + 1 iterations: ``max_count + 1`` tries are computed (not ``tries``), BTRS is
+    not, and every draw finishes.  A count above it is the caller's error; it is reported as
+    unfinished.
     """
     from jaxbandits.batching import current_policy
 
@@ -236,6 +248,9 @@ def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
     q = jnp.where(q_nan | q_neg, jnp.full_like(q, 0.01), q)
     use_inversion = count_bad | (count * q <= 10.0)
     count = jnp.floor(count)
+    inversion_only = max_count is not None and max_count <= INVERSION_MAX_COUNT
+    if inversion_only:
+        tries = int(max_count) + 1
 
     # inversion: the count of partial sums of geometric waiting times that stay <= n
     c_inv = jnp.where(use_inversion, count, 0.0)
@@ -244,6 +259,10 @@ def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
     sums = jnp.cumsum(geom, axis=0)
     k_inv = jnp.sum(sums <= c_inv, axis=0).astype(prob.dtype)
     done_inv = sums[-1] > c_inv
+    if inversion_only:
+        finished = use_inversion & done_inv & (count <= max_count)
+        draw = jnp.where(finished, k_inv, jnp.floor((count + 1) * q))
+        return _binomial_finish(draw, finished, count, p_lt_half, q_neg, q_nan, count_bad, count_inf, dtype)
 
     # BTRS: the first accepted candidate (JAX's loop over an array keeps the last candidate
     # accepted before every entry has one; for one draw, the first)
@@ -279,11 +298,37 @@ def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
     finished = jnp.where(use_inversion, done_inv, done_btrs)
     draw = jnp.where(use_inversion, k_inv, k_btrs)
     draw = jnp.where(finished, draw, jnp.floor((count + 1) * q))
+    return _binomial_finish(draw, finished, count, p_lt_half, q_neg, q_nan, count_bad, count_inf, dtype)
+
+
+def _binomial_finish(draw, finished, count, p_lt_half, q_neg, q_nan, count_bad, count_inf, dtype):
+    """:func:`binomial`'s invalid inputs (NaN), infinite counts and the reflection for p >= 1/2."""
     invalid = q_neg | q_nan | count_bad
     draw = jnp.where(invalid, jnp.nan, draw)
     draw = jnp.where(count_inf & ~invalid, jnp.inf, draw)
     draw = jnp.where(p_lt_half | count_bad | q_nan | count_inf, draw, count - draw)
     return draw.astype(dtype), finished | invalid | count_inf
+
+
+def pull_counts_fixed(key: jax.Array, instance: Instance, counts: jax.Array,
+                      tries: int = BINOMIAL_TRIES, max_count: int | None = None) -> tuple[jax.Array, jax.Array]:
+    """(sums, finished): :func:`pull_counts` with no data-dependent loop under an accelerator policy.
+
+    Bernoulli sums are drawn by :func:`binomial`, which under an accelerator policy
+    (:func:`jaxbandits.batching.current_policy`) computes a fixed number of the iterations of
+    ``jax.random.binomial``'s loops: the same sums, bit for bit, wherever every draw finishes within
+    them, and ``finished`` (a bool scalar) False where one did not (probability below 1e-28 a draw;
+    the caller reports the run through :attr:`jaxbandits.algorithms.base.Outcome.converged`).  On a
+    CPU, and for Gaussian rewards, the sums are :func:`pull_counts`'s and ``finished`` is True.
+    ``tries``, ``max_count``: the iterations computed and a static bound on the counts
+    (:func:`binomial`).
+    """
+    mu = mean_reward(instance, instance.arm_means())
+    if instance.model == "gaussian":
+        return pull_counts(key, instance, counts), jnp.ones((), bool)
+    n = jnp.asarray(counts).astype(mu.dtype)
+    draw, finished = binomial(key, n, mu, dtype=mu.dtype, tries=tries, max_count=max_count)
+    return draw, jnp.all(finished)
 
 
 def multinomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,

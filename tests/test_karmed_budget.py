@@ -120,3 +120,87 @@ def test_k_armed_suites():
     family = float(karmed.characteristic_time(inst.theta, "gaussian", sigma=0.5))
     np.testing.assert_allclose(linear, family, rtol=1e-6)
     assert float(inst.theta[0]) == 0.9 and float(jnp.max(inst.theta[1:])) <= 0.7
+
+
+def test_the_accelerator_program_draws_the_cpu_program_s_sums_with_no_loop():
+    """Under the accelerator policy Successive Elimination's rounds (one pull of each alive arm)
+    draw their Bernoulli rewards by inversion in two fixed iterations (no loop whose trip count
+    depends on data in a step): the states of 64 lanes are the CPU program's, bit for bit, round by
+    round.  Successive Rejects and Sequential Halving keep JAX's binomial (a loop, once per phase):
+    the same states too."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbandits import batching
+    from jaxbandits.algorithms import SuccessiveElimination
+    from jaxbandits.algorithms.base import with_batching
+    from jaxbandits.instances import garivier_kaufmann_2016
+
+    inst = garivier_kaufmann_2016(1)
+    keys = jax.random.split(jax.random.key(11), 64)
+    for alg, steps in ((SuccessiveRejects(budget=3000), 3), (SequentialHalving(budget=3000), 2),
+                       (SuccessiveElimination(delta=0.1), 40)):
+        def run(a):
+            st = jax.vmap(lambda k: a.init(k, inst))(keys)
+            step = jax.vmap(lambda k, s: a.step(k, s, inst))
+            return jax.lax.scan(lambda s, t: (step(jax.vmap(lambda k: jax.random.fold_in(k, t))(keys), s), None),
+                                st, jnp.arange(steps))[0]
+
+        gpu = with_batching(alg, batching.solve_for("gpu", 64))
+        st = jax.vmap(lambda k: gpu.init(k, inst))(keys)
+        loops = str(jax.make_jaxpr(jax.vmap(lambda k, s: gpu.step(k, s, inst)))(keys, st)).count("while[")
+        assert loops == (0 if isinstance(alg, SuccessiveElimination) else 2)
+        cpu_state, gpu_state = jax.jit(lambda: run(alg))(), jax.jit(lambda: run(gpu))()
+        for a, b in zip(cpu_state, gpu_state):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert float(jnp.max(gpu_state.pulls)) >= steps
+
+
+def test_an_unfinished_bernoulli_sum_is_reported():
+    """A draw left unfinished by the fixed iterations is reported (``finished`` False), never
+    silently replaced; a run with one is marked not converged in its Outcome (Successive
+    Elimination)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbandits import batching
+    from jaxbandits.algorithms.base import with_batching
+    from jaxbandits.environment import pull_counts, pull_counts_fixed
+    from jaxbandits.instances import garivier_kaufmann_2016
+
+    inst = garivier_kaufmann_2016(1)
+    counts = jnp.full((inst.num_arms,), 5000.0)
+    key = jax.random.key(2)
+    with batching.policy(batching.solve_for("gpu", 1)):
+        sums, ok = pull_counts_fixed(key, inst, counts)
+        _, ok1 = pull_counts_fixed(key, inst, counts, tries=1)   # BTRS: some candidate is rejected once
+        _, ok_small = pull_counts_fixed(key, inst, jnp.full((inst.num_arms,), 3.0), tries=1)
+    np.testing.assert_array_equal(np.asarray(sums), np.asarray(pull_counts(key, inst, counts)))
+    assert bool(ok) and not bool(ok1) and not bool(ok_small)   # inversion needs X + 1 iterations
+    from jaxbandits.algorithms import SuccessiveElimination
+
+    alg = with_batching(SuccessiveElimination(), batching.solve_for("gpu", 1))
+    st = alg.init(key, inst)
+    assert bool(alg.outcome(st, inst).converged)
+    assert not bool(alg.outcome(st._replace(unfinished=jnp.ones((), jnp.int32)), inst).converged)
+
+
+def test_the_binomial_with_a_static_bound_on_the_count_is_jax_s_draw():
+    """``max_count`` (counts known to be at most 1, ..., 20): inversion alone, max_count + 1 tries,
+    JAX's draws bit for bit and every draw finished; a count above the bound is reported."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbandits.environment import binomial
+
+    rng = np.random.default_rng(0)
+    for m in (1, 3, 20):
+        n = jnp.asarray(rng.integers(0, m + 1, size=4000)).astype(jnp.float64)
+        p = jnp.asarray(rng.uniform(0, 1, size=4000))
+        key = jax.random.key(m)
+        ref = jax.random.binomial(key, n, p, dtype=jnp.float64)
+        got, ok = binomial(key, n, p, fixed=True, max_count=m)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+        assert bool(jnp.all(ok))
+    _, ok = binomial(jax.random.key(0), jnp.asarray([2.0, 1.0]), jnp.asarray([0.3, 0.3]), fixed=True, max_count=1)
+    assert not bool(ok[0]) and bool(ok[1])

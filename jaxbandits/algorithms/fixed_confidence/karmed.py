@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
-from jaxbandits.environment import pull_counts
+from jaxbandits.environment import pull_counts_fixed
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules import karmed, sampling
 from jaxbandits.rules.composition import Composed, Composition
@@ -298,10 +298,11 @@ class KArmedLilUCB(Composed):
 
 
 class EliminationState(NamedTuple):
-    alive: jax.Array     # [K] bool, the arms not eliminated
-    rounds: jax.Array    # rounds done (every alive arm pulled once per round)
-    pulls: jax.Array     # [K]
-    sums: jax.Array      # [K]
+    alive: jax.Array       # [K] bool, the arms not eliminated
+    rounds: jax.Array      # rounds done (every alive arm pulled once per round)
+    pulls: jax.Array       # [K]
+    sums: jax.Array        # [K]
+    unfinished: jax.Array  # rounds whose Bernoulli rewards had a draw unfinished (pull_counts_fixed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -332,7 +333,7 @@ class SuccessiveElimination(Algorithm):
         K = instance.num_arms
         dt = instance.arms.dtype
         return EliminationState(jnp.ones((K,), bool), jnp.zeros((), jnp.int32), jnp.zeros((K,), dt),
-                                jnp.zeros((K,), dt))
+                                jnp.zeros((K,), dt), jnp.zeros((), jnp.int32))
 
     def width(self, t, instance: Instance):
         """alpha_t (class docstring; :func:`jaxbandits.rules.thresholds.even_dar_width`)."""
@@ -342,13 +343,14 @@ class SuccessiveElimination(Algorithm):
     def step(self, key, state: EliminationState, instance: Instance) -> EliminationState:
         dt = instance.arms.dtype
         counts = state.alive.astype(dt)
-        sums = state.sums + pull_counts(key, instance, counts)
+        drawn, finished = pull_counts_fixed(key, instance, counts, max_count=1)   # one pull per alive arm
+        sums = state.sums + drawn
         pulls = state.pulls + counts
         t = state.rounds + 1
         mu = sums / jnp.maximum(pulls, 1.0)
         top = jnp.max(jnp.where(state.alive, mu, -jnp.inf))
         alive = state.alive & (top - mu < 2.0 * self.width(t.astype(dt), instance))
-        return EliminationState(alive, t, pulls, sums)
+        return EliminationState(alive, t, pulls, sums, state.unfinished + (~finished))
 
     def done(self, state: EliminationState) -> jax.Array:
         return jnp.sum(state.alive) <= 1
@@ -357,4 +359,4 @@ class SuccessiveElimination(Algorithm):
         mu = state.sums / jnp.maximum(state.pulls, 1.0)
         best = jnp.argmax(jnp.where(state.alive, mu, -jnp.inf))
         return Outcome(answer_mask(best, instance.num_items), jnp.sum(state.pulls).astype(jnp.int32),
-                       state.pulls.astype(jnp.int32))
+                       state.pulls.astype(jnp.int32), converged=state.unfinished == 0)
