@@ -17,9 +17,13 @@ then read, per algorithm on its seed instance (``benchmarks/devices.py``'s workl
 * **bytes per lane** (:func:`jaxbandits.engine.layout.lane_bytes`), **lanes on 80 GB**
   (:func:`jaxbandits.engine.layout.choose_lanes` with the H100's memory) and the compiled program's bytes
   at those lanes (XLA's memory analysis: arguments, outputs and temporaries);
+* **solver calls per step**: of the kernels, the batched dense solver calls of cuSOLVER and cuBLAS
+  (Cholesky, LU, eigendecompositions, triangular solves; not matrix products): on small matrices
+  they cost a GPU far more than a kernel launch (:data:`T_SOLVER`);
 * **predicted replications/s**: ``lanes * efficiency / (steps per replication * step time)`` with
-  step time ``kernels * T_KERNEL + syncs * T_SYNC + HBM bytes / BANDWIDTH`` (HBM bytes: operands and
-  results of every kernel of a step).  Steps per replication come from a short CPU run
+  step time ``kernels * T_KERNEL + syncs * T_SYNC + HBM bytes / BANDWIDTH + solver calls * lanes *
+  d^2 * T_SOLVER`` (HBM bytes: operands and results of every kernel of a step; d the instance's
+  dimension).  Steps per replication come from a short CPU run
   (``--reps``); lane efficiency is taken as 0.9.
 
 The constants are fitted by hand to H100 measurements of 2026-11-23 (jax 0.11.2, the library at
@@ -108,6 +112,13 @@ H100_FREE_BYTES = 79 * 2**30
 T_KERNEL = 1.3e-6
 T_SYNC = 10.0e-6
 BANDWIDTH = 0.8 * 3.35e12
+#: seconds per lane and per d^2 of a batched solver library call (:func:`solver_call`: cuSOLVER's
+#: Cholesky, LU, eigendecompositions, cuBLAS's triangular solves, on d x d matrices), fitted to one
+#: H200 (2026-11-28, docs/measurements/2026-11-28-h200-study.md) where the rest of the model held:
+#: SphereBAI (5 calls a step, d = 3) ran 2.25 ms a step longer than predicted at 262,144 lanes,
+#: 0.45 ms a call (0.19 ns per lane and d^2); XY-static, XY-oracle and Oracle (5 calls, d = 5) 6.4
+#: to 7.5 ms, 1.3 to 1.5 ms a call (0.20 to 0.23 ns).  The launch of such a call is in T_KERNEL.
+T_SOLVER = 0.2e-9
 #: lane efficiency assumed for the predictions (refilled lanes, block tail); measured on an H100
 #: with 4 tasks per lane: 0.34 (RAGE), 0.57 (m-LinGapE), 0.61 (LT&S),
 #: docs/measurements/2026-11-26-h100-device-run.md
@@ -157,6 +168,7 @@ class Instr:
     called: dict  # role -> computation names (body/condition/branches/calls)
     trip: int | None  # known trip count of a while
     label: str  # op_name metadata
+    target: str = ""  # a custom call's target
 
 
 def parse_hlo(text: str) -> tuple[dict, str]:
@@ -194,9 +206,16 @@ def parse_hlo(text: str) -> tuple[dict, str]:
             called["branches"] = re.findall(r"%?([\w.\-]+)", bm.group(1))
         tm = re.search(r'"known_trip_count":\{"n":"(\d+)"', rest)
         lm = re.search(r'op_name="([^"]*)"', rest)
+        cm = re.search(r'custom_call_target="([^"]*)"', rest)
         comps[cur].append(Instr(name, op, _shape_bytes(shape), operands, called, int(tm.group(1)) if tm else None,
-                                lm.group(1) if lm else ""))
+                                lm.group(1) if lm else "", cm.group(1) if cm else ""))
     return comps, entry
+
+
+def solver_call(target: str) -> bool:
+    """A batched dense solver call of the vendor libraries (cuSOLVER: Cholesky, LU, eigen- and
+    singular value decompositions; cuBLAS: triangular solves), not a matrix product."""
+    return target.startswith("cusolver") or "triangularSolve" in target
 
 
 @dataclasses.dataclass
@@ -205,12 +224,14 @@ class Cost:
     syncs: float = 0.0
     bytes: float = 0.0
     loops: list = dataclasses.field(default_factory=list)  # data-dependent whiles: labels
+    solver_calls: float = 0.0  # of the kernels, batched solver library calls (:func:`solver_call`)
 
     def __add__(self, o):
-        return Cost(self.kernels + o.kernels, self.syncs + o.syncs, self.bytes + o.bytes, self.loops + o.loops)
+        return Cost(self.kernels + o.kernels, self.syncs + o.syncs, self.bytes + o.bytes, self.loops + o.loops,
+                    self.solver_calls + o.solver_calls)
 
     def __mul__(self, k):
-        return Cost(self.kernels * k, self.syncs * k, self.bytes * k, self.loops)
+        return Cost(self.kernels * k, self.syncs * k, self.bytes * k, self.loops, self.solver_calls * k)
 
 
 def cost(comps: dict, name: str, unknown_trips: float, memo=None) -> Cost:
@@ -239,7 +260,8 @@ def cost(comps: dict, name: str, unknown_trips: float, memo=None) -> Cost:
             c = c + cost(comps, i.called["to_apply"][0] if "to_apply" in i.called else i.called["calls"][0],
                          unknown_trips, memo)
         elif i.op not in _NO_KERNEL:
-            c = c + Cost(kernels=1, bytes=i.out_bytes + sum(shapes.get(o, 0) for o in i.operands))
+            c = c + Cost(kernels=1, bytes=i.out_bytes + sum(shapes.get(o, 0) for o in i.operands),
+                         solver_calls=1.0 if i.op == "custom-call" and solver_call(i.target) else 0.0)
     memo[name] = c
     return c
 
@@ -394,8 +416,11 @@ def steps_per_rep(w, reps: int) -> float:
     return float(r.steps.mean())
 
 
-def predict(per_step: Cost, lanes: int, steps: float) -> float:
-    t = per_step.kernels * T_KERNEL + per_step.syncs * T_SYNC + per_step.bytes / BANDWIDTH
+def predict(per_step: Cost, lanes: int, steps: float, dim: int = 0) -> float:
+    """Replications per second: ``lanes x EFFICIENCY / (steps x step time)``, the step time from
+    its kernels, host syncs, HBM bytes and its solver calls on ``dim`` x ``dim`` matrices."""
+    t = (per_step.kernels * T_KERNEL + per_step.syncs * T_SYNC + per_step.bytes / BANDWIDTH
+         + per_step.solver_calls * lanes * dim**2 * T_SOLVER)
     return lanes * EFFICIENCY / (steps * t)
 
 
@@ -442,8 +467,9 @@ def main(argv=None) -> int:
             if not row.get("steps_per_rep"):
                 row["steps_per_rep"] = next((v for k, v in STEPS_PER_REP.items() if row["name"].startswith(k)), None)
             if row.get("steps_per_rep"):
-                c = Cost(row["kernels_per_step"], row["syncs_per_step"], row["hbm_bytes_per_step"])
-                row["predicted_reps_per_s"] = predict(c, row["lanes"], row["steps_per_rep"])
+                c = Cost(row["kernels_per_step"], row["syncs_per_step"], row["hbm_bytes_per_step"],
+                         solver_calls=row.get("solver_calls_per_step", 0.0))
+                row["predicted_reps_per_s"] = predict(c, row["lanes"], row["steps_per_rep"], row.get("dim", 0))
                 row["prediction_is_upper_bound"] = bool(row["loops_left"])
                 if args.study and row["name"] in study:
                     row.update(study_prediction(row, study[row["name"]], STUDY_REPS))
@@ -472,6 +498,7 @@ def main(argv=None) -> int:
             continue
         per_step, _ = step_cost(text, info["block_steps"], args.unknown_trips)
         row.update(info, kernels_per_step=per_step.kernels, syncs_per_step=per_step.syncs,
+                   solver_calls_per_step=per_step.solver_calls, dim=int(w.instance.dim),
                    hbm_bytes_per_step=per_step.bytes, loops_left=sorted(set(per_step.loops)))
         row.pop("error", None)
         if args.reps:
@@ -482,7 +509,7 @@ def main(argv=None) -> int:
             row["steps_per_rep"] = steps_per_rep(w, 64)
         if row.get("steps_per_rep"):
             # with data-dependent loops left, each counted once: an upper bound
-            row["predicted_reps_per_s"] = predict(per_step, info["lanes"], row["steps_per_rep"])
+            row["predicted_reps_per_s"] = predict(per_step, info["lanes"], row["steps_per_rep"], row["dim"])
             row["prediction_is_upper_bound"] = bool(per_step.loops)
         if args.study:
             row.update(study_prediction(row, study[w.name], args.tasks))
@@ -584,16 +611,18 @@ def check(rows: list[dict], baseline_path: str) -> int:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| algorithm, instance | kernels / step | host syncs / step | loops left | bytes / lane "
-            "| lanes (80 GB) | program GiB | steps / rep | predicted reps/s |")
+    head = ("| algorithm, instance | kernels / step | host syncs / step | solver calls / step | loops left "
+            "| bytes / lane | lanes (80 GB) | program GiB | steps / rep | predicted reps/s |")
     out = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
         if "error" in r:
-            out.append(f"| {r['name']} | compile failed: {r['error'][:80]} |" + " |" * 7)
+            out.append(f"| {r['name']} | compile failed: {r['error'][:80]} |" + " |" * 8)
             continue
         pred = r.get("predicted_reps_per_s")
         pb = r.get("program_bytes")
+        sc = r.get("solver_calls_per_step")
         out.append(f"| {r['name']} | {r['kernels_per_step']:,.1f} | {r['syncs_per_step']:.2f} "
+                   f"| {'n/a' if sc is None else f'{sc:,.2f}'} "
                    f"| {len(r['loops_left'])} | {r['bytes_per_lane']:,} | {r['lanes_80gb']:,} "
                    f"| {'n/a' if pb is None else f'{pb / 2**30:.2f}'} "
                    f"| {r.get('steps_per_rep') or float('nan'):,.0f} "

@@ -123,3 +123,28 @@ def test_a_study_row_cut_in_its_first_wave_reports_its_compile(tmp_path):
     err = json.load(open(path))["error"]
     assert err.startswith("timed out after 1 s: ") and "s to start the process" in err
     assert float(err.split("compiling (")[1].split(" s")[0]) > 1.0
+
+
+def test_gpu_model_counts_solver_calls_and_charges_them():
+    """A cuSOLVER or triangular-solve custom call is counted as a solver call (a matrix product is
+    not), and the predicted rate charges each lanes x d^2 x T_SOLVER."""
+    import gpu_model
+
+    text = "\n".join([
+        "HloModule m",
+        "ENTRY %main (p: f64[4,3,3]) -> f64[4,3,3] {",
+        "  %p = f64[4,3,3]{2,1,0} parameter(0)",
+        '  %c = (f64[4,3,3]{2,1,0}, f64[4,3]{1,0}, s32[4]{0}) custom-call(%p), custom_call_target="cusolver_syevd_ffi"',
+        "  %g = f64[4,3,3]{2,1,0} get-tuple-element(%c), index=0",
+        '  %t = f64[4,3,3]{2,1,0} custom-call(%g, %g), custom_call_target="__cublas$triangularSolve"',
+        '  ROOT %m = f64[4,3,3]{2,1,0} custom-call(%t, %t), custom_call_target="__cublas$gemm"',
+        "}"])
+    comps, entry = gpu_model.parse_hlo(text)
+    c = gpu_model.cost(comps, entry, 1.0)
+    assert c.kernels == 3 and c.solver_calls == 2
+    base = gpu_model.Cost(kernels=10.0, bytes=1e6)
+    with_calls = gpu_model.Cost(kernels=10.0, bytes=1e6, solver_calls=2.0)
+    lanes, steps, d = 262_144, 100.0, 5
+    t0 = lanes * gpu_model.EFFICIENCY / (steps * gpu_model.predict(base, lanes, steps, d))
+    t1 = lanes * gpu_model.EFFICIENCY / (steps * gpu_model.predict(with_calls, lanes, steps, d))
+    assert abs((t1 - t0) - 2 * lanes * d**2 * gpu_model.T_SOLVER) < 1e-12
