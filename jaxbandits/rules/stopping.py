@@ -65,7 +65,7 @@ class GLR(StoppingRule):
         c = jnp.max(jnp.sum(ctx.instance.arms**2, axis=-1))
         # sigma enters the threshold only: beta = (1 + u) sigma^2 log(...) (Prop 2 / eq. (9))
         beta = thresholds.prop2(stats.gram, ctx.delta, ctx.sigma, c, self.u)
-        return beta, common.lambda_min(stats.gram) >= c
+        return beta, common.lambda_min_at_least(stats.gram, c)
 
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
         instance = ctx.instance
