@@ -142,7 +142,8 @@ def digest(res) -> list[str]:
                            + pulls[i].astype(np.int64).tobytes()).hexdigest()[:16] for i in range(samples.size)]
 
 
-def compute(only: str | None = None) -> dict[str, list[str]]:
+def compute(only: str | None = None, lanes: int | None = None,
+            block_steps: int | None = None) -> dict[str, list[str]]:
     from jaxbandits import precision
     from jaxbandits.engine import simulate
 
@@ -151,7 +152,8 @@ def compute(only: str | None = None) -> dict[str, list[str]]:
     for label, alg, inst in configurations():
         if only and only not in label:
             continue
-        res = simulate(alg, inst, 7, n_reps=N_REPS, max_steps=MAX_STEPS, record_pulls=True)
+        res = simulate(alg, inst, 7, n_reps=N_REPS, max_steps=MAX_STEPS, record_pulls=True, lanes=lanes,
+                       block_steps=block_steps)
         out[label] = digest(res)
         print(f"{label}: {out[label][0]} ...", flush=True)
     return out
@@ -161,8 +163,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--write", action="store_true", help="store the hashes as the fixture")
     p.add_argument("--only", help="only the configurations whose label contains this text")
+    p.add_argument("--lanes", type=int, default=None, help="another layout: this many lanes (results never "
+                   "depend on the layout, so the fixture must hold at any)")
+    p.add_argument("--block-steps", type=int, default=None, help="another layout: steps per block")
     args = p.parse_args(argv)
-    got = compute(args.only)
+    if args.write and (args.lanes or args.block_steps):
+        p.error("--write stores the default layout's hashes: drop --lanes and --block-steps")
+    got = compute(args.only, args.lanes, args.block_steps)
     if args.write:
         old = json.loads(FIXTURE.read_text()) if FIXTURE.exists() and args.only else {}
         FIXTURE.write_text(json.dumps({**old, **got}, indent=1, sort_keys=True) + "\n")
