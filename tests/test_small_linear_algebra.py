@@ -47,9 +47,6 @@ def test_small_paths_agree_with_the_library(d):
         scale = float(rng.uniform(0.5, 3.0))
         np.testing.assert_allclose(float(thresholds.log_det_ratio(A, scale)),
                                    np.linalg.slogdet(np.asarray(A) / scale + np.eye(d))[1], rtol=1e-12)
-        lmin = float(np.linalg.eigvalsh(np.asarray(A))[0])
-        for c in (0.5 * lmin, 0.999 * lmin, 1.001 * lmin, 2.0 * lmin):
-            assert bool(common.lambda_min_at_least(A, c)) == (lmin >= c)
 
 
 def test_the_unrolled_bounds_agree():
@@ -66,8 +63,7 @@ def test_small_paths_make_no_solver_call_under_vmap():
         stats = common.LinearStats(jnp.zeros(d), jnp.zeros(d), A, b)
         theta, L = common.least_squares(stats)
         W = common.whiten(L, jnp.eye(d))
-        return (theta, common.inverse_from_cholesky(L), W, thresholds.log_det_ratio(A, 1.0),
-                common.lambda_min_at_least(A, 1.0))
+        return theta, common.inverse_from_cholesky(L), W, thresholds.log_det_ratio(A, 1.0)
 
     text = str(jax.make_jaxpr(jax.vmap(step))(A, b))
     for prim in ("cholesky", "triangular_solve", "eigh", "lu"):

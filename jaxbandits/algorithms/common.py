@@ -287,21 +287,6 @@ def lambda_min(A: jax.Array) -> jax.Array:
     return jnp.linalg.eigvalsh(A)[0]
 
 
-def lambda_min_at_least(A: jax.Array, c) -> jax.Array:
-    """lambda_min(A) >= c for a symmetric A.  For d <= SMALL_DIM without an eigensolver: A - c I is
-    positive definite iff its unrolled Cholesky factorisation has positive pivots (a factor that
-    fails gives NaN, which compares False); the two tests differ only where lambda_min(A) = c to
-    rounding."""
-    d = A.shape[0]
-    if d <= SMALL_DIM:
-        L, _ = _small_factor(A - c * jnp.eye(d, dtype=A.dtype))
-        ok = L[0][0] > 0
-        for j in range(1, d):
-            ok = ok & (L[j][j] > 0)
-        return ok
-    return lambda_min(A) >= c
-
-
 def inverse_gram(gram: jax.Array) -> jax.Array:
     """A_t^{-1} of the float64 sufficient statistic A_t (tiny relative jitter while A_t is
     singular, as :func:`safe_cholesky`).  d = 2: the closed form (elementwise, so it fuses
