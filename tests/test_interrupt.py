@@ -65,6 +65,14 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+def _deliverable_sigint():
+    """In the child before it runs Python: SIGINT neither blocked nor ignored, as in a terminal.  A
+    child inherits its parent thread's signal mask and ignored signals, and a test process's may
+    have either (a worker of pytest-xdist, a thread that blocked SIGINT for itself)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("phase", ["chunk", "compile"])
 def test_ctrl_c_stops_simulate_promptly(phase, tmp_path):
     """XLA cannot cancel a compile or a running program: Ctrl-C used to wait for the compile to end,
@@ -78,7 +86,7 @@ def test_ctrl_c_stops_simulate_promptly(phase, tmp_path):
         fast = ("--xla_cpu_use_fusion_emitters", "--xla_backend_optimization_level", "--xla_cpu_max_isa")
         env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if f.split("=")[0] not in fast)
     proc = subprocess.Popen([sys.executable, str(script), phase], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+                            text=True, env=env, preexec_fn=_deliverable_sigint)
     try:
         assert proc.stdout.readline().strip() == "MARK", proc.stderr.read()
         time.sleep(0.5 if phase == "chunk" else 0.2)
