@@ -37,6 +37,12 @@ def test_ctrl_c_ends_cleanly(tmp_path, monkeypatch, capsys):
 #: a run whose chunk lasts minutes (a gap of 1e-3: about 10^7 pulls a replication), and one whose
 #: program takes seconds to compile (LT&S); the script prints a marker when it reaches that phase
 SCRIPT = textwrap.dedent("""
+    import signal
+    # SIGINT deliverable, as in a terminal: a child inherits its parent thread's signal mask and
+    # ignored signals, and a test process may have either (a pytest-xdist worker, a thread that
+    # blocked SIGINT for itself)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import sys
     import jax
     import numpy as np
@@ -65,14 +71,6 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _deliverable_sigint():
-    """In the child before it runs Python: SIGINT neither blocked nor ignored, as in a terminal.  A
-    child inherits its parent thread's signal mask and ignored signals, and a test process's may
-    have either (a worker of pytest-xdist, a thread that blocked SIGINT for itself)."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("phase", ["chunk", "compile"])
 def test_ctrl_c_stops_simulate_promptly(phase, tmp_path):
     """XLA cannot cancel a compile or a running program: Ctrl-C used to wait for the compile to end,
@@ -86,7 +84,7 @@ def test_ctrl_c_stops_simulate_promptly(phase, tmp_path):
         fast = ("--xla_cpu_use_fusion_emitters", "--xla_backend_optimization_level", "--xla_cpu_max_isa")
         env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if f.split("=")[0] not in fast)
     proc = subprocess.Popen([sys.executable, str(script), phase], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, preexec_fn=_deliverable_sigint)
+                            text=True, env=env)
     try:
         assert proc.stdout.readline().strip() == "MARK", proc.stderr.read()
         time.sleep(0.5 if phase == "chunk" else 0.2)
