@@ -229,6 +229,9 @@ def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
     """
     from jaxbandits.batching import current_policy
 
+    if max_count is not None and (isinstance(max_count, bool) or not isinstance(max_count, int) or max_count < 0):
+        raise ValueError(f"binomial: max_count must be None or a non-negative int (a bound known when the "
+                         f"program is compiled), got {max_count!r}")
     if not (current_policy().batched if fixed is None else fixed):
         draw = jax.random.binomial(key, n, p, dtype=dtype)
         return draw, jnp.ones(jnp.shape(draw), bool)

@@ -204,3 +204,6 @@ def test_the_binomial_with_a_static_bound_on_the_count_is_jax_s_draw():
         assert bool(jnp.all(ok))
     _, ok = binomial(jax.random.key(0), jnp.asarray([2.0, 1.0]), jnp.asarray([0.3, 0.3]), fixed=True, max_count=1)
     assert not bool(ok[0]) and bool(ok[1])
+    for bad in (-1, 1.5, True, "1"):
+        with pytest.raises(ValueError, match="max_count"):
+            binomial(jax.random.key(0), jnp.asarray([1.0]), jnp.asarray([0.3]), fixed=True, max_count=bad)
