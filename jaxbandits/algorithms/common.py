@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.batching import argmax_fast, columns_dot, max_argmax  # noqa: F401 (also used from here)
+from jaxbandits.design.core import SMALL_DIM, small_backward, small_cholesky, small_forward
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.thresholds import anytime_delta, log_det_ratio  # noqa: F401 (also used from here)
 from jaxbandits.rules.thresholds import prop2 as glr_threshold  # noqa: F401 (its old name and home)
@@ -134,16 +135,64 @@ def regularized_gram(stats: LinearStats, reg: float | jax.Array = 0.0) -> jax.Ar
     return stats.gram + reg * jnp.eye(d, dtype=stats.gram.dtype)
 
 
+def _jittered(A: jax.Array) -> jax.Array:
+    d = A.shape[0]
+    jitter = 1e-12 * (jnp.trace(A) / d + 1e-30)
+    return A + jitter * jnp.eye(d, dtype=A.dtype)
+
+
+def _small_factor(A: jax.Array):
+    """:func:`jaxbandits.design.core.small_cholesky` of the symmetrised A (as
+    ``jnp.linalg.cholesky`` symmetrises its input)."""
+    return small_cholesky(0.5 * (A + A.T))
+
+
+def _lower(L, d: int, dtype) -> jax.Array:
+    """The [d, d] array of a small factor's nested lists (zeros above the diagonal)."""
+    zero = jnp.zeros((), dtype)
+    return jnp.stack([jnp.stack([L[i][j] if j <= i else zero for j in range(d)]) for i in range(d)])
+
+
+def _factor_lists(L: jax.Array):
+    """The nested lists and reciprocals of a small factor given as an array."""
+    d = L.shape[0]
+    Ls = [[L[i, j] for j in range(i + 1)] for i in range(d)]
+    return Ls, [1.0 / L[j, j] for j in range(d)]
+
+
 def safe_cholesky(A: jax.Array) -> jax.Array:
     """Cholesky factor of a PSD matrix, with a tiny relative jitter so singular A stays finite.
 
     The jitter (1e-12 of the trace, i.e. far below any gap that matters in float64) only matters
     before the arms pulled span R^d; algorithms never stop in that regime (they check
-    lambda_min(A_t) or pull a spanning set first).
+    lambda_min(A_t) or pull a spanning set first).  For d <= :data:`jaxbandits.design.core.SMALL_DIM`
+    the factor is unrolled scalar arithmetic (:func:`jaxbandits.design.core.small_cholesky`): under
+    ``vmap`` it fuses into the step's kernels, where a batched library factorisation is a solver call
+    of its own (on a GPU far costlier than the step's other kernels).
     """
     d = A.shape[0]
-    jitter = 1e-12 * (jnp.trace(A) / d + 1e-30)
-    return jnp.linalg.cholesky(A + jitter * jnp.eye(d, dtype=A.dtype))
+    if d <= SMALL_DIM:
+        return _lower(_small_factor(_jittered(A))[0], d, A.dtype)
+    return jnp.linalg.cholesky(_jittered(A))
+
+
+def cholesky(A: jax.Array) -> jax.Array:
+    """The lower Cholesky factor of a symmetric positive-definite A (``jnp.linalg.cholesky``, no
+    jitter); unrolled for d <= SMALL_DIM (as :func:`safe_cholesky`)."""
+    d = A.shape[0]
+    if d <= SMALL_DIM:
+        return _lower(_small_factor(A)[0], d, A.dtype)
+    return jnp.linalg.cholesky(A)
+
+
+def cho_solve(L: jax.Array, b: jax.Array) -> jax.Array:
+    """A^{-1} b from the lower Cholesky factor L of A (b [d] or [d, n]); unrolled substitutions for
+    d <= SMALL_DIM (as :func:`safe_cholesky`)."""
+    d = L.shape[0]
+    if d <= SMALL_DIM:
+        Ls, r = _factor_lists(L)
+        return jnp.stack(small_backward(Ls, r, small_forward(Ls, r, [b[i] for i in range(d)])))
+    return jax.scipy.linalg.cho_solve((L, True), b)
 
 
 def least_squares(stats: LinearStats, reg: float | jax.Array = 0.0):
@@ -151,20 +200,30 @@ def least_squares(stats: LinearStats, reg: float | jax.Array = 0.0):
 
     Seed 000 Sec 3.2 (reg = 0), seed 003 Sec 2 (reg = lambda).
     """
-    L = safe_cholesky(regularized_gram(stats, reg))
+    A = regularized_gram(stats, reg)
+    d = A.shape[0]
+    if d <= SMALL_DIM:
+        Ls, r = _small_factor(_jittered(A))
+        theta = jnp.stack(small_backward(Ls, r, small_forward(Ls, r, [stats.b[i] for i in range(d)])))
+        return theta, _lower(Ls, d, A.dtype)
+    L = safe_cholesky(A)
     theta = jax.scipy.linalg.cho_solve((L, True), stats.b)
     return theta, L
 
 
 def whiten(L: jax.Array, V: jax.Array) -> jax.Array:
     """W = L^{-1} V^T [d, n] so that ||v_i||^2_{A^{-1}} = ||W[:, i]||^2 and v_i^T A^{-1} v_j = W_i . W_j."""
+    d = L.shape[0]
+    if d <= SMALL_DIM:
+        Ls, r = _factor_lists(L)
+        return jnp.stack(small_forward(Ls, r, [V[:, i] for i in range(d)]))
     return jax.scipy.linalg.solve_triangular(L, V.T, lower=True)
 
 
 def inverse_from_cholesky(L: jax.Array) -> jax.Array:
     """A^{-1} (d x d, symmetrised) from the Cholesky factor of A."""
     d = L.shape[0]
-    Ainv = jax.scipy.linalg.cho_solve((L, True), jnp.eye(d, dtype=L.dtype))
+    Ainv = cho_solve(L, jnp.eye(d, dtype=L.dtype))
     return 0.5 * (Ainv + Ainv.T)
 
 
@@ -241,7 +300,7 @@ def inverse_gram(gram: jax.Array) -> jax.Array:
         det = a * c - b * b
         return jnp.stack([jnp.stack([c, -b]), jnp.stack([-b, a])]) / det
     L = safe_cholesky(gram)
-    return jax.scipy.linalg.cho_solve((L, True), jnp.eye(d, dtype=gram.dtype))
+    return cho_solve(L, jnp.eye(d, dtype=gram.dtype))
 
 
 def lambda_min_small(A: jax.Array) -> jax.Array:

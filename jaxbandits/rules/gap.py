@@ -386,10 +386,10 @@ class GapIndices(StoppingRule):
         if self._linear():
             lam = self._reg(ctx)
             V = lam * jnp.eye(N, dtype=dt) + (X.T * counts) @ X
-            L = jnp.linalg.cholesky(V)
+            L = common.cholesky(V)
             logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(L))) - N * jnp.log(lam)
             if self._full_matrix():
-                W = jax.scipy.linalg.solve_triangular(L, X.T, lower=True)  # [N, K]
+                W = common.whiten(L, X)  # [N, K]
                 G = W.T @ W
                 mu = G @ sums  # X V^-1 X^T sums = X theta_hat, since b_t = X^T sums
             else:

@@ -589,7 +589,7 @@ class TSLeader(Configurable):
 
     def __call__(self, key, belief: Belief, ctx: Context) -> jax.Array:
         theta = belief.theta
-        L = jnp.linalg.cholesky(belief.inverse())
+        L = common.cholesky(belief.inverse())
         sample = theta + ctx.sigma * (L @ jax.random.normal(key, theta.shape, theta.dtype))
         return common.argmax_fast(ctx.instance.items @ sample)
 

@@ -63,9 +63,34 @@ import jax.numpy as jnp
 
 
 # -- ingredients --------------------------------------------------------------------------------------
+#: the largest d for which :func:`log_det_ratio` eliminates in unrolled scalar arithmetic (the bound
+#: of ``jaxbandits.design.core.SMALL_DIM``, which this module, importing nothing from the library,
+#: restates; a test checks that they agree)
+UNROLLED_MAX_DIM = 8
+
+
+def _log_det_unrolled(M: jax.Array) -> jax.Array:
+    """log det M of a symmetric positive-definite [d, d] M: the sum of the logarithms of the pivots
+    of Gaussian elimination without pivoting, unrolled into scalar expressions (elementwise under
+    ``vmap``: no LU factorisation, a solver library call of its own on a GPU)."""
+    d = M.shape[0]
+    a = [[M[i, j] for j in range(d)] for i in range(d)]
+    total = jnp.log(a[0][0])
+    for k in range(d - 1):
+        for i in range(k + 1, d):
+            f = a[i][k] / a[k][k]
+            for j in range(k + 1, d):
+                a[i][j] = a[i][j] - f * a[k][j]
+        total = total + jnp.log(a[k + 1][k + 1])
+    return total
+
+
 def log_det_ratio(gram: jax.Array, scale: float | jax.Array) -> jax.Array:
-    """log det(gram / scale + I)."""
+    """log det(gram / scale + I) (for d <= :data:`UNROLLED_MAX_DIM` by unrolled elimination: the
+    matrix is symmetric with eigenvalues >= 1)."""
     d = gram.shape[0]
+    if d <= UNROLLED_MAX_DIM:
+        return _log_det_unrolled(gram / scale + jnp.eye(d, dtype=gram.dtype))
     return jnp.linalg.slogdet(gram / scale + jnp.eye(d, dtype=gram.dtype))[1]
 
 

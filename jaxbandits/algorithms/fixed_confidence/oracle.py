@@ -39,6 +39,7 @@ import jax.numpy as jnp
 from jaxbandits.algorithms.base import hyperparameter
 from jaxbandits import presets
 from jaxbandits.algorithms.common import noise_scale, safe_cholesky
+from jaxbandits.algorithms import common
 from jaxbandits.algorithms.elimination import gram_from_counts
 from jaxbandits.batching import solve_where
 from jaxbandits.algorithms.fixed_confidence.xy import XYOracle, XYPhasedState, certified_best, spans
@@ -98,14 +99,14 @@ class Oracle(XYOracle):
         sums = state.sums + pull_counts(k_pull, instance, counts)
         pulls = state.pulls + counts
         L = safe_cholesky(gram_from_counts(X, pulls))
-        theta = jax.scipy.linalg.cho_solve((L, True), X.T @ sums)
+        theta = common.cho_solve(L, X.T @ sums)
         log_term = self._log_term(idx, instance.true_num_items())
         sigma = noise_scale(self.sigma, instance)
         if self.check == "true_best":
             # the released code's test: only the oracle's z* is examined (theta known)
             star = instance.best_item()
             diffs = Z[star][None, :] - Z
-            W = jax.scipy.linalg.solve_triangular(L, diffs.T, lower=True)
+            W = common.whiten(L, diffs)
             sq = jnp.sum(W * W, axis=0)
             gaps = diffs @ theta
             # App F's rule for z*, width x sigma (sigma-sub-Gaussian noise)

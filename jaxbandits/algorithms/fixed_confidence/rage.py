@@ -42,6 +42,7 @@ from jaxbandits.algorithms.base import (Algorithm, CachedInstance, Outcome, answ
                                        hyperparameter, instance_cache, map_instances, with_cache)
 
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky  # noqa: F401 (re-exported)
+from jaxbandits.algorithms import common
 from jaxbandits.algorithms.elimination import (  # noqa: F401 (re-exported)
     compacted_xy_design, eliminate, eliminate_all_pairs, gram_from_counts, pairwise_gaps_and_widths, single_answer,
     threshold_design, whiten_items)
@@ -190,7 +191,7 @@ class RAGE(Algorithm):
         counts = counts.astype(X.dtype)
         sums = pull_counts(key, instance, counts)
         L = safe_cholesky(gram_from_counts(X, counts))
-        theta = jax.scipy.linalg.cho_solve((L, True), X.T @ sums)
+        theta = common.cho_solve(L, X.T @ sums)
         # Algorithm 1's discard rule with the width sigma ||z' - z||_{A_t^-1} sqrt(2 log(|Z|^2/delta_t))
         active = eliminate(state.active, Z, theta, L, log_term, noise_scale(self.sigma, instance))
         return RAGEState(active=active, phase=state.phase + 1, samples=state.samples + jnp.sum(counts),

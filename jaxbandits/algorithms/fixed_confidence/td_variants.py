@@ -84,7 +84,7 @@ class CumulativeRAGE(RAGE):
         gram = state.gram + gram_from_counts(X, counts)
         b = state.b + X.T @ sums
         L = common.safe_cholesky(gram + self.reg * jnp.eye(d, dtype=X.dtype))
-        theta = jax.scipy.linalg.cho_solve((L, True), b)
+        theta = common.cho_solve(L, b)
         active = eliminate(state.base.active, Z, theta, L, log_term, common.noise_scale(self.sigma, instance))
         bs = state.base
         base = bs._replace(active=active, phase=bs.phase + 1, samples=bs.samples + jnp.sum(counts),
@@ -143,7 +143,7 @@ class GlobalXYAdaptive(Algorithm):
     def _estimate(self, stats):
         d = stats.gram.shape[0]
         L = common.safe_cholesky(stats.gram + self.reg * jnp.eye(d, dtype=stats.gram.dtype))
-        return jax.scipy.linalg.cho_solve((L, True), stats.b), L
+        return common.cho_solve(L, stats.b), L
 
     def init(self, key, instance: Instance) -> GlobalXYState:
         X = instance.arms

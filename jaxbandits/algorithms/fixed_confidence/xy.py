@@ -70,6 +70,7 @@ from jaxbandits import design
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, instance_cache, map_instances, with_cache, hyperparameter
 from jaxbandits.batching import ALL_LANES, in_smallest_bucket, item_buckets, solve_where
 from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linear_rewards, safe_cholesky
+from jaxbandits.algorithms import common
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
                                               whiten_items)
 from jaxbandits.environment import binomial, draws_at_exact, pull_counts, uniform_at
@@ -307,7 +308,7 @@ class XYStatic(Algorithm):
         sums = state.sums + pull_counts(k_pull, instance, counts)
         pulls = state.pulls + counts
         L = safe_cholesky(gram_from_counts(X, pulls))
-        theta = jax.scipy.linalg.cho_solve((L, True), X.T @ sums)
+        theta = common.cho_solve(L, X.T @ sums)
         holds, best = certified_best(Z, theta, L, self._log_term(state.phase, instance.true_num_items()),
                                      noise_scale(self.sigma, instance), instance.item_mask)
         return state._replace(phase=state.phase + 1, pulls=pulls, sums=sums,
@@ -525,7 +526,7 @@ class XYAdaptive(Algorithm):
         Y = Z[pi] - Z[pj]                                   # [P, d]
         pair_on = state.active[pi] & state.active[pj]
         eye = jnp.eye(d, dtype=X.dtype)
-        L = jnp.linalg.cholesky(eye + gram_from_counts(X, state.phase_counts))
+        L = common.cholesky(eye + gram_from_counts(X, state.phase_counts))
         Xw = whiten_items(L, X)                                   # [d, K]
         Yw = whiten_items(L, Y)                                   # [d, P]
         G = Xw.T @ Xw                                       # x^T A^-1 x'
@@ -581,8 +582,8 @@ class XYAdaptive(Algorithm):
             # elimination with the phase index in the width.
             inst = jax.tree.unflatten(treedef, leaves)
             sums = pull_counts(key, inst, counts)
-            La = jnp.linalg.cholesky(jnp.eye(d, dtype=counts.dtype) + gram_from_counts(inst.arms, counts))
-            theta = jax.scipy.linalg.cho_solve((La, True), inst.arms.T @ sums)
+            La = common.cholesky(jnp.eye(d, dtype=counts.dtype) + gram_from_counts(inst.arms, counts))
+            theta = common.cho_solve(La, inst.arms.T @ sums)
             # elimination width sigma ||y||_{A^-1} sqrt(2 log(pi^2 |Z|^2 j^2 / (3 delta)))
             return eliminate(active, inst.items, theta, La, log_term, sigma), theta
 
