@@ -74,6 +74,7 @@ if _FLAG not in os.environ.get("XLA_FLAGS", ""):
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -323,7 +324,11 @@ def compile_for_h100(w, lanes: int | None, n_tasks: int):
         L80 = policy.choose_lanes("gpu", bpl, H100_FREE_BYTES, inst)
     L = int(lanes) if lanes else L80
     chunk = policy.CHUNK_LANES * L
-    S = policy.choose_block_steps("gpu") if hasattr(policy, "choose_block_steps") else 1
+    try:  # the engine's choice: blocks no longer than the most steps a replication takes
+        from jaxbandits.engine.runner import steps_bound
+        S = policy.choose_block_steps("gpu", steps_bound(alg, inst, w.max_steps))
+    except ImportError:  # a library whose blocks follow the backend only
+        S = policy.choose_block_steps("gpu") if hasattr(policy, "choose_block_steps") else 1
     static, dynamic = alg.split_dynamic()
     try:  # the policy is the configuration's own (Algorithm.batching), as the engine sets it
         from jaxbandits.algorithms.base import with_batching
@@ -416,12 +421,24 @@ def steps_per_rep(w, reps: int) -> float:
     return float(r.steps.mean())
 
 
-def predict(per_step: Cost, lanes: int, steps: float, dim: int = 0) -> float:
-    """Replications per second: ``lanes x EFFICIENCY / (steps x step time)``, the step time from
-    its kernels, host syncs, HBM bytes and its solver calls on ``dim`` x ``dim`` matrices."""
+def occupied_steps(steps: float, block_steps: int = 1) -> float:
+    """Steps a replication of ``steps`` steps (a mean) holds its lane in blocks of ``block_steps``:
+    lanes start at a block's start and are freed at the end of the block they finish in, so a run
+    no longer than a block holds a whole block (S ceil(steps / S)), and a longer one about half a
+    block more than its steps (steps + (S - 1) / 2)."""
+    S = max(1, int(block_steps))
+    if steps <= S:
+        return S * math.ceil(steps / S)
+    return steps + (S - 1) / 2
+
+
+def predict(per_step: Cost, lanes: int, steps: float, dim: int = 0, block_steps: int = 1) -> float:
+    """Replications per second: ``lanes x EFFICIENCY / (occupied steps x step time)``
+    (:func:`occupied_steps`), the step time from its kernels, host syncs, HBM bytes and its
+    solver calls on ``dim`` x ``dim`` matrices."""
     t = (per_step.kernels * T_KERNEL + per_step.syncs * T_SYNC + per_step.bytes / BANDWIDTH
          + per_step.solver_calls * lanes * dim**2 * T_SOLVER)
-    return lanes * EFFICIENCY / (steps * t)
+    return lanes * EFFICIENCY / (occupied_steps(steps, block_steps) * t)
 
 
 def main(argv=None) -> int:
@@ -469,7 +486,8 @@ def main(argv=None) -> int:
             if row.get("steps_per_rep"):
                 c = Cost(row["kernels_per_step"], row["syncs_per_step"], row["hbm_bytes_per_step"],
                          solver_calls=row.get("solver_calls_per_step", 0.0))
-                row["predicted_reps_per_s"] = predict(c, row["lanes"], row["steps_per_rep"], row.get("dim", 0))
+                row["predicted_reps_per_s"] = predict(c, row["lanes"], row["steps_per_rep"], row.get("dim", 0),
+                                                     row.get("block_steps", 1))
                 row["prediction_is_upper_bound"] = bool(row["loops_left"])
                 if args.study and row["name"] in study:
                     row.update(study_prediction(row, study[row["name"]], STUDY_REPS))
@@ -509,7 +527,8 @@ def main(argv=None) -> int:
             row["steps_per_rep"] = steps_per_rep(w, 64)
         if row.get("steps_per_rep"):
             # with data-dependent loops left, each counted once: an upper bound
-            row["predicted_reps_per_s"] = predict(per_step, info["lanes"], row["steps_per_rep"], row["dim"])
+            row["predicted_reps_per_s"] = predict(per_step, info["lanes"], row["steps_per_rep"], row["dim"],
+                                                  info["block_steps"])
             row["prediction_is_upper_bound"] = bool(per_step.loops)
         if args.study:
             row.update(study_prediction(row, study[w.name], args.tasks))

@@ -123,3 +123,38 @@ def test_batched_solve_serves_every_flag_count_in_one_pass_without_a_loop():
             jaxpr = str(jax.make_jaxpr(jax.vmap(lambda p, x, o: solve_where(p, fn, (x, 0.5), o)))(preds, xs, olds))
         np.testing.assert_allclose(got, ref, rtol=1e-14)
         assert "while" not in jaxpr
+
+
+def test_accelerator_blocks_no_longer_than_a_replication():
+    """On an accelerator a block holds at most the power of two at or above the most steps a
+    replication takes (a fixed-budget algorithm's stages), so a run of a few steps is not followed
+    by a block of masked steps; a CPU keeps its one-step blocks, and an unknown bound the default."""
+    S = layout.ACCELERATOR_BLOCK_STEPS
+    assert layout.choose_block_steps("gpu") == S
+    assert layout.choose_block_steps("gpu", None) == S
+    for bound, want in [(1, 1), (2, 2), (3, 4), (4, 4), (5, 8), (S - 1, S), (S, S), (10**7, S)]:
+        assert layout.choose_block_steps("gpu", bound) == want, bound
+        assert layout.choose_block_steps("cpu", bound) == layout.CPU_BLOCK_STEPS
+
+    from jaxbandits.algorithms import GSE, ODLinBAI
+    from jaxbandits.engine.runner import steps_bound
+
+    inst = as_batch(seeds.static_basis(0.3, d=16))
+    gse = GSE(budget=320)
+    assert steps_bound(gse, inst, 10**7) == gse.steps_needed(inst) == 4
+    assert steps_bound(gse, inst, 3) == 3  # the cap, where smaller
+    assert steps_bound(ODLinBAI(budget=320), inst, 10**7) == ODLinBAI(budget=320).steps_needed(inst)
+    assert steps_bound(UniformGLR(delta=0.1), inst, 5000) == 5000  # fixed confidence: the cap
+
+
+def test_gse_replications_do_not_depend_on_the_block():
+    """GSE's replications are the same in blocks of its 4 stages as in the accelerator's default
+    blocks of 32 steps (and one step, the CPU's)."""
+    from jaxbandits.algorithms import GSE
+
+    inst = seeds.static_basis(0.3, d=8)
+    runs = [jb.simulate(GSE(budget=160), inst, 3, 24, 100, lanes=8, block_steps=S) for S in (1, 4, 32)]
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r.samples, runs[0].samples)
+        np.testing.assert_array_equal(r.pulls, runs[0].pulls)
+        np.testing.assert_array_equal(r.answer, runs[0].answer)

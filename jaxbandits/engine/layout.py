@@ -140,11 +140,24 @@ class Layout:
     block_steps: int = 1
 
 
-def choose_block_steps(platform: str) -> int:
+def choose_block_steps(platform: str, steps_bound: int | None = None) -> int:
     """Default steps per block (the lane loop's compile-time trip count between two checks for
     finished lanes): ``CPU_BLOCK_STEPS`` on a CPU, ``ACCELERATOR_BLOCK_STEPS`` elsewhere, where
-    every check is a copy to the host and a wait."""
-    return CPU_BLOCK_STEPS if platform == "cpu" else ACCELERATOR_BLOCK_STEPS
+    every check is a copy to the host and a wait.
+
+    ``steps_bound``: the most steps a replication can take, where known before the run (the
+    ``max_steps`` cap, and :meth:`~jaxbandits.algorithms.base.StepsNeeded.steps_needed` of a
+    fixed-budget algorithm).  On an accelerator a block is then no longer than the power of two at
+    or above it: a replication of a few steps (GSE's and OD-LinBAI's stages, Peace's epochs) would
+    otherwise be followed by a block's worth of masked steps, each as costly as a real one (a
+    design solve on every lane).  Rounded up to a power of two, so that budgets that set the
+    bound share a few programs.
+    """
+    if platform == "cpu":
+        return CPU_BLOCK_STEPS
+    if steps_bound is None or steps_bound >= ACCELERATOR_BLOCK_STEPS:
+        return ACCELERATOR_BLOCK_STEPS
+    return 1 << max(0, int(steps_bound) - 1).bit_length()
 
 
 def choose_lanes(platform: str, bytes_per_lane: int, free: int | None, instances: Instance,

@@ -15,7 +15,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from jaxbandits import batching, distributed, programs
 from jaxbandits import precision as precision_policy
-from jaxbandits.algorithms.base import Algorithm, with_batching
+from jaxbandits.algorithms.base import Algorithm, StepsNeeded, with_batching
 from jaxbandits.engine.lanes import make_chunk_runner
 from jaxbandits.engine.layout import (CHUNK_LANES, Layout, _pow2_floor, choose_block_steps, choose_lanes,
                                       free_memory, lane_bytes)
@@ -95,6 +95,16 @@ def _task_list(tasks, T: int) -> np.ndarray:
     return distributed.process_share(all_tasks)  # this process's share (all of them on one host)
 
 
+def steps_bound(algorithm, inst, max_steps: int) -> int:
+    """The most steps a replication of ``algorithm`` takes on ``inst`` (a batch): ``max_steps``, or
+    fewer for a fixed-budget algorithm that knows its steps
+    (:class:`~jaxbandits.algorithms.base.StepsNeeded`)."""
+    bound = int(max_steps)
+    if isinstance(algorithm, StepsNeeded):
+        bound = min(bound, int(algorithm.steps_needed(inst)))
+    return bound
+
+
 def _plan_and_compile(algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, devices, lanes, chunk_size,
                       refill_min, record_pulls, block_steps, n_tasks):
     """Choose the layout (:class:`Layout`) and fetch or compile its program; returns (program,
@@ -119,7 +129,8 @@ def _plan_and_compile(algorithm, inst, key, dynamic, n_reps_arr, max_steps_arr, 
     else:
         chunk_per_dev = max(1, math.ceil(int(chunk_size) / D))
     L = min(L, chunk_per_dev)
-    S = int(block_steps) if block_steps else choose_block_steps(platform)
+    S = int(block_steps) if block_steps else choose_block_steps(
+        platform, None if platform == "cpu" else steps_bound(algorithm, inst, int(max_steps_arr)))
     static_algorithm, _ = algorithm.split_dynamic()
     compile_time = 0.0
     while True:
@@ -234,7 +245,8 @@ def simulate(
         padding runs on its instances padded to the bucket's (K, M), so sizes sharing a bucket
         share one program; results are read back at the real K and M.
       block_steps: steps every lane takes between two checks for finished lanes (a loop with a
-        trip count fixed at compile time; default :func:`choose_block_steps`, from the backend).
+        trip count fixed at compile time; default :func:`choose_block_steps`, from the backend and,
+        on an accelerator, the most steps a replication can take).
         Lanes that finish inside a block idle until it ends.  Results never depend on it.
       allow_ties: run instances whose best item (or top-m boundary) is tied; refused by default,
         since the answer is not unique and an exact-identification run may never stop.
