@@ -103,6 +103,40 @@ def test_peace_design_is_the_released_frank_wolfe():
         assert abs(float(rho) - rho_ref) <= 1e-10 * rho_ref
     lam, rho = xy_fixed_iterations(X, X, item_mask=jnp.arange(11) == 4, iters=50)
     assert float(rho) == 0.0 and np.allclose(np.asarray(lam), 1 / 11)
+    # the released 999 iterations on the static d = 16 instance: A^-1 is inverted afresh every
+    # _XY_REFRESH iterations only (rank-one updates between), the released code at every one
+    X = np.asarray(seeds.static_basis(0.3, d=16).arms)
+    items = np.array([0, 1, 5, 9, 15])
+    r, c = np.triu_indices(len(items), 1)
+    lam_ref, rho_ref = _released_fw_xy(X, X[items][r] - X[items][c], iters=1000)
+    lam, rho = xy_fixed_iterations(X, X, item_mask=jnp.asarray(np.isin(np.arange(16), items)), iters=1000)
+    np.testing.assert_allclose(np.asarray(lam), lam_ref, rtol=0, atol=1e-12)
+    assert abs(float(rho) - rho_ref) <= 1e-10 * rho_ref
+
+
+def test_peace_design_inverts_once_per_block_of_iterations():
+    """The released Frank-Wolfe's 999 iterations make ceil(999 / _XY_REFRESH) inversions (one LU
+    a block, none in the rank-one iterations): on a GPU each is a batched solver call."""
+    from jaxbandits.design import minimax
+
+    X = jnp.asarray(seeds.static_basis(0.3, d=16).arms)
+    jaxpr = jax.make_jaxpr(lambda m: minimax.xy_fixed_iterations(X, X, item_mask=m, iters=1000))(
+        jnp.ones(16, bool))
+
+    def eqns(jx):  # every equation, nested jaxprs included
+        for e in jx.eqns:
+            yield e
+            for v in e.params.values():
+                for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+                    inner = getattr(sub, "jaxpr", sub)
+                    if hasattr(inner, "eqns"):
+                        yield from eqns(inner)
+
+    scans = [e for e in eqns(jaxpr.jaxpr) if e.primitive.name == "scan" and e.params["length"] == minimax._XY_REFRESH]
+    assert len(scans) == 1 and minimax._XY_REFRESH >= 32
+    inner = {e.primitive.name for e in eqns(scans[0].params["jaxpr"].jaxpr)}
+    assert not inner & {"lu", "triangular_solve", "cholesky", "eigh"}, inner
+    assert "lu" in {e.primitive.name for e in eqns(jaxpr.jaxpr)}  # the block's inversion
 
 
 def test_peace_matches_the_released_error_rate_where_halving_peace_cannot():

@@ -509,6 +509,10 @@ def xy_allocation(X, Z=None, *, item_mask=None, arm_mask=None, init=None, tol: f
     return _solution(lam, k, f, lb, value, tol)
 
 
+#: iterations of :func:`xy_fixed_iterations` between two fresh inversions of A(lambda)
+_XY_REFRESH = 128
+
+
 def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: float = 0.5):
     """(lambda, rho): the XY design of the released Peace codes' Frank-Wolfe (Katz-Samuels et al.
     2020's ``fw_XY``, as Xiong et al.'s ``algorithms/fw.py`` runs it): from the uniform design over
@@ -518,31 +522,51 @@ def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: f
     design (before its step), as the released code returns it; rho = 0 and the uniform design
     when fewer than two items are active.  Fixed iterations, no stopping test (a loop of a trip
     count known at compile time).  The design keeps every arm in its support, so A(lambda) is
-    invertible when the arms span R^d (the released code's pseudo-inverse is then the inverse)."""
+    invertible when the arms span R^d (the released code's pseudo-inverse is then the inverse).
+
+    A(lambda)^-1 is inverted afresh every ``_XY_REFRESH`` iterations and otherwise updated by the
+    rank-one step's Sherman-Morrison formula (the released code inverts at every iteration): 8
+    batched solver calls per 999 iterations instead of 999, which on a GPU were most of Peace's
+    step.  The designs agree with the released code's to within rounding
+    (``tests/test_fixed_budget.py``); measured against inverting at every iteration on Soare's
+    d = 10 and the static d = 16 instances (200 item subsets each), the designs were identical and
+    rho within 1e-15 relative, even with no refresh over the 999 iterations."""
     X = as_float(X)
     Z = X if Z is None else as_float(Z)
     K, M = X.shape[0], Z.shape[0]
     dt = X.dtype
     im = full_mask(item_mask, M)
     pair = im[:, None] & im[None, :] & ~jnp.eye(M, dtype=bool)
+    n = int(iters) - 1  # iterations k = 1, ..., iters - 1
 
-    def rho_and_pair(lam):
-        Ainv = jnp.linalg.inv((X.T * lam) @ X)
+    def rho_and_pair(Ainv):
         Q = Z @ Ainv @ Z.T
         q = jnp.diagonal(Q)
         norms = jnp.where(pair, q[:, None] + q[None, :] - 2.0 * Q, -jnp.inf)
         flat = jnp.argmax(norms.reshape(-1))
-        return norms.reshape(-1)[flat], Z[flat // M] - Z[flat % M], Ainv
+        return norms.reshape(-1)[flat], Z[flat // M] - Z[flat % M]
 
-    def body(count, carry):
-        lam, _ = carry
-        rho, y, Ainv = rho_and_pair(lam)
-        g = (X @ (Ainv @ y)) ** 2
-        eta = step / (count.astype(dt) + 2.0)
-        return (1.0 - eta) * lam + eta * jax.nn.one_hot(jnp.argmax(g), K, dtype=dt), rho
+    def one(carry, count):
+        lam, Ainv, rho_prev = carry
+        rho, y = rho_and_pair(Ainv)
+        j = jnp.argmax((X @ (Ainv @ y)) ** 2)
+        live = count <= n  # the last block's iterations past iters - 1 change nothing
+        eta = jnp.where(live, step / (count.astype(dt) + 2.0), 0.0)
+        x = X[j]
+        u = Ainv @ x
+        denom = (1.0 - eta) + eta * (x @ u)
+        Ainv = (Ainv - eta * jnp.outer(u, u) / denom) / (1.0 - eta)
+        lam = (1.0 - eta) * lam + eta * jax.nn.one_hot(j, K, dtype=dt)
+        return (lam, Ainv, jnp.where(live, rho, rho_prev)), None
+
+    def block(b, carry):
+        lam, rho = carry
+        counts = 1 + b * _XY_REFRESH + jnp.arange(_XY_REFRESH)
+        (lam, _, rho), _ = jax.lax.scan(one, (lam, jnp.linalg.inv((X.T * lam) @ X), rho), counts)
+        return lam, rho
 
     lam0 = jnp.full((K,), 1.0 / K, dt)
-    lam, rho = jax.lax.fori_loop(1, int(iters), body, (lam0, jnp.zeros((), dt)))
+    lam, rho = jax.lax.fori_loop(0, -(-n // _XY_REFRESH), block, (lam0, jnp.zeros((), dt)))
     few = jnp.sum(im) < 2
     return jnp.where(few, lam0, lam), jnp.where(few, 0.0, rho)
 
