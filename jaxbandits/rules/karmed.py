@@ -10,6 +10,10 @@ read the per-arm counts N_a(t) and sums of the statistics, mu_hat_a(t) = S_a(t) 
   (:data:`jaxbandits.rules.thresholds.ALIASES` ``["karmed"]``).
 * :class:`TopTwo`: Top Two sampling (EB-TC, T3C) with the transportation-cost challenger;
   :class:`KLLUCB` and :class:`LUCBStop`: KL-LUCB (Kaufmann & Kalyanakrishnan 2013).
+* :class:`EBTCEpsilon`: the sampling rule of EB-TCε (Jourdan, Degenne & Kaufmann, NeurIPS 2023;
+  Gaussian arms): the empirical best leader, the challenger of slack eps0
+  (:func:`epsilon_tc_challenger`) and K deterministic tracking procedures, one per leader; its
+  stopping rule is :class:`ChernoffGLR` with the composition's epsilon (:func:`epsilon_glr_statistic`).
 * :class:`TrackAndStop`: the sampling rule of Track-and-Stop (Garivier & Kaufmann 2016, Sec 3.1):
   w*(mu_hat(t)) (:func:`jaxbandits.design.karmed.optimal_weights`, fixed trip counts) tracked by
   D-tracking with forced exploration, or by C-tracking of the eps_t-projected weights.
