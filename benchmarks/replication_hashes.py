@@ -55,7 +55,9 @@ def configurations():
     instance_of = {"UCBGLM": bernoulli, "SphereBAI": sphere,
                    **{n: karmed for n in ("KArmedTrackAndStop", "KArmedTopTwo", "KArmedKLLUCB", "SuccessiveElimination",
                                           "SuccessiveRejects", "SequentialHalving", "KArmedLUCB1",
-                                          "KArmedLilUCB")}}
+                                          "KArmedLilUCB")},
+                   # Gaussian arms only (EB-TCε)
+                   "KArmedEBTCEpsilon": make_instance(jnp.eye(4), jnp.array([0.8, 0.3, 0.5, 0.2]), 0.5)}
     out = []
     for name, cls in sorted(vars(A).items()):
         if not (isinstance(cls, type) and issubclass(cls, Algorithm)) or cls in (Algorithm, Wrapper):

@@ -91,7 +91,8 @@ def run(ctx):
     deltas = tuple(d for d in cal.DELTAS if not only_deltas or any(math.isclose(d, x) for x in only_deltas))
     ctx.config = dict(reps=reps, sigmas=cal.SIGMAS, deltas=deltas, alpha=cal.ALPHA, band=cal.APPROX_BAND,
                       reg=cal.REG, cases=[c.label for c in all_cases])
-    lbs = {(inst, d): cal.lower_bound(inst, d) for inst in cal.INSTANCES for d in cal.DELTAS}
+    # per case: an epsilon-best-arm case has its own bound (T_eps); labels repeat across instances
+    lbs = {(c.label, c.instance, d): cal.lower_bound(c.instance, d, c.epsilon) for c in all_cases for d in cal.DELTAS}
     rows, mut_rows, checks = [], [], []
 
     def sim(case, alg, sigma, delta, option=""):
@@ -103,11 +104,11 @@ def run(ctx):
     for case in all_cases:
         for delta in deltas:
             try:
-                alg = case.algorithm(delta)
+                case.algorithm(delta)  # a case that cannot be configured is reported, not run
             except (TypeError, AttributeError) as e:
                 rows.append(dict(algorithm=case.label, instance=case.instance, delta=delta, verdict=f"not run: {e}"))
                 continue
-            out = {s: sim(case, alg, s, delta) for s in cal.SIGMAS}
+            out = {s: sim(case, case.algorithm(delta, noise=s), s, delta) for s in cal.SIGMAS}
             unit = out[cal.UNIT_SIGMA]
             for s in cal.SIGMAS:
                 samples, correct, stopped = out[s]
@@ -116,7 +117,7 @@ def run(ctx):
                 rows.append(cal.calibration_row(
                     case, s, delta, samples, correct, stopped,
                     unit_samples=None if s == cal.UNIT_SIGMA else unit[0], unit_capped=not unit[2].all(),
-                    lower_bound=lbs[(case.instance, delta)], published=pub))
+                    lower_bound=lbs[(case.label, case.instance, delta)], published=pub))
                 if pub is not None:
                     checks.append(published_check(rows[-1], pub, f"{case.label} on {case.instance}, sigma = {s:g}, "
                                                                  f"delta = {delta:g}"))
@@ -126,7 +127,7 @@ def run(ctx):
                 continue
             for name, sig in cal.mutations(s).items():
                 try:
-                    malg = case.algorithm(delta, sigma=sig)
+                    malg = case.algorithm(delta, sigma=sig, noise=s)
                 except TypeError as e:
                     mut_rows.append(dict(algorithm=case.label, instance=case.instance, sigma=s, delta=delta, option=name,
                                          verdict=f"not run: {e}"))
@@ -134,7 +135,7 @@ def run(ctx):
                 samples, correct, stopped = sim(case, malg, s, delta, option=name)
                 mut_rows.append(cal.calibration_row(
                     case, s, delta, samples, correct, stopped, unit_samples=unit[0],
-                    unit_capped=not unit[2].all(), lower_bound=lbs[(case.instance, delta)], option=name))
+                    unit_capped=not unit[2].all(), lower_bound=lbs[(case.label, case.instance, delta)], option=name))
             _write_csv(ctx.out / "calibration.csv", rows)
             _write_csv(ctx.out / "mutations.csv", mut_rows)
 

@@ -829,8 +829,8 @@ def _karmed_gk16(key, scenario):
 
 
 def _karmed_fc_baselines(linear: bool = True):
-    from jaxbandits.algorithms import (KArmedKLLUCB, KArmedLilUCB, KArmedLUCB1, KArmedTopTwo, KArmedTrackAndStop,
-                                       SuccessiveElimination, UniformGLR)
+    from jaxbandits.algorithms import (KArmedEBTCEpsilon, KArmedKLLUCB, KArmedLilUCB, KArmedLUCB1, KArmedTopTwo,
+                                       KArmedTrackAndStop, SuccessiveElimination, UniformGLR)
 
     out = {
         "Track-and-Stop (D)": lambda delta, **_: KArmedTrackAndStop(delta=delta),
@@ -845,8 +845,10 @@ def _karmed_fc_baselines(linear: bool = True):
         "lil'UCB": lambda delta, **_: KArmedLilUCB(delta=delta),
         "Successive Elimination": lambda delta, **_: SuccessiveElimination(delta=delta),
     }
-    if linear:  # the Gaussian linear GLR: Gaussian arms only
+    if linear:  # Gaussian arms only: the Gaussian linear GLR, and EB-TCε (epsilon = 0.1, the paper's
+        # experiments; an epsilon-good answer counts as correct, the table's lower bound is best-arm T*)
         out["UniformGLR"] = lambda delta, **_: UniformGLR(delta=delta)
+        out["EB-TC-epsilon (IDS)"] = lambda delta, **_: KArmedEBTCEpsilon(delta=delta)
     return out
 
 

@@ -94,6 +94,9 @@ INSTANCES = ("hard_top1", "classic_topm", "k_armed")
 #: the K-armed calibration instance's means at sigma_0 = 1/2: Garivier & Kaufmann 2016's scenario
 #: mu1 (Sec 6) as Gaussian means (gaps 0.05, 0.07, 0.1: 0.1 to 0.2 sigma_0)
 K_ARMED_MU = (0.5, 0.45, 0.43, 0.4)
+#: the slack of the epsilon-best-arm case on ``k_armed`` at sigma_0: arm 1 (gap 0.05) is epsilon-good,
+#: arms 2 and 3 (gaps 0.07 and 0.1) are not
+EPSILON_K_ARMED = 0.06
 
 
 def calibration_instance(name: str, sigma: float):
@@ -155,6 +158,11 @@ class Case:
       reference: the published key (instance, name) in :data:`PUBLISHED`, or None.
       max_steps: step cap (generous; capped runs fail the checks, they are never dropped).
       note: one sentence for the table.
+      epsilon: the slack of an epsilon-best-arm algorithm at sigma_0 (reward units; 0: best-arm
+        identification).  It scales with the grid like the means (epsilon sigma / sigma_0 at noise
+        sigma, :meth:`algorithm`), so every grid point is the same problem in units of sigma; the
+        engine counts an epsilon-good answer as correct, and the lower bound is T_eps
+        (:func:`lower_bound`).
     """
 
     label: str
@@ -165,11 +173,15 @@ class Case:
     reference: tuple[str, str] | None = None
     max_steps: int = 1_000_000
     note: str = ""
+    epsilon: float = 0.0
 
-    def algorithm(self, delta: float, sigma: float | None = None):
+    def algorithm(self, delta: float, sigma: float | None = None, noise: float | None = None):
         """The configuration at ``delta``; ``sigma`` (a mutation) is passed as the algorithm's
-        ``sigma`` option, and ``TypeError`` is raised when the algorithm has none."""
+        ``sigma`` option, and ``TypeError`` is raised when the algorithm has none; ``noise`` (the
+        grid's sigma) scales a case's ``epsilon`` (its slack at sigma_0)."""
         alg = self.make(delta)
+        if self.epsilon and noise is not None:
+            alg = dataclasses.replace(alg, epsilon=float(self.epsilon * noise / SIGMA0))
         if sigma is None:
             return alg
         if "sigma" not in {f.name for f in dataclasses.fields(alg)}:
@@ -268,8 +280,8 @@ def k_armed_cases() -> list[Case]:
     sub-Gaussian widths sigma sqrt(2 beta / N)), so each is exactly equivariant; the GLR with
     empirical variances estimates the variances itself and never reads ``sigma``, so the sigma
     mutations leave it unchanged (its mutation rows pass, as they should)."""
-    from jaxbandits.algorithms import (KArmedKLLUCB, KArmedLilUCB, KArmedLUCB1, KArmedTopTwo, KArmedTrackAndStop,
-                                       SuccessiveElimination)
+    from jaxbandits.algorithms import (KArmedEBTCEpsilon, KArmedKLLUCB, KArmedLilUCB, KArmedLUCB1, KArmedTopTwo,
+                                       KArmedTrackAndStop, SuccessiveElimination)
 
     K = "k_armed"
     return [
@@ -292,6 +304,10 @@ def k_armed_cases() -> list[Case]:
              note="Jamieson et al. 2014, the paper's constants; delta is the bound's parameter"),
         Case("Successive Elimination [K-armed]", K, lambda d: SuccessiveElimination(delta=d),
              note="Even-Dar et al. 2006"),
+        Case("EB-TCε (IDS) [K-armed]", K, lambda d: KArmedEBTCEpsilon(delta=d, epsilon=EPSILON_K_ARMED),
+             epsilon=EPSILON_K_ARMED,
+             note="Jourdan, Degenne & Kaufmann 2023, epsilon-best arm: eps = eps0 = 0.06 at sigma_0 (arms 0 and 1 "
+                  "epsilon-good), scaled with the grid; lower bound T_eps kl(delta, 1 - delta)"),
         Case("Track-and-Stop, unknown variances (GLR) [K-armed]", K,
              lambda d: KArmedTrackAndStop(delta=d, variances="empirical", statistic="glr"),
              note="Jourdan, Degenne & Kaufmann 2023: the GLR with unknown variances, heuristic threshold"),
@@ -461,11 +477,19 @@ def calibration_row(case: Case, sigma: float, delta: float, samples, correct, st
 
 
 @functools.lru_cache(maxsize=None)
-def lower_bound(instance_name: str, delta: float) -> float | None:
+def lower_bound(instance_name: str, delta: float, epsilon: float = 0.0) -> float | None:
     """sigma^2 T* kl(delta, 1 - delta) of a best-arm calibration instance (the same at every sigma
-    of the grid); None for Top-m."""
+    of the grid); None for Top-m.  With a slack ``epsilon`` > 0 (at sigma_0, K-armed only) the
+    epsilon-best-arm bound T_eps kl(delta, 1 - delta) (:func:`jaxbandits.design.karmed.epsilon_lower_bound`)."""
     if instance_name not in ("hard_top1", "k_armed"):
         return None
+    if epsilon:
+        if instance_name != "k_armed":
+            raise ValueError(f"an epsilon lower bound is computed for the K-armed instance only, got {instance_name!r}")
+        from jaxbandits.design.karmed import epsilon_lower_bound
+
+        inst = calibration_instance(instance_name, SIGMA0)
+        return float(epsilon_lower_bound(inst.theta, delta, epsilon, sigma=SIGMA0))
     from jaxbandits.design import lower_bound as lb
 
     return float(lb(calibration_instance(instance_name, SIGMA0), delta))

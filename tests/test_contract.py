@@ -45,6 +45,8 @@ INSTANCES = {"UCBGLM": BERNOULLI, "SphereBAI": SPHERE}
 #: K-armed algorithms run on a K-armed bandit (arms = items = the identity)
 KARMED = make_instance(jnp.eye(4), jnp.array([0.8, 0.3, 0.5, 0.2]), 1.0, model="bernoulli")
 INSTANCES.update({"KArmedTrackAndStop": KARMED, "SuccessiveElimination": KARMED, "KArmedTopTwo": KARMED, "KArmedKLLUCB": KARMED, "KArmedLUCB1": KARMED, "KArmedLilUCB": KARMED, "SuccessiveRejects": KARMED, "SequentialHalving": KARMED})
+#: Gaussian arms only (EB-TCε)
+INSTANCES["KArmedEBTCEpsilon"] = make_instance(jnp.eye(4), jnp.array([0.8, 0.3, 0.5, 0.2]), 1.0)
 
 
 def exported() -> dict[str, type]:

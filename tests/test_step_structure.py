@@ -21,7 +21,7 @@ from jaxbandits import batching
 from jaxbandits.algorithms.base import with_batching
 from jaxbandits.algorithms.fixed_confidence.sphere import sphere_instance
 from jaxbandits.engine import instance_at
-from jaxbandits.instances import garivier_kaufmann_2016, seeds
+from jaxbandits.instances import garivier_kaufmann_2016, k_armed, seeds
 from jaxbandits.instances.base import as_batch
 
 #: where a data-dependent loop may stay ("file.py:function" of the code that starts it, matched as
@@ -69,6 +69,8 @@ def _cases():
         ("Successive Elimination", A.SuccessiveElimination(), bernoulli),
         ("EB-TC Bernoulli", A.KArmedTopTwo(), bernoulli),
         ("Track-and-Stop Bernoulli", A.KArmedTrackAndStop(), bernoulli),
+        ("EB-TCε", A.KArmedEBTCEpsilon(), k_armed((1.0, 0.95, 0.5, 0.4), "gaussian")),
+        ("EB-TCε fixed", A.KArmedEBTCEpsilon(selection="fixed", epsilon0=0.0), k_armed((1.0, 0.95, 0.5, 0.4), "gaussian")),
     ]
 
 

@@ -36,7 +36,7 @@ from jaxbandits.algorithms.fixed_confidence.top_two import TopTwo  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.track_and_stop import LazyTrackAndStop  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.uniform import UniformGLR  # noqa: F401
 from jaxbandits.algorithms.fixed_confidence.xy import XYAdaptive, XYOracle, XYStatic  # noqa: F401
-from jaxbandits.algorithms.fixed_confidence.karmed import (KArmedKLLUCB, KArmedLilUCB,  # noqa: F401,E402
+from jaxbandits.algorithms.fixed_confidence.karmed import (KArmedEBTCEpsilon, KArmedKLLUCB, KArmedLilUCB,  # noqa: F401,E402
                                                           KArmedLUCB1, KArmedTopTwo, KArmedTrackAndStop,
                                                           SuccessiveElimination)
 from jaxbandits.algorithms.fixed_budget.karmed import SequentialHalving, SuccessiveRejects  # noqa: F401,E402

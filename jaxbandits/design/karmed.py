@@ -358,6 +358,48 @@ def lower_bound(mu, delta, family: str = "bernoulli", *, sigma=1.0) -> jax.Array
     return characteristic_time(mu, family, sigma=sigma) * kl(delta, 1.0 - delta)
 
 
+def shifted_means(mu, epsilon, mask=None):
+    """mu' with mu'_{i*} = mu* and mu'_a = mu_a - epsilon for a != i* (i* the first best arm): the
+    instance whose T* is the epsilon-characteristic time of :func:`epsilon_characteristic_time`."""
+    mu = jnp.asarray(mu)
+    real = jnp.ones(mu.shape[-1:], bool) if mask is None else jnp.asarray(mask, bool)
+    best = jnp.argmax(jnp.where(real, mu, -jnp.inf))
+    return jnp.where(jnp.arange(mu.shape[-1]) == best, mu, mu - epsilon)
+
+
+def epsilon_optimal_weights(mu, epsilon, *, sigma=1.0, mask=None, outer: int = 12,
+                            inner: int = 8) -> DesignSolution:
+    """w*_eps(mu) and T_eps(mu) of Gaussian arms with known variance sigma^2 and additive slack
+    epsilon >= 0 (epsilon-best-arm identification: an answer a is correct when mu_a >= mu* - eps):
+
+        T_eps(mu)^-1 = max_w min_{a != i*} (mu* - mu_a + eps)^2 / (2 sigma^2 (1 / w_{i*} + 1 / w_a)),
+
+    the max over the correct answers being attained at i* in this Gaussian, additive case (Garivier
+    & Kaufmann, "Nonasymptotic sequential tests for overlapping hypotheses applied to near-optimal
+    arm identification in bandit models", Sequential Analysis 2021; the characteristic time of
+    Jourdan, Degenne & Kaufmann, NeurIPS 2023).  It is T* (:func:`optimal_weights`) of
+    :func:`shifted_means`; eps = 0 gives T*(mu).  Fields as :func:`optimal_weights`'s."""
+    return optimal_weights(shifted_means(mu, epsilon, mask), "gaussian", sigma=sigma, mask=mask, outer=outer,
+                           inner=inner)
+
+
+def epsilon_characteristic_time(mu, epsilon, *, sigma=1.0) -> jax.Array:
+    """T_eps(mu) (:func:`epsilon_optimal_weights`), for one mean vector [K] or a batch [..., K]."""
+    mu = jnp.asarray(mu)
+    fn = lambda m: epsilon_optimal_weights(m, epsilon, sigma=sigma).value  # noqa: E731
+    for _ in range(mu.ndim - 1):
+        fn = jax.vmap(fn)
+    return fn(mu)
+
+
+def epsilon_lower_bound(mu, delta, epsilon, *, sigma=1.0) -> jax.Array:
+    """T_eps(mu) kl(delta, 1 - delta): the lower bound on E[tau_delta] of every algorithm that is
+    (epsilon, delta)-correct on Gaussian arms (:func:`epsilon_optimal_weights`)."""
+    from jaxbandits.stats import kl_bernoulli as kl
+
+    return epsilon_characteristic_time(mu, epsilon, sigma=sigma) * kl(delta, 1.0 - delta)
+
+
 def epsilon_projection(w, eps, iters: int = 64):
     """The L-infinity projection of w onto Sigma_K^eps = {v in the simplex : v_a >= eps}:
     v_a = max(w_a - h, eps) with h >= 0 such that sum_a v_a = 1 (found by ``iters`` bisection
@@ -383,7 +425,8 @@ def c_tracking_eps(t, K):
 
 __all__ = ["FAMILIES", "kl_gaussian", "kl_bernoulli", "divergence", "pair_cost", "optimal_weights",
            "heteroscedastic_weights", "heteroscedastic_pair_cost", "heteroscedastic_certificate",
-           "characteristic_time", "lower_bound", "certificate", "epsilon_projection", "c_tracking_eps"]
+           "characteristic_time", "lower_bound", "certificate", "epsilon_projection", "c_tracking_eps",
+           "shifted_means", "epsilon_optimal_weights", "epsilon_characteristic_time", "epsilon_lower_bound"]
 
 # compiled once per shape and options (the trip counts, the family), and float64 inside, whatever the
 # caller's x64 setting (jaxbandits.precision)
@@ -392,4 +435,5 @@ heteroscedastic_weights = jax.jit(heteroscedastic_weights, static_argnames=("ite
 
 from jaxbandits.precision import wrap_module as _wrap  # noqa: E402
 
-_wrap(globals(), ["optimal_weights", "heteroscedastic_weights", "characteristic_time", "lower_bound"])
+_wrap(globals(), ["optimal_weights", "heteroscedastic_weights", "characteristic_time", "lower_bound",
+                  "epsilon_optimal_weights", "epsilon_characteristic_time", "epsilon_lower_bound"])

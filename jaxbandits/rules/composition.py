@@ -171,6 +171,7 @@ class Composition(Composed):
             if eps > 0 and not self.stopping.epsilon_good:
                 raise ValueError(f"epsilon = {eps} needs a stopping rule that certifies epsilon-best answers; "
                                  f"{type(self.stopping).__name__} identifies the best arm (epsilon = 0)")
+            self.stopping.check_epsilon(eps, instance)
         if self.eliminate is not None and self.eliminate.on and (not (eps is None or eps == 0) or self.top_m != 1):
             raise ValueError("elimination covers exact best-arm identification (m = 1, epsilon = 0)")
         self.sampling.check_stopping(self.stopping)

@@ -247,3 +247,9 @@ class StoppingRule(Configurable):
 
     def validate(self, instance: Instance) -> None:
         """Host-side checks of the rule against an instance (raise ``ValueError``)."""
+
+    def check_epsilon(self, epsilon: float, instance: Instance) -> None:
+        """Host-side check of a slack epsilon > 0 against an instance (raise ``ValueError``), for a
+        rule with ``epsilon_good`` that certifies epsilon-best answers on some instances only;
+        default: none."""
+        del epsilon, instance

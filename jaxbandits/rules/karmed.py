@@ -10,6 +10,10 @@ read the per-arm counts N_a(t) and sums of the statistics, mu_hat_a(t) = S_a(t) 
   (:data:`jaxbandits.rules.thresholds.ALIASES` ``["karmed"]``).
 * :class:`TopTwo`: Top Two sampling (EB-TC, T3C) with the transportation-cost challenger;
   :class:`KLLUCB` and :class:`LUCBStop`: KL-LUCB (Kaufmann & Kalyanakrishnan 2013).
+* :class:`EBTCEpsilon`: the sampling rule of EB-TCε (Jourdan, Degenne & Kaufmann, NeurIPS 2023;
+  Gaussian arms): the empirical best leader, the challenger of slack eps0
+  (:func:`epsilon_tc_challenger`) and K deterministic tracking procedures, one per leader; its
+  stopping rule is :class:`ChernoffGLR` with the composition's epsilon (:func:`epsilon_glr_statistic`).
 * :class:`TrackAndStop`: the sampling rule of Track-and-Stop (Garivier & Kaufmann 2016, Sec 3.1):
   w*(mu_hat(t)) (:func:`jaxbandits.design.karmed.optimal_weights`, fixed trip counts) tracked by
   D-tracking with forced exploration, or by C-tracking of the eps_t-projected weights.
@@ -66,6 +70,24 @@ def chernoff_statistic(family: str, mu: jax.Array, counts: jax.Array, valid: jax
     return jnp.min(jnp.where(others, cost, jnp.inf)), b
 
 
+def epsilon_glr_statistic(mu: jax.Array, counts: jax.Array, valid: jax.Array, sigma, epsilon):
+    """(Z_eps(t), b): the empirical best arm b and the epsilon-GLR of Gaussian arms with known
+    variance (Jourdan, Degenne & Kaufmann, "An epsilon-Best-Arm Identification Algorithm for
+    Fixed-Confidence and Beyond", NeurIPS 2023, the stopping rule of EB-TCε),
+
+        Z_eps(t) = min_{a != b} sign(x_a) x_a^2 / (2 sigma^2 (1 / N_b + 1 / N_a)),  x_a = mu_b - mu_a + eps,
+
+    in KL units.  It is written as the Gaussian :func:`jaxbandits.design.karmed.pair_cost` of the
+    means (mu_b + eps, mu_a), so that at eps = 0 it is, operation for operation, the statistic of
+    :func:`chernoff_statistic`.  (With b the empirical best arm x_a >= eps >= 0, so the sign only
+    matters for a leader other than the empirical best.)"""
+    b = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
+    x = mu[b] + epsilon - mu
+    cost = jnp.sign(x) * karmed.pair_cost("gaussian", mu[b] + epsilon, mu, counts[b], counts, sigma)
+    others = valid & (jnp.arange(mu.shape[0]) != b)
+    return jnp.min(jnp.where(others, cost, jnp.inf)), b
+
+
 @dataclasses.dataclass(frozen=True)
 class ChernoffGLR(StoppingRule):
     """Chernoff's stopping rule (Garivier & Kaufmann 2016, Sec 3.2; module docstring): stop when
@@ -74,6 +96,12 @@ class ChernoffGLR(StoppingRule):
     Units: for Gaussian rewards the statistic is stated for unit variance and the threshold
     multiplied by sigma^2 (the convention of :class:`~jaxbandits.rules.core.Decision`); for
     Bernoulli rewards both are in KL units.
+
+    epsilon-best answers (Gaussian arms): with the composition's slack eps = ``ctx.epsilon`` > 0
+    the statistic is the epsilon-GLR Z_eps(t) of :func:`epsilon_glr_statistic` (the stopping rule of
+    EB-TCε, Jourdan, Degenne & Kaufmann, NeurIPS 2023), and the empirical best arm is certified
+    epsilon-good; at eps = 0 it is Chernoff's statistic, operation for operation.  Bernoulli arms
+    with eps > 0 are refused (:meth:`check_epsilon`).
 
     Attributes:
       threshold: ``"heuristic"`` log((1 + log t) / delta) (the paper's experiments, Sec 6),
@@ -86,8 +114,15 @@ class ChernoffGLR(StoppingRule):
 
     threshold: str = "heuristic"
 
+    epsilon_good: ClassVar[bool] = True
+
     def __post_init__(self):
         thresholds.resolve("karmed", self.threshold)
+
+    def check_epsilon(self, epsilon: float, instance: Instance) -> None:
+        if epsilon > 0 and instance.model != "gaussian":
+            raise ValueError(f"ChernoffGLR: epsilon = {epsilon} (epsilon-best answers) is defined here for Gaussian "
+                             f"arms only, got model={instance.model!r}; use epsilon = 0 for Bernoulli arms")
 
     def prior(self, instance: Instance) -> Belief:
         dt = instance.arms.dtype
@@ -119,7 +154,10 @@ class ChernoffGLR(StoppingRule):
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
         instance = ctx.instance
         mu = empirical_means(stats)
-        z, b = chernoff_statistic(instance.model, mu, stats.counts, instance.valid_arms(), ctx.sigma)
+        if instance.model == "gaussian":
+            z, b = epsilon_glr_statistic(mu, stats.counts, instance.valid_arms(), ctx.sigma, ctx.epsilon)
+        else:
+            z, b = chernoff_statistic(instance.model, mu, stats.counts, instance.valid_arms(), ctx.sigma)
         beta, ready = self.beta(stats, t, ctx)
         return Decision(Belief(stats, t, mu, None, None, b.astype(jnp.int32)), self._scale(ctx) * z, beta, ready)
 
@@ -518,6 +556,96 @@ class TopTwo(SamplingRule):
 
     def validate(self, instance: Instance) -> None:
         (check_k_armed if self.variances is None else check_gaussian)(instance, "TopTwo")
+
+
+# -- EB-TCε ---------------------------------------------------------------------------------------------
+def epsilon_tc_challenger(mu, counts, leader, valid, epsilon0):
+    """The challenger of EB-TCε: argmin_{a != B} (mu_B - mu_a + eps0) / sqrt(1 / N_B + 1 / N_a)
+    (ties towards the smaller index), the square root of the Gaussian transportation cost with
+    slack eps0 >= 0, signed; at eps0 = 0 it orders the arms as :func:`tc_challenger`'s cost."""
+    ratio = (mu[leader] - mu + epsilon0) / jnp.sqrt(1.0 / jnp.maximum(counts[leader], 1.0)
+                                                   + 1.0 / jnp.maximum(counts, 1.0))
+    others = valid & (jnp.arange(mu.shape[0]) != leader)
+    return common.argmax_fast(-jnp.where(others, ratio, jnp.inf))
+
+
+def ids_gaussian_coin(counts, leader, challenger):
+    """N_C / (N_B + N_C): :func:`ids_coin` of Gaussian arms in closed form (with mu_B != mu_C the
+    common factor (mu_B - mu_C)^2 N_B N_C / (N_B + N_C)^2 cancels), also defined where the two
+    empirical means are equal."""
+    nb, nc = counts[leader], counts[challenger]
+    return nc / jnp.maximum(nb + nc, 1.0)
+
+
+class LeaderTracking(NamedTuple):
+    """The K tracking procedures of EB-TCε, one per leader."""
+
+    rounds: jax.Array    # [K] per leader i: its leader rounds T(i) ("fixed") or sum of its beta_t ("ids")
+    own: jax.Array       # [K] per leader i: pulls of i in the rounds where i was the leader
+
+
+@dataclasses.dataclass(frozen=True)
+class EBTCEpsilon(SamplingRule):
+    """The sampling rule of EB-TCε (Jourdan, Degenne & Kaufmann, "An epsilon-Best-Arm
+    Identification Algorithm for Fixed-Confidence and Beyond", NeurIPS 2023, arXiv 2305.16041), on
+    Gaussian arms with known variance.  Written from the paper's algorithm description (the
+    equations, not released code; its equation numbers are not cited):
+
+    * leader B_n = argmax_i mu_hat_i (ties towards the smaller index);
+    * challenger C_n = argmin_{i != B_n} (mu_hat_B - mu_hat_i + eps0) / sqrt(1 / N_B + 1 / N_i)
+      (:func:`epsilon_tc_challenger`);
+    * selection by tracking, K procedures, one per leader, no random draw: with T_{n+1}(i) the
+      rounds in which i was the leader (the current one counted) and N^i_{n,i} the pulls of i in
+      those rounds, ``selection="fixed"`` pulls B_n if N^{B_n}_{n,B_n} <= beta T_{n+1}(B_n), else C_n;
+      ``selection="ids"`` (information-directed) pulls B_n if N^{B_n}_{n,B_n} <= sum_{t <= n, B_t = B_n}
+      beta_t, with beta_t = N_{t,C} / (N_{t,B} + N_{t,C}) (:func:`ids_gaussian_coin`).
+
+    The state is :class:`LeaderTracking`; it starts after the initialisation (each arm once,
+    :class:`jaxbandits.rules.sampling.Initial`).  Deterministic given the rewards: ``draws = 0``.
+
+    Attributes:
+      epsilon0: the challenger's slack eps0 >= 0 (traced).
+      selection: "ids" or "fixed".
+      beta: the leader's target proportion of ``selection="fixed"``, in (0, 1) (traced).
+    """
+
+    draws: ClassVar[int] = 0
+    reads: ClassVar[tuple[str, ...]] = ()
+    epsilon0: float = hyperparameter(0.1, low=0.0, low_open=False, traced=True)
+    selection: str = "ids"
+    beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
+
+    def __post_init__(self):
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
+
+    def init(self, key, instance: Instance) -> LeaderTracking:
+        dt = instance.arms.dtype
+        return LeaderTracking(jnp.zeros((instance.num_arms,), dt), jnp.zeros((instance.num_arms,), dt))
+
+    def update(self, keys, state: LeaderTracking, belief: Belief, ctx: Context):
+        del keys
+        valid = ctx.instance.valid_arms()
+        counts = belief.stats.counts
+        mu = empirical_means(belief.stats)
+        lead = common.argmax_fast(jnp.where(valid, mu, -jnp.inf))
+        chal = epsilon_tc_challenger(mu, counts, lead, valid, self.epsilon0)
+        if self.selection == "ids":
+            step = ids_gaussian_coin(counts, lead, chal)
+            rounds = state.rounds.at[lead].add(step)
+            target = rounds[lead]
+        else:
+            rounds = state.rounds.at[lead].add(1.0)
+            target = self.beta * rounds[lead]
+        pull_leader = state.own[lead] <= target
+        own = state.own.at[lead].add(pull_leader.astype(state.own.dtype))
+        return jnp.where(pull_leader, lead, chal), LeaderTracking(rounds, own)
+
+    def validate(self, instance: Instance) -> None:
+        check_k_armed(instance, "EBTCEpsilon")
+        if instance.model != "gaussian":
+            raise ValueError(f"EBTCEpsilon (EB-TCε) is for Gaussian arms with known variance, got "
+                             f"model={instance.model!r}")
 
 
 # -- LUCB ----------------------------------------------------------------------------------------------

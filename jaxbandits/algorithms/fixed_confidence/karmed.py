@@ -8,6 +8,9 @@ beta(t, delta) = log((log t + 1) / delta)); the authors' released Julia code (``
 D-tracking with the forced exploration min_a N_a(t) <= max(sqrt(t) - K/2, 0) and ties among the
 empirical best arms broken at random by pulling one of them).
 
+EB-TCε (epsilon-best-arm identification, Jourdan, Degenne & Kaufmann, NeurIPS 2023) is
+:class:`KArmedEBTCEpsilon`.
+
 The algorithm is a composition (:func:`jaxbandits.rules.compose`) of
 :class:`jaxbandits.rules.sampling.Initial` (each arm once) around
 :class:`jaxbandits.rules.karmed.TrackAndStop` and :class:`jaxbandits.rules.karmed.ChernoffGLR`;
@@ -176,6 +179,72 @@ class KArmedTopTwo(Composed):
         return Composition(sampling.Initial(rule, first="all"),
                            karmed.ChernoffGLR(threshold=self.threshold), delta=self.delta, sigma=self.sigma,
                            name=name)
+
+
+#: the thresholds of EB-TCε's epsilon-GLR (Gaussian arms): ``"heuristic"`` (the paper's
+#: experiments), ``"kaufmann_koolen"`` (delta-correct under any sampling rule) and ``"log_t"``
+EPSILON_THRESHOLDS = ("heuristic", "kaufmann_koolen", "log_t")
+
+
+@dataclasses.dataclass(frozen=True)
+class KArmedEBTCEpsilon(Composed):
+    """EB-TCε (Jourdan, Degenne & Kaufmann, "An epsilon-Best-Arm Identification Algorithm for
+    Fixed-Confidence and Beyond", NeurIPS 2023, arXiv 2305.16041) on a K-armed Gaussian bandit with
+    known variance sigma^2: epsilon-best-arm identification, an answer a being correct when
+    mu_a >= max_b mu_b - epsilon.  Written from the paper's algorithm description (its equations,
+    not released code; equation numbers are not cited).
+
+    Each arm pulled once; then the empirical best leader, the challenger of slack eps0
+    (:func:`jaxbandits.rules.karmed.epsilon_tc_challenger`) and the deterministic selection by K
+    tracking procedures, one per leader (:class:`jaxbandits.rules.karmed.EBTCEpsilon`); the run
+    stops when the epsilon-GLR of the empirical best arm exceeds the threshold
+    (:class:`jaxbandits.rules.karmed.ChernoffGLR` with the composition's ``epsilon``,
+    :func:`jaxbandits.rules.karmed.epsilon_glr_statistic`) and recommends that arm.  The engine
+    counts an epsilon-good answer as correct (the composition's slack).  The lower bound is
+    T_eps(mu) kl(delta, 1 - delta) (:func:`jaxbandits.design.karmed.epsilon_lower_bound`).
+
+    Attributes:
+      delta: confidence level.
+      epsilon: the slack eps >= 0 of the answers and of the stopping rule (0.1 in the paper's
+        experiments; 0: best-arm identification with EB-TC's challenger order).
+      epsilon0: the challenger's slack eps0 >= 0 (None: ``epsilon``).
+      selection: "ids" (information-directed, beta_n = N_C / (N_B + N_C), the recommended
+        default) or "fixed" (the target proportion ``beta``).
+      beta: the leader's target proportion of ``selection="fixed"``, in (0, 1).
+      threshold: "heuristic" log((1 + log t) / delta) (the paper's experiments), "kaufmann_koolen"
+        (delta-correct for any sampling rule, :func:`jaxbandits.rules.thresholds.kaufmann_koolen`)
+        or "log_t" log((t + 1) / delta).
+      sigma: the Gaussian noise scale (None: the instance's).
+    """
+
+    delta: float = hyperparameter(0.1, low=0.0, high=1.0, traced=True)
+    epsilon: float = hyperparameter(0.1, low=0.0, low_open=False, traced=True)
+    epsilon0: float | None = hyperparameter(None, low=0.0, low_open=False, traced=True)
+    selection: str = "ids"
+    beta: float = hyperparameter(0.5, low=0.0, high=1.0, traced=True)
+    threshold: str = "heuristic"
+    sigma: float | None = hyperparameter(None, low=0.0, traced=True)
+
+    def __post_init__(self):
+        if self.selection not in karmed.SELECTIONS:
+            raise ValueError(f"selection must be one of {karmed.SELECTIONS}, got {self.selection!r}")
+        if self.threshold not in EPSILON_THRESHOLDS:
+            raise ValueError(f"threshold must be one of {EPSILON_THRESHOLDS} (Gaussian arms), got {self.threshold!r}")
+
+    def validate(self, instance: Instance) -> None:
+        karmed.check_k_armed(instance, "KArmedEBTCEpsilon")
+        if instance.model != "gaussian":
+            raise ValueError(f"KArmedEBTCEpsilon (EB-TCε) is for Gaussian arms with known variance, got "
+                             f"model={instance.model!r}")
+        super().validate(instance)
+
+    def rules(self) -> Composition:
+        """The composition these options make (class docstring)."""
+        eps0 = self.epsilon if self.epsilon0 is None else self.epsilon0
+        rule = karmed.EBTCEpsilon(epsilon0=eps0, selection=self.selection, beta=self.beta)
+        name = "EB-TCε" + (" (IDS)" if self.selection == "ids" else "")
+        return Composition(sampling.Initial(rule, first="all"), karmed.ChernoffGLR(threshold=self.threshold),
+                           delta=self.delta, epsilon=self.epsilon, sigma=self.sigma, name=name)
 
 
 @dataclasses.dataclass(frozen=True)
