@@ -71,3 +71,66 @@ def test_small_paths_make_no_solver_call_under_vmap():
     big = str(jax.make_jaxpr(jax.vmap(lambda A: common.safe_cholesky(A)))(
         jnp.stack([_spd(rng, SMALL_DIM + 1) for _ in range(2)])))
     assert "cholesky" in big   # above SMALL_DIM: the library factorisation
+
+
+def test_span_test_by_pivots_agrees_with_the_eigenvalues():
+    """xy.spans for d <= SMALL_DIM tests the pivots of the pulled arms' Gram matrix
+    (design.core.small_pivots_exceed) instead of its eigenvalues: the same verdict on full-rank
+    sets, on rank-deficient ones (repeated and collinear arms, fewer arms than d, a zero
+    coordinate) and on none; and no eigendecomposition under vmap."""
+    from jaxbandits.algorithms.fixed_confidence import xy
+    from jaxbandits.design.core import small_pivots_exceed
+    from jaxbandits.instances import seeds
+
+    def by_eigenvalues(X, counts, rtol=1e-9):
+        A = np.asarray((X.T * (counts > 0)) @ X)
+        ev = np.linalg.eigvalsh(A)
+        return ev[0] > rtol * max(ev[-1], 1e-300)
+
+    rng = np.random.default_rng(0)
+    cases = []
+    for d in (2, 3, 5, SMALL_DIM):
+        X = rng.normal(size=(3 * d, d))
+        X[d + 1] = 2.5 * X[0]                      # a collinear arm
+        X[d + 2, 0] = 0.0
+        for _ in range(40):
+            counts = (rng.random(3 * d) < rng.uniform(0.05, 0.6)).astype(float)
+            cases.append((X, counts))
+        cases.append((X, np.zeros(3 * d)))         # nothing pulled
+        cases.append((X, np.eye(3 * d)[0] + np.eye(3 * d)[d + 1]))  # two collinear arms
+        Z = X.copy()
+        Z[:, -1] = 0.0                             # every arm in a hyperplane
+        cases.append((Z, np.ones(3 * d)))
+    soare = np.asarray(seeds.soare_benchmark(d=5, omega=0.1).arms)
+    for k in range(1, 7):
+        cases.append((soare, (np.arange(6) < k).astype(float)))
+    verdicts = set()
+    for X, counts in cases:
+        want = by_eigenvalues(X, counts)
+        got = bool(xy.spans(jnp.asarray(X), jnp.asarray(counts)))
+        assert got == want, (X.shape, counts)
+        verdicts.add(want)
+    assert verdicts == {True, False}
+    # a PSD matrix with a pivot exactly at the tolerance does not pass; above it, it does
+    A = jnp.diag(jnp.array([1.0, 0.25, 4.0]))
+    assert not bool(small_pivots_exceed(A, 0.25)) and bool(small_pivots_exceed(A, 0.2499))
+    X = jnp.asarray(rng.normal(size=(4, 12, 5)))
+    c = jnp.asarray(rng.random((4, 12)) < 0.5)
+    text = str(jax.make_jaxpr(jax.vmap(xy.spans))(X, c))
+    assert "eigh" not in text
+    big = str(jax.make_jaxpr(jax.vmap(xy.spans))(jnp.asarray(rng.normal(size=(2, 12, SMALL_DIM + 1))),
+                                                 jnp.ones((2, 12), bool)))
+    assert "eigh" in big
+
+
+def test_whitened_items_agree_with_the_library():
+    from jaxbandits.algorithms.elimination import whiten_items
+
+    rng = np.random.default_rng(1)
+    for d in (2, 5, SMALL_DIM, SMALL_DIM + 1):
+        L = jnp.linalg.cholesky(_spd(rng, d))
+        V = jnp.asarray(rng.normal(size=(9, d)))
+        want = np.linalg.solve(np.asarray(L), np.asarray(V).T)
+        np.testing.assert_allclose(np.asarray(whiten_items(L, V)), want, rtol=0, atol=1e-10 * np.abs(want).max())
+        text = str(jax.make_jaxpr(jax.vmap(whiten_items, in_axes=(0, None)))(L[None], V))
+        assert ("triangular_solve" in text) == (d > SMALL_DIM)

@@ -18,7 +18,8 @@ import jax.numpy as jnp
 from jaxbandits import design
 from jaxbandits.batching import in_smallest_bucket, item_buckets
 from jaxbandits.design import app_f
-from jaxbandits.design.core import pair_table
+from jaxbandits.algorithms.common import whiten
+from jaxbandits.design.core import SMALL_DIM, pair_table
 from jaxbandits.instances.base import Instance
 
 def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=None, arm_mask=None,
@@ -123,8 +124,11 @@ def threshold_design(lam: jax.Array, cutoff: float = 1e-5) -> jax.Array:
 def whiten_items(L: jax.Array, V: jax.Array) -> jax.Array:
     """W = L^{-1} V^T [d, n], through the explicit [d, d] inverse of the triangular factor: a
     matrix product, where a triangular solve with n right-hand sides is slow on XLA:CPU (measured
-    ~25x slower under vmap at n = 1000, d = 2)."""
+    ~25x slower under vmap at n = 1000, d = 2).  For d <= SMALL_DIM the inverse is unrolled forward
+    substitution (:func:`jaxbandits.algorithms.common.whiten` of the identity), no solver call."""
     eye = jnp.eye(L.shape[0], dtype=L.dtype)
+    if L.shape[0] <= SMALL_DIM:
+        return whiten(L, eye) @ V.T
     return jax.scipy.linalg.solve_triangular(L, eye, lower=True) @ V.T
 
 

@@ -155,6 +155,30 @@ def small_backward(L, r, z) -> list:
     return u
 
 
+def small_pivots_exceed(A: jax.Array, tol) -> jax.Array:
+    """Whether every pivot of the elimination of a small symmetric positive semi-definite A [d, d]
+    (no pivoting, unrolled scalar arithmetic as :func:`small_cholesky`) exceeds ``tol`` >= 0.
+
+    The pivots of a PSD matrix lie in [lambda_min, lambda_max] and their product is det A, so a
+    rank-deficient A has a pivot at rounding level and a well-conditioned one none below
+    lambda_min: with ``tol`` a small multiple of A's scale this is a rank test that fuses into a
+    step's kernels under ``vmap`` (an eigendecomposition is a solver call of its own on a GPU).  A
+    pivot at or below ``tol`` is replaced by 1 for the rest of the elimination (the answer is
+    already False).  For d <= :data:`SMALL_DIM`."""
+    d = A.shape[-1]
+    S = [[A[i, j] for j in range(i + 1)] for i in range(d)]  # the lower triangle
+    ok = jnp.ones((), bool)
+    for k in range(d):
+        good = S[k][k] > tol
+        ok = ok & good
+        r = 1.0 / jnp.where(good, S[k][k], 1.0)
+        for i in range(k + 1, d):
+            f = S[i][k] * r
+            for j in range(k + 1, i + 1):
+                S[i][j] = S[i][j] - f * S[j][k]
+    return ok
+
+
 def add_jitter(A: jax.Array, trace=None) -> jax.Array:
     """A + eps I, eps = 1e-13 tr(A) / d: the relative jitter of :func:`inverse_design` (and of the
     c-optimal and App F solvers) that keeps a design singular on its support invertible.  ``trace``:

@@ -73,6 +73,7 @@ from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linea
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
                                               whiten_items)
+from jaxbandits.design.core import SMALL_DIM, small_pivots_exceed
 from jaxbandits.environment import binomial, draws_at_exact, pull_counts, uniform_at
 from jaxbandits.instances.base import Instance
 
@@ -106,8 +107,16 @@ class XYPhasedState(NamedTuple):
 
 def spans(X: jax.Array, counts: jax.Array, rtol: float = 1e-9) -> jax.Array:
     """Whether the arms with a positive count span R^d (unweighted, so heavy imbalance between
-    counts does not matter)."""
+    counts does not matter): lambda_min > rtol lambda_max of their Gram matrix A.
+
+    For d <= :data:`jaxbandits.design.core.SMALL_DIM` the test is on the pivots of A's elimination
+    instead (:func:`jaxbandits.design.core.small_pivots_exceed`, every pivot > rtol tr(A)), which
+    fuses into the step's kernels where ``eigvalsh`` is a solver call on a GPU.  The two differ
+    only for A of condition number between 1 / rtol and d / rtol; a rank-deficient A has a pivot at
+    rounding level (about 1e-16 tr(A)), 7 orders of magnitude below the tolerance."""
     A = gram_from_counts(X, (counts > 0).astype(X.dtype))
+    if A.shape[-1] <= SMALL_DIM:
+        return small_pivots_exceed(A, rtol * jnp.trace(A))
     ev = jnp.linalg.eigvalsh(A)
     return ev[0] > rtol * jnp.maximum(ev[-1], 1e-300)
 
