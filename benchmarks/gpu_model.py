@@ -403,6 +403,7 @@ def karmed_workloads() -> list:
           ("Successive Elimination", A.SuccessiveElimination(delta=0.1), gauss),
           ("Successive Elimination", A.SuccessiveElimination(delta=0.1), gk),
           ("Track-and-Stop, Kaufmann & Koolen", A.KArmedTrackAndStop(delta=0.1, threshold="kaufmann_koolen"), gauss),
+          ("EB-TC-epsilon (IDS), epsilon 0.1", A.KArmedEBTCEpsilon(delta=0.1, epsilon=0.1), gauss),
           ("Track-and-Stop, unknown variances (calibrated)",
            A.KArmedTrackAndStop(delta=0.1, variances="empirical", statistic="glr", threshold="calibrated"), gauss)]
     out = [Workload(f"K-armed {n}, {'GK16 mu1' if i is gk else 'Gaussian K=10'}", a, i, 1000, 50) for n, a, i in fc]
