@@ -47,7 +47,8 @@ import numpy as np
 
 from jaxbandits.batching import solve_where
 from jaxbandits.design.gopt import g_optimal
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
+from jaxbandits.algorithms.base import (Algorithm, Outcome, answer_mask, hyperparameter, instance_cache,
+                                        map_instances, with_cache)
 from jaxbandits.algorithms.common import noise_scale
 from jaxbandits.algorithms.common import check_sigma, require_linear_rewards
 from jaxbandits.algorithms.elimination import single_answer
@@ -76,7 +77,7 @@ class ALBAState(NamedTuple):
 
 #: growth of the buffer sizes of ALBA's design solve under the accelerator policy
 #: (:func:`jaxbandits.batching.solve_where`'s ``bucket_factor``)
-DESIGN_BUCKET_FACTOR = 64
+DESIGN_BUCKET_FACTOR = 4096
 
 
 def span_mask(X: jax.Array, active: jax.Array, rtol: float = 1e-9) -> jax.Array:
@@ -125,17 +126,29 @@ class ALBA(Algorithm):
 
         return jax.lax.fori_loop(0, rounds, body, (r, s, n_r))
 
+    def initial_design(self, instance: Instance) -> jax.Array:
+        """The first round's design (every valid arm active, :meth:`_design`): the same for every
+        replication of an instance."""
+        return self._design(instance.arms, instance.valid_arms(), instance.arm_mask, self.design_tol,
+                            self.design_cutoff)
+
+    def prepare(self, instances: Instance) -> Instance:
+        """Solve the first round's design once per instance instead of in every replication's
+        ``init``: on an accelerator ``init`` runs over every lane at each refill, and its solver was
+        one more copy of the G-optimal Frank-Wolfe in the engine's program."""
+        return with_cache(instances, map_instances(self, "initial_design", instances))
+
     def init(self, key: jax.Array, instance: Instance) -> ALBAState:
         K, d = instance.arms.shape
         dt = instance.arms.dtype
         active = instance.valid_arms()
+        cached = instance_cache(instance)
         r, s, n_r = self._advance(active, jnp.asarray(0, jnp.int32), jnp.asarray(1, jnp.int32),
                                   jnp.asarray(instance.true_num_arms(), jnp.int32), d)
         return ALBAState(active=active, round=r, iteration=s, round_active=n_r,
                          pulls=jnp.zeros((K,), dt), samples=jnp.zeros((), dt),
                          theta_hat=jnp.zeros((d,), dt), unfinished_draws=jnp.zeros((), jnp.int32),
-                         design=self._design(instance.arms, active, instance.arm_mask, self.design_tol,
-                                             self.design_cutoff))
+                         design=self.initial_design(instance) if cached is None else cached)
 
     def _design(self, X, active, arm_mask, tol, cutoff):
         """The G-optimal design on the active arms and the arms in their span, weights below the
@@ -212,10 +225,11 @@ class ALBA(Algorithm):
         active = state.active & ~removed
 
         r, s, n_r = self._advance(active, state.round, state.iteration + 1, state.round_active, d)
-        # buffers of 0, 1, 64, 4,096, ... lanes (not 0, 1, 8, 64, ...): a G-optimal solve on K
-        # arms is launch-bound on a GPU far beyond 64 times the lanes that need it, and each
-        # buffer size is a copy of the solver to compile (ALBA on Soare d = 5 at 262,144 lanes:
-        # 5 copies instead of 8, the same results, docs/measurements/2026-11-28-study-predictions.md)
+        # buffers of 0, 1, 4,096 and all the lanes (not 0, 1, 8, 64, ...): a G-optimal solve on K
+        # arms is launch-bound on a GPU far beyond 4,096 lanes, and each buffer size is a copy of
+        # the solver to compile (ALBA on Soare d = 5 at 262,144 lanes, compiled for an H100: 17.8
+        # CPU seconds with buffers growing by 64, 14.5 by 4,096; the same results,
+        # docs/measurements/2026-11-29-short-runs-and-peace-solver-calls.md)
         design = solve_where(jnp.any(removed) & (jnp.sum(active) > 1),
                              self._design,
                              (X, active, instance.arm_mask, jnp.asarray(self.design_tol, X.dtype),
