@@ -88,15 +88,19 @@ def null_projector(X: jax.Array, mask: jax.Array, rtol: float = 1e-9):
 
 
 def inverse_design(lam: jax.Array, X: jax.Array, perp: jax.Array) -> jax.Array:
-    """(A(lambda) + P_perp + eps I)^{-1}, symmetric, via Cholesky.
+    """(A(lambda) + P_perp + eps I)^{-1}, symmetric, via Cholesky (for d <= :data:`SMALL_DIM` the
+    unrolled factor and substitutions of :func:`small_inverse_factor`: no solver call under ``vmap``).
 
     eps = 1e-13 tr(A) / d keeps designs whose support does not span (optimal c-/minimax designs
     can be singular: one direction needs a single arm) invertible; directions outside the range of
     A(lambda) then get a huge (~1e13) value instead of inf, and values inside it are exact to ~1e-13.
     """
     A = add_jitter(design_matrix(lam, X) + perp)
-    L = jnp.linalg.cholesky(A)
-    Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(A.shape[0], dtype=A.dtype), lower=True)
+    if A.shape[0] <= SMALL_DIM:
+        Linv = small_inverse_factor(A)
+    else:
+        L = jnp.linalg.cholesky(A)
+        Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(A.shape[0], dtype=A.dtype), lower=True)
     return Linv.T @ Linv
 
 
@@ -153,6 +157,17 @@ def small_backward(L, r, z) -> list:
         s = z[i] - ordered_sum([L[k][i] * u[k] for k in range(i + 1, d)]) if i < d - 1 else z[i]
         u[i] = s * r[i]
     return u
+
+
+def small_inverse_factor(A: jax.Array) -> jax.Array:
+    """L^{-1} [d, d] for the lower Cholesky factor L of a small symmetric positive-definite A
+    (symmetrised first, as :func:`jax.numpy.linalg.cholesky` does): :func:`small_cholesky` and
+    forward substitution of the identity's columns, unrolled scalar arithmetic (no solver call
+    under ``vmap``).  For d <= :data:`SMALL_DIM`."""
+    d = A.shape[-1]
+    L, r = small_cholesky(0.5 * (A + A.T))
+    eye = jnp.eye(d, dtype=A.dtype)
+    return jnp.stack(small_forward(L, r, [eye[i] for i in range(d)]))
 
 
 def small_pivots_exceed(A: jax.Array, tol) -> jax.Array:
