@@ -28,6 +28,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from jaxbandits.algorithms import common
 from jaxbandits.batching import fixed_trip_while
 
 _STEPS = 2.0 ** -jnp.arange(8.0)
@@ -102,8 +103,8 @@ def logistic_mle(X: jax.Array, counts: jax.Array, successes: jax.Array, *, init:
         # A tiny relative jitter keeps the Cholesky finite when the Fisher information is singular
         # (all-success or all-failure arms drive p(1-p) to 0).
         Hs = H + extra + (1e-12 * (jnp.trace(H) / d) + 1e-300) * eye
-        L = jnp.linalg.cholesky(Hs)
-        direction = -jax.scipy.linalg.cho_solve((L, True), g)
+        L = common.cholesky(Hs)       # unrolled for d <= SMALL_DIM: no solver call under vmap
+        direction = -common.cho_solve(L, g)
         cand = theta[None, :] + _STEPS.astype(dt)[:, None] * direction[None, :]
         vals = jax.vmap(lambda t: logistic_nll(t, X, counts, successes, reg))(cand)
         best = jnp.argmin(jnp.where(jnp.isfinite(vals), vals, jnp.inf))
