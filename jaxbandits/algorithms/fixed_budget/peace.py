@@ -64,7 +64,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, arms_and_dim, hyperparameter
+from jaxbandits.algorithms.base import (Algorithm, Outcome, answer_mask, arms_and_dim, hyperparameter, instance_cache,
+                                        map_instances, with_cache)
 from jaxbandits.algorithms.stages import halving_schedule, keep_top, projected_least_squares, round_allocation, stage_budget
 from jaxbandits import design
 from jaxbandits.design.core import null_projector
@@ -238,10 +239,21 @@ class Peace(Algorithm):
         epochs, R = max(1, ceil(log2 rho(Z))) per instance (the largest over a batch)."""
         if not isinstance(instance, Instance):
             raise TypeError("Peace.steps_needed needs the instance (its epochs depend on rho(Z))")
-        with jax.enable_x64(True):
-            rho = jax.jit(jax.vmap(lambda i: self._design(i.arms, i.items, i.valid_items(), i.arm_mask)[1]))(
-                as_batch(instance))
+        rho = instance_cache(instance)  # a prepared batch carries rho(Z) already
+        if rho is None:
+            with jax.enable_x64(True):
+                rho = map_instances(self, "initial_rho", as_batch(instance))
         return int(np.max(_epochs(np.asarray(rho))))
+
+    def initial_rho(self, instance: Instance) -> jax.Array:
+        """rho(Z) with every item active, which sets the epochs: the same for every replication
+        of an instance."""
+        return self._design(instance.arms, instance.items, instance.valid_items(), instance.arm_mask)[1]
+
+    def prepare(self, instances: Instance) -> Instance:
+        """Solve rho(Z) once per instance instead of in every replication's ``init`` (on an
+        accelerator ``init`` runs over every lane at each refill: a 999-iteration XY design)."""
+        return with_cache(instances, map_instances(self, "initial_rho", instances))
 
     def _design(self, X, Z, item_mask, arm_mask=None):
         """(lambda, rho) of the XY design of the ``item_mask`` items over every arm."""
@@ -257,7 +269,8 @@ class Peace(Algorithm):
         K, d = X.shape
         dt = X.dtype
         active = instance.valid_items()
-        rho = self._design(X, Z, active, instance.arm_mask)[1]
+        cached = instance_cache(instance)
+        rho = self.initial_rho(instance) if cached is None else cached
         epochs = jnp.maximum(1, jnp.ceil(jnp.log2(jnp.maximum(rho, 1.0)))).astype(jnp.int32)
         length = jnp.floor(jnp.asarray(self.budget, dt) / epochs.astype(dt)).astype(jnp.int32)
         return PeaceState(active, jnp.zeros((), jnp.int32), epochs, length, jnp.zeros((K,), dt), jnp.zeros((d,), dt),
