@@ -16,7 +16,8 @@ Also here, vectorised over replications: :func:`lucb1` (Kalyanakrishnan et al. 2
 plugged in, Jourdan, Degenne & Kaufmann, ALT 2023) and :func:`heteroscedastic_weights` (w* of
 Gaussian arms with per-arm variances, by brentq) for ``tests/test_karmed_unknown_variance.py``;
 :func:`eb_top_two` (EB-TC / EB-TCI with a fixed coin or information-directed selection) for
-``tests/test_karmed_top_two_variants.py``.
+``tests/test_karmed_top_two_variants.py``; :func:`eb_tc_epsilon` (EB-TCε, Jourdan, Degenne &
+Kaufmann, NeurIPS 2023) for ``experiments/jourdan_ebtc_epsilon.py``.
 """
 from __future__ import annotations
 
@@ -456,3 +457,56 @@ def eb_top_two(rng, mu, delta, reps, *, challenger="TC", selection="fixed", beta
         S[rows, arm] += x
         N[rows, arm] += ~done
     raise RuntimeError("EB Top Two did not stop")
+
+
+def eb_tc_epsilon(rng, mu, delta, reps, *, epsilon=0.1, epsilon0=0.1, selection="ids", beta=0.5, sigma=1.0,
+                  max_steps=10**7):
+    """EB-TCε (Jourdan, Degenne & Kaufmann, "An epsilon-Best-Arm Identification Algorithm for
+    Fixed-Confidence and Beyond", NeurIPS 2023) on Gaussian arms of known ``sigma``, vectorised over
+    replications and written from the paper's algorithm, sharing no code with the library: each arm
+    once; then, while min_{a != B} (mu_B - mu_a + eps)^2 / (2 sigma^2 (1/N_B + 1/N_a)) <=
+    log((1 + log t) / delta) (B the first empirical best arm; the epsilon-GLR), the challenger
+    C = argmin_{a != B} (mu_B - mu_a + eps0) / sqrt(1/N_B + 1/N_a) (the first of the minima), and
+    one tracking procedure per leader: with T(B) the rounds B led ("fixed") or the sum of
+    beta_t = N_C / (N_B + N_C) over them ("ids"), pull B if the pulls of B in the rounds it led are
+    <= beta T(B) ("fixed") or <= T(B) ("ids"), else C.  Returns (samples, recommended arm)."""
+    mu = np.asarray(mu, float)
+    K = len(mu)
+    rows = np.arange(reps)
+    N = np.ones((reps, K))
+    S = _draw(rng, np.broadcast_to(mu, (reps, K)), True, True, sigma)
+    T = np.zeros((reps, K))
+    own = np.zeros((reps, K))
+    done = np.zeros(reps, bool)
+    tau = np.zeros(reps)
+    best = np.zeros(reps, int)
+    for t in range(K, max_steps):
+        m = S / N
+        B = m.argmax(axis=1)
+        mB, nB = m[rows, B][:, None], N[rows, B][:, None]
+        x = mB - m + epsilon
+        Z = np.sign(x) * x * x / (2.0 * sigma**2 * (1.0 / nB + 1.0 / N))
+        Z[rows, B] = np.inf
+        stop = ~done & (Z.min(axis=1) > math.log((1.0 + math.log(t)) / delta))
+        tau[stop], best[stop] = t, B[stop]
+        done |= stop
+        if done.all():
+            return tau, best
+        ratio = (mB - m + epsilon0) / np.sqrt(1.0 / nB + 1.0 / N)
+        ratio[rows, B] = np.inf
+        C = ratio.argmin(axis=1)
+        live = ~done
+        if selection == "ids":
+            nC = N[rows, C]
+            T[rows, B] += np.where(live, nC / (nB[:, 0] + nC), 0.0)
+            target = T[rows, B]
+        else:
+            T[rows, B] += live
+            target = beta * T[rows, B]
+        lead = own[rows, B] <= target
+        own[rows, B] += lead & live
+        arm = np.where(lead, B, C)
+        r = _draw(rng, mu[arm], live, True, sigma)
+        S[rows, arm] += r
+        N[rows, arm] += live
+    raise RuntimeError("EB-TCε did not stop")

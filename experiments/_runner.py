@@ -97,8 +97,8 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     "design_sensitivity": (19, 120, "estimate"),
     # 12 rows (Track-and-Stop D and C, KL-LUCB): 100 runs each at --quick, 1000 at full size
     "garivier_kaufmann_table1": (130, 694, "measured"),
-    # 4 rows (EB-TCε and EB-TC on mu1, mu2); EB-TC's runs (3-4e4 pulls at delta = 0.01) dominate; the full
-    # 1000 runs per row took 61 s of wall time on the shared 2-core machine (its compilation cache warm)
+    # 4 rows (EB-TCε and EB-TC on mu1, mu2) and the NumPy reference's runs; EB-TC's runs (3-4e4 pulls at
+    # delta = 0.01) dominate; the full 1000 runs per row took 47-61 s of wall time on the 2-core machine
     "jourdan_ebtc_epsilon": (45, 80, "measured"),
     # quick: T = 1010 only, 1000 runs of each algorithm; full: 20,000 runs x 6 budgets x 2 algorithms
     "peace_soare": (80, 7200, "estimate"),

@@ -265,7 +265,7 @@ class Peace(Algorithm):
         return sol.allocation, sol.value
 
     def init(self, key, instance: Instance) -> PeaceState:
-        X, Z = instance.arms, instance.items
+        X = instance.arms
         K, d = X.shape
         dt = X.dtype
         active = instance.valid_items()
