@@ -409,6 +409,15 @@ def _kl(family, x, y, sigma):
     return x * np.log(x / y) + (1 - x) * np.log((1 - x) / (1 - y))
 
 
+def _each_arm_once(rng, mu, reps, gaussian, sigma):
+    """The state of ``reps`` replications after one pull of each arm: (row indices, counts N, sums
+    S, stopped, stopping times, recommended arms)."""
+    K = len(mu)
+    N = np.ones((reps, K))
+    S = _draw(rng, np.broadcast_to(mu, (reps, K)), True, gaussian, sigma)
+    return np.arange(reps), N, S, np.zeros(reps, bool), np.zeros(reps), np.zeros(reps, int)
+
+
 def eb_top_two(rng, mu, delta, reps, *, challenger="TC", selection="fixed", beta=0.5, gaussian=False, sigma=1.0,
                scale=1.0, max_steps=10**6):
     """EB-TC / EB-TCI with a fixed coin or information-directed selection, with Chernoff's stopping
@@ -423,12 +432,7 @@ def eb_top_two(rng, mu, delta, reps, *, challenger="TC", selection="fixed", beta
     mu = np.asarray(mu, float)
     K = len(mu)
     family = "gaussian" if gaussian else "bernoulli"
-    rows = np.arange(reps)
-    N = np.ones((reps, K))
-    S = _draw(rng, np.broadcast_to(mu, (reps, K)), True, gaussian, sigma)
-    done = np.zeros(reps, bool)
-    tau = np.zeros(reps)
-    best = np.zeros(reps, int)
+    rows, N, S, done, tau, best = _each_arm_once(rng, mu, reps, gaussian, sigma)
     for t in range(K, max_steps):
         m = S / N
         B = m.argmax(axis=1)
@@ -472,14 +476,9 @@ def eb_tc_epsilon(rng, mu, delta, reps, *, epsilon=0.1, epsilon0=0.1, selection=
     <= beta T(B) ("fixed") or <= T(B) ("ids"), else C.  Returns (samples, recommended arm)."""
     mu = np.asarray(mu, float)
     K = len(mu)
-    rows = np.arange(reps)
-    N = np.ones((reps, K))
-    S = _draw(rng, np.broadcast_to(mu, (reps, K)), True, True, sigma)
+    rows, N, S, done, tau, best = _each_arm_once(rng, mu, reps, True, sigma)
     T = np.zeros((reps, K))
     own = np.zeros((reps, K))
-    done = np.zeros(reps, bool)
-    tau = np.zeros(reps)
-    best = np.zeros(reps, int)
     for t in range(K, max_steps):
         m = S / N
         B = m.argmax(axis=1)

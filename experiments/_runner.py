@@ -128,6 +128,19 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
 }
 
 
+def reference_module(name: str):
+    """The module ``benchmarks/<name>.py`` of the repository (an independent implementation an
+    experiment runs beside the library's), loaded from its file: ``benchmarks`` is not a package
+    the library installs."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"

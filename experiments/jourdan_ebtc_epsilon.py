@@ -61,9 +61,7 @@ implementation vectorised over the 1000 replications.
 """
 from __future__ import annotations
 
-import importlib.util
 import math
-import pathlib
 import time
 
 NAME = "jourdan_ebtc_epsilon"
@@ -76,14 +74,6 @@ SIGMA = 1.0
 CAP = 10_000_000
 
 
-def _reference():
-    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "karmed_reference.py"
-    spec = importlib.util.spec_from_file_location("karmed_reference", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def run(ctx):
     import jax.numpy as jnp
     import numpy as np
@@ -94,7 +84,9 @@ def run(ctx):
     from jaxbandits.calibration import ks_two_sample
     from jaxbandits.stats import binomial_test_upper, clopper_pearson, kl_bernoulli
 
-    ref = _reference()
+    from experiments._runner import reference_module
+
+    ref = reference_module("karmed_reference")
     reps = ctx.n_reps(1000, 100)
     checks = []
     ctx.config = dict(epsilon=EPSILON, epsilon0=EPSILON, delta=DELTA, sigma=SIGMA, reps=reps, threshold="heuristic")

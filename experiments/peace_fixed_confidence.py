@@ -14,9 +14,7 @@ two-sided p-values of the difference of means (normal approximation, independent
 """
 from __future__ import annotations
 
-import importlib.util
 import math
-import pathlib
 
 NAME = "peace_fixed_confidence"
 DESCRIPTION = "Fixed-confidence Peace vs a NumPy reference and the authors' released run (Soare d = 5, omega = 0.1)"
@@ -26,14 +24,6 @@ D, OMEGA, DELTA = 5, 0.1, 0.05
 #: the authors' released ``lin_tb_alg`` on this instance: (mean samples, standard error, runs, errors),
 #: 150 runs of their code (numpy seed 2026; PyTorch 2.13.0+cpu; 2026-11-28); it has no rho-only switch
 RELEASED: dict[str, tuple[float, float, int, int]] = {"mixed": (39703.3, 1978.2, 150, 0)}
-
-
-def _reference():
-    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "fc_peace_reference.py"
-    spec = importlib.util.spec_from_file_location("fc_peace_reference", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _p_two_sided(m1, s1, m2, s2):
@@ -47,7 +37,9 @@ def run(ctx):
     from jaxbandits.algorithms import FixedConfidencePeace
     from jaxbandits.instances.seeds import soare_benchmark
 
-    ref = _reference()
+    from experiments._runner import reference_module
+
+    ref = reference_module("fc_peace_reference")
     reps = ctx.n_reps(2000, 200)
     ref_reps = {"rho": ctx.n_reps(400, 40), "mixed": ctx.n_reps(100, 10)}
     inst = soare_benchmark(D, omega=OMEGA, theta_scale=2.0, noise=1.0)
