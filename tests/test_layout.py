@@ -147,6 +147,31 @@ def test_accelerator_blocks_no_longer_than_a_replication():
     assert steps_bound(UniformGLR(delta=0.1), inst, 5000) == 5000  # fixed confidence: the cap
 
 
+def test_every_fixed_budget_algorithm_bounds_its_steps_on_a_prepared_batch():
+    """What the engine asks on an accelerator before it compiles (``steps_bound`` on the prepared
+    batch of instances): every fixed-budget algorithm answers, at least one step, at most the cap."""
+    import math
+
+    import jaxbandits.algorithms as A
+    from jaxbandits.algorithms.base import StepsNeeded
+    from jaxbandits.engine.runner import steps_bound
+    from jaxbandits.instances import garivier_kaufmann_2016
+
+    static = seeds.static_basis(0.3, d=4, noise=math.sqrt(10.0))
+    logistic = seeds.logistic_gse(jax.random.key(0), 6, 3)
+    bernoulli = garivier_kaufmann_2016(1)
+    cases = [(A.GSE(budget=40), static), (A.ODLinBAI(budget=40), static), (A.Peace(budget=40), static),
+             (A.HalvingPeace(budget=40), static), (A.BayesGap(budget=40), static), (A.LinUCB(budget=40), static),
+             (A.UCBGLM(budget=40), logistic), (A.BudgetCapped(A.LinGapE(), 40), static),
+             (A.SuccessiveRejects(budget=300), bernoulli), (A.SequentialHalving(budget=300), bernoulli)]
+    for alg, inst in cases:
+        assert isinstance(alg, StepsNeeded), type(alg).__name__
+        batch = alg.prepare(as_batch(inst))
+        bound = steps_bound(alg, batch, 10**7)
+        assert 1 <= bound == alg.steps_needed(batch) <= 10**7, (type(alg).__name__, bound)
+        assert steps_bound(alg, batch, 2) == min(2, bound)
+
+
 def test_gse_replications_do_not_depend_on_the_block():
     """GSE's replications are the same in blocks of its 4 stages as in the accelerator's default
     blocks of 32 steps (and one step, the CPU's)."""
