@@ -134,3 +134,27 @@ def test_whitened_items_agree_with_the_library():
         np.testing.assert_allclose(np.asarray(whiten_items(L, V)), want, rtol=0, atol=1e-10 * np.abs(want).max())
         text = str(jax.make_jaxpr(jax.vmap(whiten_items, in_axes=(0, None)))(L[None], V))
         assert ("triangular_solve" in text) == (d > SMALL_DIM)
+
+
+def test_covers_settles_the_tie_and_agrees_with_the_eigenvalues_elsewhere():
+    """common.covers(A, c): A >= c I up to a relative 1e-12, by the pivots of A - c (1 - 1e-12) I
+    for d <= SMALL_DIM.  With a basis among the arms A_t = I + v v^T after a round, lambda_min = c
+    exactly: covered, in every program (alone, vmapped over 1 or 7 lanes); away from the tie the
+    eigenvalues' verdict; no eigendecomposition under vmap."""
+    rng = np.random.default_rng(3)
+    for d in (2, 3, 5, SMALL_DIM, SMALL_DIM + 1):
+        v = rng.normal(size=d)
+        A = jnp.asarray(np.eye(d) + np.outer(v, v))
+        assert bool(common.covers(A, 1.0))
+        for lanes in (1, 7):
+            assert bool(jnp.all(jax.vmap(common.covers, in_axes=(0, None))(jnp.stack([A] * lanes), 1.0)))
+        assert not bool(common.covers(A, 1.0 + 1e-9))
+        for _ in range(30):
+            S = _spd(rng, d, cond=50.0)
+            lmin = float(np.linalg.eigvalsh(np.asarray(S))[0])
+            for factor in (0.5, 0.999, 1.001, 2.0):
+                assert bool(common.covers(S, factor * lmin)) == (factor < 1.0), (d, factor)
+    X = jnp.stack([_spd(rng, 5) for _ in range(3)])
+    assert "eigh" not in str(jax.make_jaxpr(jax.vmap(common.covers, in_axes=(0, None)))(X, 1.0))
+    big = jnp.stack([_spd(rng, SMALL_DIM + 1) for _ in range(2)])
+    assert "eigh" in str(jax.make_jaxpr(jax.vmap(common.covers, in_axes=(0, None)))(big, 1.0))

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.batching import argmax_fast, columns_dot, max_argmax  # noqa: F401 (also used from here)
-from jaxbandits.design.core import SMALL_DIM, small_backward, small_cholesky, small_forward
+from jaxbandits.design.core import SMALL_DIM, small_backward, small_cholesky, small_forward, small_pivots_exceed
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.thresholds import anytime_delta, log_det_ratio  # noqa: F401 (also used from here)
 from jaxbandits.rules.thresholds import prop2 as glr_threshold  # noqa: F401 (its old name and home)
@@ -301,6 +301,27 @@ def inverse_gram(gram: jax.Array) -> jax.Array:
         return jnp.stack([jnp.stack([c, -b]), jnp.stack([-b, a])]) / det
     L = safe_cholesky(gram)
     return cho_solve(L, jnp.eye(d, dtype=gram.dtype))
+
+
+#: relative slack of :func:`covers`: A >= c (1 - COVER_RTOL) I is read as A >= c I
+COVER_RTOL = 1e-12
+
+
+def covers(A: jax.Array, c) -> jax.Array:
+    """Whether A >= c I (lambda_min(A) >= c, A symmetric), up to a relative ``COVER_RTOL``:
+    A - c (1 - COVER_RTOL) I positive definite.
+
+    The slack settles exact ties: with a basis among the arms, A_t reaches lambda_min = c exactly
+    after a round, and without it the verdict would follow the last bit of whatever computed
+    lambda_min (fused arithmetic rounds per program: XLA contracts a * b + c where a fusion
+    allows).  For d <= :data:`jaxbandits.design.core.SMALL_DIM` the test is on the pivots of the
+    elimination (:func:`jaxbandits.design.core.small_pivots_exceed`; Sylvester's criterion), which
+    fuses into the step's kernels where ``eigvalsh`` is a solver call on a GPU; above, ``eigvalsh``."""
+    d = A.shape[0]
+    shift = c * (1.0 - COVER_RTOL)
+    if d <= SMALL_DIM:
+        return small_pivots_exceed(A - shift * jnp.eye(d, dtype=A.dtype), 0.0)
+    return lambda_min(A) > shift
 
 
 def lambda_min_small(A: jax.Array) -> jax.Array:
