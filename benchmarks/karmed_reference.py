@@ -383,23 +383,278 @@ def uniform_glr_kaufmann_koolen(rng, mu, sigma, delta, reps, *, scale=1.0, max_s
     raise RuntimeError("round robin did not stop")
 
 
-if __name__ == "__main__":
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-    mu = tuple(float(v) for v in sys.argv[3].split(",")) if len(sys.argv) > 3 else MU
-    delta = float(sys.argv[4]) if len(sys.argv) > 4 else DELTA
-    rng = np.random.default_rng(seed)
-    start = time.time()
-    taus, errors = [], 0
-    for _ in range(n):
-        tau, best = run(rng, mu, delta)
-        taus.append(tau)
-        errors += best != int(np.argmax(mu))
-        if len(taus) % 100 == 0:
-            print(f"  {len(taus)} runs: mean {np.mean(taus):.1f}, errors {errors}", flush=True)
-    taus = np.asarray(taus, float)
-    print(f"mu = {mu}, delta = {delta}, {n} runs: mean {taus.mean():.3f} +- {taus.std(ddof=1) / math.sqrt(n):.3f} "
-          f"(sd {taus.std(ddof=1):.2f}), errors {errors}, {time.time() - start:.0f} s")
+# -- Track-and-Stop (D and C), KL-LUCB, T3C and TTTS, vectorised over replications -----------------------
+def _bisect(f, lo, hi, iters, increasing=True):
+    """The root of the monotone ``f`` on [lo, hi] (arrays), by ``iters`` bisection steps."""
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        below = f(mid) < 0 if increasing else f(mid) > 0
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def optimal_weights_bisection(m, family="bernoulli", sigma=1.0, iters=60):
+    """w*(m) of every row of ``m`` [R, K] with a unique largest entry (Garivier & Kaufmann 2016,
+    Lemma 3 and Theorem 5), by nested bisection, vectorised over the rows: s_a(y) = 1 / (1 + x_a(y))
+    solves d(m_b, q) + (1 - s) / s d(m_a, q) = y, q = m_a + s (m_b - m_a), and y solves
+    F(y) = sum_{a != b} d(m_b, q_a) / d(m_a, q_a) = 1 on (0, min_a d(m_b, m_a)).  Rows with tied
+    maxima get the uniform weights on the tied arms (what C-tracking tracks there)."""
+    R, K = m.shape
+    rows = np.arange(R)
+    b = m.argmax(axis=1)
+    mb = m[rows, b][:, None]
+    tie = (m == mb).sum(axis=1) > 1
+    other = np.ones((R, K), bool)
+    other[rows, b] = False
+    ma = np.where(other, m, mb - 0.5)                 # a placeholder where a = b
+    ma = np.where(tie[:, None], mb - 0.5, ma) if family == "gaussian" else np.where(tie[:, None], np.clip(mb - 0.5, 0, 1), ma)
+
+    def q_of(s):
+        return ma + s * (mb - ma)
+
+    def inner(y):
+        def g(s):
+            q = q_of(s)
+            return _kl(family, mb, q, sigma) + (1 - s) / s * _kl(family, ma, q, sigma) - y
+        return _bisect(g, np.full((R, K), 1e-300), np.ones((R, K)), iters, increasing=False)
+
+    def F(y):
+        s = inner(y[:, None])
+        q = q_of(s)
+        ratio = _kl(family, mb, q, sigma) / np.maximum(_kl(family, ma, q, sigma), 1e-300)
+        return np.where(other, ratio, 0.0).sum(axis=1) - 1.0
+
+    ymax = np.where(other, _kl(family, mb, ma, sigma), np.inf).min(axis=1)
+    y = _bisect(F, np.zeros(R), ymax, iters, increasing=True)
+    s = inner(y[:, None])
+    x = np.where(other, (1 - s) / s, 1.0)
+    w = x / x.sum(axis=1, keepdims=True)
+    tied = m == mb
+    return np.where(tie[:, None], tied / tied.sum(axis=1, keepdims=True), w)
+
+
+def _glr_stop(family, m, N, t, delta, sigma):
+    """(stop, b): Chernoff's statistic of the first empirical best arm b above log((1 + log t) / delta)."""
+    rows = np.arange(m.shape[0])
+    b = m.argmax(axis=1)
+    mb, nb = m[rows, b][:, None], N[rows, b][:, None]
+    mid = (nb * mb + N * m) / (nb + N)
+    Z = nb * _kl(family, mb, mid, sigma) + N * _kl(family, m, mid, sigma)
+    Z[rows, b] = np.inf
+    scale = sigma**2 if family == "gaussian" else 1.0
+    return Z.min(axis=1) > scale * math.log((1.0 + math.log(t)) / delta), b
+
+
+def track_and_stop(rng, mu, delta, reps, *, tracking="D", gaussian=False, sigma=1.0, max_steps=10**7):
+    """Track-and-Stop (Garivier & Kaufmann 2016, Sec 3 and 6) with D- or C-tracking and Chernoff's
+    stopping rule at log((1 + log t) / delta), vectorised over replications: each arm once; then
+    "D": with tied empirical best arms pull one of them at random, else argmin N if
+    min N <= max(sqrt(t) - K/2, 0), else argmax w*(mu_hat) - N / t; "C": pull
+    argmax sum_s w^{eps_s}(s) - N (the sum started at the initial counts), w^eps the L-infinity
+    projection of w* on {w_a >= eps} (v_a = max(w_a - h, eps), h by bisection), eps_s =
+    (K^2 + s)^-1/2 / 2.  w* by :func:`optimal_weights_bisection`.  Returns (samples, recommended arm)."""
+    mu = np.asarray(mu, float)
+    K = len(mu)
+    family = "gaussian" if gaussian else "bernoulli"
+    rows, N, S, done, tau, best = _each_arm_once(rng, mu, reps, gaussian, sigma)
+    cum = N.copy()
+    for t in range(K, max_steps):
+        live = ~done
+        m = S / N
+        stop, b = _glr_stop(family, m, N, t, delta, sigma)
+        stop &= live
+        tau[stop], best[stop] = t, b[stop]
+        done |= stop
+        if done.all():
+            return tau, best
+        live = ~done
+        w = optimal_weights_bisection(m[live], family, sigma)
+        if tracking == "D":
+            mm = m[live]
+            top = mm.max(axis=1, keepdims=True)
+            tied = mm == top
+            tie = tied.sum(axis=1) > 1
+            random_top = np.argmax(np.where(tied, rng.random(mm.shape), -1.0), axis=1)
+            n = N[live]
+            starved = n.min(axis=1) <= max(math.sqrt(t) - K / 2.0, 0.0)
+            arm = np.where(tie, random_top, np.where(starved, n.argmin(axis=1), (w - n / t).argmax(axis=1)))
+        else:
+            eps = 0.5 / math.sqrt(K * K + t)
+            h = _bisect(lambda h: np.maximum(w - h[:, None], eps).sum(axis=1) - 1.0,
+                        np.zeros(len(w)), np.ones(len(w)), 64, increasing=False)
+            v = np.maximum(w - h[:, None], eps)
+            cum[live] += v / v.sum(axis=1, keepdims=True)
+            arm = (cum[live] - N[live]).argmax(axis=1)
+        idx = rows[live]
+        S[idx, arm] += _draw(rng, mu[arm], True, gaussian, sigma)
+        N[idx, arm] += 1
+    raise RuntimeError("Track-and-Stop did not stop")
+
+
+def _kl_bounds(m, N, level, iters=60):
+    """(L, U): min / max {q : N d(m, q) <= level} of Bernoulli arms, by bisection."""
+    target = level / N
+    up = _bisect(lambda q: _kl("bernoulli", m, q, 1.0) - target, m.copy(), np.ones_like(m), iters, increasing=True)
+    low = _bisect(lambda q: _kl("bernoulli", m, q, 1.0) - target, np.zeros_like(m), m.copy(), iters, increasing=False)
+    return low, up
+
+
+def kl_lucb(rng, mu, delta, reps, *, max_steps=10**7):
+    """KL-LUCB (Kaufmann & Kalyanakrishnan, COLT 2013) on Bernoulli arms with the KL bounds at
+    level log((1 + log t) / delta) (Garivier & Kaufmann 2016's experiments), vectorised over
+    replications: each arm once; then at every t = K, K + 2, ...: b the first empirical best arm,
+    c = argmax_{a != b} U_a (first), stop when L_b > U_c (recommend b), else pull b and c.
+    Returns (samples, recommended arm)."""
+    mu = np.asarray(mu, float)
+    K = len(mu)
+    rows, N, S, done, tau, best = _each_arm_once(rng, mu, reps, False, 1.0)
+    for t in range(K, max_steps, 2):
+        m = S / N
+        low, up = _kl_bounds(m, N, math.log((1.0 + math.log(t)) / delta))
+        b = m.argmax(axis=1)
+        up[rows, b] = -np.inf
+        c = up.argmax(axis=1)
+        stop = ~done & (low[rows, b] > up[rows, c])
+        tau[stop], best[stop] = t, b[stop]
+        done |= stop
+        if done.all():
+            return tau, best
+        for arm in (b, c):
+            S[rows, arm] += _draw(rng, mu[arm], ~done, False, 1.0)
+            N[rows, arm] += ~done
+    raise RuntimeError("KL-LUCB did not stop")
+
+
+def _posterior(rng, S, N, gaussian, sigma):
+    """Posterior draws of the arms' means of every row: Beta(1 + S, 1 + N - S) (uniform prior), or
+    N(S / N, sigma^2 / N) (flat prior)."""
+    if gaussian:
+        return S / N + sigma * rng.standard_normal(S.shape) / np.sqrt(N)
+    return rng.beta(1.0 + S, 1.0 + N - S)
+
+
+def thompson_top_two(rng, mu, delta, reps, *, challenger="TC", beta=0.5, gaussian=False, sigma=1.0,
+                     max_steps=10**7, block=64):
+    """T3C (Shang et al., AISTATS 2020; ``challenger="TC"``) and TTTS (Russo, COLT 2016;
+    ``challenger="TS"``) with Chernoff's stopping rule at log((1 + log t) / delta), vectorised over
+    replications: each arm once; then the leader I = argmax of a posterior draw; with probability
+    ``beta`` pull I, else the challenger: "TC", argmin_{a != I} 1{mu_I > mu_a} [N_I d(mu_I, m) +
+    N_a d(mu_a, m)] (first); "TS", Russo's re-sampling: fresh posterior draws until one's best arm
+    is not I (drawn ``block`` at a time, doubling), the arm it ends on.  Returns (samples,
+    recommended arm)."""
+    mu = np.asarray(mu, float)
+    K = len(mu)
+    family = "gaussian" if gaussian else "bernoulli"
+    rows, N, S, done, tau, best = _each_arm_once(rng, mu, reps, gaussian, sigma)
+    for t in range(K, max_steps):
+        m = S / N
+        stop, b = _glr_stop(family, m, N, t, delta, sigma)
+        stop &= ~done
+        tau[stop], best[stop] = t, b[stop]
+        done |= stop
+        if done.all():
+            return tau, best
+        idx = rows[~done]
+        s, n, mm = S[idx], N[idx], m[idx]
+        r = np.arange(len(idx))
+        lead = _posterior(rng, s, n, gaussian, sigma).argmax(axis=1)
+        pull_leader = rng.random(len(idx)) < beta
+        if challenger == "TC":
+            mI, nI = mm[r, lead][:, None], n[r, lead][:, None]
+            mid = (nI * mI + n * mm) / (nI + n)
+            cost = np.where(mm < mI, nI * _kl(family, mI, mid, sigma) + n * _kl(family, mm, mid, sigma), 0.0)
+            cost[r, lead] = np.inf
+            chal = cost.argmin(axis=1)
+        else:
+            chal = lead.copy()
+            need = ~pull_leader
+            size = block
+            while need.any():
+                j = np.flatnonzero(need)
+                draws = _posterior(rng, np.repeat(s[j, None], size, 1), np.repeat(n[j, None], size, 1),
+                                   gaussian, sigma).argmax(axis=2)                       # [J, size]
+                differ = draws != lead[j, None]
+                hit = differ.any(axis=1)
+                first = differ.argmax(axis=1)
+                chal[j[hit]] = draws[hit, first[hit]]
+                need[j[hit]] = False
+                size = min(2 * size, 1 << 16)
+        arm = np.where(pull_leader, lead, chal)
+        S[idx, arm] += _draw(rng, mu[arm], True, gaussian, sigma)
+        N[idx, arm] += 1
+    raise RuntimeError("Thompson Top Two did not stop")
+
+
+# -- Successive Elimination, Successive Rejects and Sequential Halving, vectorised over replications ---
+def successive_elimination(rng, mu, delta, reps, *, c=4.0):
+    """Even-Dar, Mannor & Mansour 2006, Algorithm 3 on Bernoulli arms: every round pulls each
+    remaining arm once; after round t every arm with max_b mu_hat_b - mu_hat_a >= 2 alpha_t,
+    alpha_t = sqrt(log(c K t^2 / delta) / t), is eliminated; it stops with one arm left.
+    Returns (samples, recommended arm)."""
+    K = len(mu)
+    alive = np.ones((reps, K), bool)
+    S = np.zeros((reps, K))
+    N = np.zeros((reps, K))
+    t = 0
+    while (alive.sum(axis=1) > 1).any():
+        t += 1
+        going = alive.sum(axis=1) > 1
+        pull = alive & going[:, None]
+        S += rng.binomial(1, np.broadcast_to(mu, (reps, K))) * pull
+        N += pull
+        m = S / np.maximum(N, 1)
+        alpha = math.sqrt(math.log(c * K * t * t / delta) / t)
+        top = np.where(alive, m, -np.inf).max(axis=1, keepdims=True)
+        alive &= ~(going[:, None] & (top - m >= 2 * alpha))
+    m = np.where(alive, S / np.maximum(N, 1), -np.inf)
+    return N.sum(axis=1), m.argmax(axis=1)
+
+
+def successive_rejects(rng, mu, n, reps):
+    """Successive Rejects (Audibert & Bubeck 2010, Sec 3) on Bernoulli arms: phase k = 1 .. K - 1
+    pulls every remaining arm n_k - n_{k-1} times, n_k = ceil((n - K) / (log-bar(K) (K + 1 - k))),
+    log-bar(K) = 1/2 + sum_{i=2}^K 1/i, and rejects an arm of lowest empirical mean (at random among
+    ties).  Returns (recommended arm, pulls [reps, K])."""
+    K = len(mu)
+    lbar = 0.5 + sum(1.0 / i for i in range(2, K + 1))
+    nk = [0] + [math.ceil((n - K) / (lbar * (K + 1 - k))) for k in range(1, K)]
+    alive = np.ones((reps, K), bool)
+    S = np.zeros((reps, K))
+    N = np.zeros((reps, K))
+    for k in range(1, K):
+        c = np.where(alive, nk[k] - nk[k - 1], 0)
+        S += rng.binomial(c, mu)
+        N += c
+        m = np.where(alive, S / np.maximum(N, 1), np.inf)
+        low = m == m.min(axis=1, keepdims=True)
+        pick = np.argmax(low * rng.random((reps, K)), axis=1)
+        alive[np.arange(reps), pick] = False
+    return np.argmax(alive, axis=1), N
+
+
+def sequential_halving(rng, mu, T, reps):
+    """Sequential Halving (Karnin, Koren & Somekh 2013, Algorithm 1) on Bernoulli arms: R =
+    ceil(log2 K) rounds; round r pulls every arm of S_r floor(T / (|S_r| R)) times and keeps the
+    ceil(|S_r| / 2) of largest mean of that round's samples (at random among ties).  Returns
+    (recommended arm, pulls [reps, K])."""
+    K = len(mu)
+    R = max(1, math.ceil(math.log2(K)))
+    sizes = [K]
+    for _ in range(R):
+        sizes.append(math.ceil(sizes[-1] / 2))
+    alive = np.ones((reps, K), bool)
+    N = np.zeros((reps, K))
+    for r in range(R):
+        t = T // (sizes[r] * R)
+        c = np.where(alive, t, 0)
+        m = np.where(alive, rng.binomial(c, mu) / t, -np.inf)
+        N += c
+        key = m + 1e-9 * rng.random((reps, K))                      # means are multiples of 1/t
+        order = np.argsort(-key, axis=1)
+        keep = np.zeros_like(alive)
+        np.put_along_axis(keep, order[:, :sizes[r + 1]], True, axis=1)
+        alive &= keep
+    return np.argmax(alive, axis=1), N
 
 
 def _kl(family, x, y, sigma):
@@ -509,3 +764,22 @@ def eb_tc_epsilon(rng, mu, delta, reps, *, epsilon=0.1, epsilon0=0.1, selection=
         S[rows, arm] += r
         N[rows, arm] += live
     raise RuntimeError("EB-TCε did not stop")
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    mu = tuple(float(v) for v in sys.argv[3].split(",")) if len(sys.argv) > 3 else MU
+    delta = float(sys.argv[4]) if len(sys.argv) > 4 else DELTA
+    rng = np.random.default_rng(seed)
+    start = time.time()
+    taus, errors = [], 0
+    for _ in range(n):
+        tau, best = run(rng, mu, delta)
+        taus.append(tau)
+        errors += best != int(np.argmax(mu))
+        if len(taus) % 100 == 0:
+            print(f"  {len(taus)} runs: mean {np.mean(taus):.1f}, errors {errors}", flush=True)
+    taus = np.asarray(taus, float)
+    print(f"mu = {mu}, delta = {delta}, {n} runs: mean {taus.mean():.3f} +- {taus.std(ddof=1) / math.sqrt(n):.3f} "
+          f"(sd {taus.std(ddof=1):.2f}), errors {errors}, {time.time() - start:.0f} s")

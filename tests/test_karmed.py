@@ -12,6 +12,7 @@ from scipy.optimize import brentq
 import jaxbandits  # noqa: F401
 from jaxbandits.design import karmed
 from jaxbandits.instances import GARIVIER_KAUFMANN_2016, garivier_kaufmann_2016, k_armed
+from karmed_support import ref, two_sample_z
 
 
 # -- a plain NumPy / scipy reference: Garivier & Kaufmann 2016, Lemma 3 and Theorem 5 ----------------
@@ -312,28 +313,6 @@ def test_kl_lucb_is_delta_correct_and_pulls_in_pairs():
     assert np.all((samples - len(REFERENCE_MU)) % 2 == 0)
 
 
-def successive_elimination_numpy(rng, mu, delta, reps, c=4.0):
-    """Even-Dar et al. 2006, Algorithm 3 on Bernoulli arms, vectorised over replications (NumPy
-    only): (samples, recommended arm)."""
-    K = len(mu)
-    alive = np.ones((reps, K), bool)
-    S = np.zeros((reps, K))
-    N = np.zeros((reps, K))
-    t = 0
-    while (alive.sum(axis=1) > 1).any():
-        t += 1
-        going = alive.sum(axis=1) > 1
-        pull = alive & going[:, None]
-        S += rng.binomial(1, np.broadcast_to(mu, (reps, K))) * pull
-        N += pull
-        m = S / np.maximum(N, 1)
-        alpha = math.sqrt(math.log(c * K * t * t / delta) / t)
-        top = np.where(alive, m, -np.inf).max(axis=1, keepdims=True)
-        alive &= ~(going[:, None] & (top - m >= 2 * alpha))
-    m = np.where(alive, S / np.maximum(N, 1), -np.inf)
-    return N.sum(axis=1), m.argmax(axis=1)
-
-
 def test_successive_elimination_matches_the_numpy_algorithm():
     """Successive Elimination (200 runs) against a NumPy implementation of the paper's Algorithm 3
     (4,000 runs): the mean number of samples two-sided within 3.5 combined SE, no error (delta-correct
@@ -342,10 +321,9 @@ def test_successive_elimination_matches_the_numpy_algorithm():
 
     inst, delta = k_armed(REFERENCE_MU), REFERENCE_DELTA
     samples, errors, _ = _run(SuccessiveElimination(delta=delta), inst, 200)
-    ref, best = successive_elimination_numpy(np.random.default_rng(0), np.asarray(REFERENCE_MU), delta, 4000)
-    z = (samples.mean() - ref.mean()) / math.hypot(samples.std(ddof=1) / math.sqrt(samples.size),
-                                                   ref.std(ddof=1) / math.sqrt(ref.size))
-    assert abs(z) < 3.5, (samples.mean(), ref.mean(), z)
+    theirs, best = ref.successive_elimination(np.random.default_rng(0), np.asarray(REFERENCE_MU), delta, 4000)
+    z = two_sample_z(samples, theirs)
+    assert abs(z) < 3.5, (samples.mean(), theirs.mean(), z)
     assert binomial_test_upper(errors, samples.size, delta) > 1e-3
     assert np.mean(best != 0) < delta
 

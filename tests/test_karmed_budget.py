@@ -11,47 +11,10 @@ from jaxbandits.algorithms import SequentialHalving, SuccessiveRejects
 from jaxbandits.algorithms.fixed_budget.karmed import halving_sizes, log_bar
 from jaxbandits.engine import simulate
 from jaxbandits.instances import k_armed
+from karmed_support import ref
 
 #: Audibert & Bubeck 2010, Sec 5, experiment 4 (6 arms in three groups), Bernoulli
 MU = np.array([0.5, 0.42, 0.4, 0.4, 0.35, 0.35])
-
-
-def sr_numpy(rng, mu, n, reps):
-    """Successive Rejects, vectorised over replications (NumPy only): the recommended arms."""
-    K = len(mu)
-    nk = [0] + [math.ceil((n - K) / (log_bar(K) * (K + 1 - k))) for k in range(1, K)]
-    alive = np.ones((reps, K), bool)
-    S = np.zeros((reps, K))
-    N = np.zeros((reps, K))
-    for k in range(1, K):
-        c = np.where(alive, nk[k] - nk[k - 1], 0)
-        S += rng.binomial(c, mu)
-        N += c
-        m = np.where(alive, S / np.maximum(N, 1), np.inf)
-        low = m == m.min(axis=1, keepdims=True)
-        pick = np.argmax(low * rng.random((reps, K)), axis=1)        # a random one of the lowest
-        alive[np.arange(reps), pick] = False
-    return np.argmax(alive, axis=1), N
-
-
-def sh_numpy(rng, mu, T, reps):
-    """Sequential Halving, vectorised over replications: the recommended arms."""
-    K = len(mu)
-    sizes = halving_sizes(K)
-    R = len(sizes) - 1
-    alive = np.ones((reps, K), bool)
-    N = np.zeros((reps, K))
-    for r in range(R):
-        t = T // (sizes[r] * R)
-        c = np.where(alive, t, 0)
-        m = np.where(alive, rng.binomial(c, mu) / t, -np.inf)
-        N += c
-        key = m + 1e-9 * rng.random((reps, K))                      # means are multiples of 1/t
-        order = np.argsort(-key, axis=1)
-        keep = np.zeros_like(alive)
-        np.put_along_axis(keep, order[:, :sizes[r + 1]], True, axis=1)
-        alive &= keep
-    return np.argmax(alive, axis=1), N
 
 
 def _two_proportions_z(k1, n1, k2, n2):
@@ -60,8 +23,8 @@ def _two_proportions_z(k1, n1, k2, n2):
     return (k1 / n1 - k2 / n2) / se
 
 
-@pytest.mark.parametrize("algorithm,reference,budget", [(SuccessiveRejects, sr_numpy, 600),
-                                                        (SequentialHalving, sh_numpy, 600)])
+@pytest.mark.parametrize("algorithm,reference,budget", [(SuccessiveRejects, ref.successive_rejects, 600),
+                                                        (SequentialHalving, ref.sequential_halving, 600)])
 def test_error_rate_matches_the_numpy_algorithm(algorithm, reference, budget):
     inst = k_armed(MU)
     alg = algorithm(budget=budget)
@@ -124,10 +87,10 @@ def test_k_armed_suites():
 
 def test_the_accelerator_program_draws_the_cpu_program_s_sums_with_no_loop():
     """Under the accelerator policy Successive Elimination's rounds (one pull of each alive arm)
-    draw their Bernoulli rewards by inversion in two fixed iterations (no loop whose trip count
-    depends on data in a step): the states of 64 lanes are the CPU program's, bit for bit, round by
-    round.  Successive Rejects and Sequential Halving keep JAX's binomial (a loop, once per phase):
-    the same states too."""
+    draw their Bernoulli rewards by inversion in two fixed iterations, and the phases of Successive
+    Rejects and Sequential Halving (hundreds of pulls of an arm: JAX's BTRS) in the fixed iterations
+    of :func:`jaxbandits.environment.binomial`: no loop whose trip count depends on data in a step,
+    and the states of 64 lanes are the CPU program's, bit for bit, round by round."""
     import jax
     import jax.numpy as jnp
 
@@ -149,7 +112,7 @@ def test_the_accelerator_program_draws_the_cpu_program_s_sums_with_no_loop():
         gpu = with_batching(alg, batching.solve_for("gpu", 64))
         st = jax.vmap(lambda k: gpu.init(k, inst))(keys)
         loops = str(jax.make_jaxpr(jax.vmap(lambda k, s: gpu.step(k, s, inst)))(keys, st)).count("while[")
-        assert loops == (0 if isinstance(alg, SuccessiveElimination) else 2)
+        assert loops == 0
         cpu_state, gpu_state = jax.jit(lambda: run(alg))(), jax.jit(lambda: run(gpu))()
         for a, b in zip(cpu_state, gpu_state):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -179,10 +142,11 @@ def test_an_unfinished_bernoulli_sum_is_reported():
     assert bool(ok) and not bool(ok1) and not bool(ok_small)   # inversion needs X + 1 iterations
     from jaxbandits.algorithms import SuccessiveElimination
 
-    alg = with_batching(SuccessiveElimination(), batching.solve_for("gpu", 1))
-    st = alg.init(key, inst)
-    assert bool(alg.outcome(st, inst).converged)
-    assert not bool(alg.outcome(st._replace(unfinished=jnp.ones((), jnp.int32)), inst).converged)
+    for alg in (SuccessiveElimination(), SuccessiveRejects(budget=3000), SequentialHalving(budget=3000)):
+        alg = with_batching(alg, batching.solve_for("gpu", 1))
+        st = alg.init(key, inst)
+        assert bool(alg.outcome(st, inst).converged)
+        assert not bool(alg.outcome(st._replace(unfinished=jnp.ones((), jnp.int32)), inst).converged)
 
 
 def test_the_binomial_with_a_static_bound_on_the_count_is_jax_s_draw():

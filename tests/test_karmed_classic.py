@@ -4,8 +4,6 @@ two-sided against the independent NumPy implementations of ``benchmarks/karmed_r
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import pathlib
 
 import jax.numpy as jnp
 import numpy as np
@@ -18,12 +16,8 @@ from jaxbandits.instances import k_armed
 from jaxbandits.rules import compose, sampling
 from jaxbandits.rules.karmed import LilUCB, LilUCBStop, LUCB1, LUCB1Stop
 from jaxbandits.stats import binomial_test_upper
-from karmed_support import stopped_samples, two_sample_z
+from karmed_support import ref, stopped_samples, two_sample_z
 
-_spec = importlib.util.spec_from_file_location(
-    "karmed_reference", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "karmed_reference.py")
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
 
 GAUSS_MU, SIGMA = (1.0, 0.5, 0.25), 0.5
 BERN_MU = (0.7, 0.5, 0.4)

@@ -6,9 +6,7 @@ threshold mutations, delta-correctness, and the cost of not knowing the variance
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import math
-import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -23,12 +21,8 @@ from jaxbandits.instances import k_armed
 from jaxbandits.rules import compose
 from jaxbandits.rules.karmed import GaussianGLR, InitialRounds, TopTwo, unknown_variance_pair_cost
 from jaxbandits.stats import binomial_test_upper
-from karmed_support import stopped_samples, two_sample_z
+from karmed_support import ref, stopped_samples, two_sample_z
 
-_spec = importlib.util.spec_from_file_location(
-    "karmed_reference", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "karmed_reference.py")
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
 
 MU, SD, DELTA = (1.0, 0.5, 0.3), (0.8, 0.5, 1.2), 0.01
 

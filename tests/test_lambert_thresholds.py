@@ -7,9 +7,7 @@ mutations; Kaufmann & Koolen's threshold of Gaussian arms: C_G against scipy, th
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import math
-import pathlib
 from typing import ClassVar
 
 import jax
@@ -27,12 +25,8 @@ from jaxbandits.rules import compose, thresholds
 from jaxbandits.rules.karmed import ChernoffGLR, GaussianGLR, InitialRounds, TrackAndStop, UnknownVarianceGLR
 from jaxbandits.rules.sampling import RoundRobin
 from jaxbandits.stats import binomial_test_upper
-from karmed_support import stopped_samples, two_sample_z
+from karmed_support import ref, stopped_samples, two_sample_z
 
-_spec = importlib.util.spec_from_file_location(
-    "karmed_reference", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "karmed_reference.py")
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
 
 MU, SD = (1.0, 0.5, 0.3), (0.8, 0.5, 1.2)
 E = math.e

@@ -3,8 +3,10 @@ COLT 2010) and Sequential Halving (Karnin, Koren & Somekh, ICML 2013).
 
 Both run on a K-armed instance (:func:`jaxbandits.instances.k_armed`: arms = items = I_K, any
 reward model whose mean is the arm's coordinate of theta), one engine step per phase; a phase's
-pulls are drawn at once as per-arm reward sums (:func:`jaxbandits.environment.pull_counts`, exact
-in distribution).  Ties in the empirical means are broken uniformly at random (a key per phase).
+pulls are drawn at once as per-arm reward sums (:func:`jaxbandits.environment.pull_counts_fixed`,
+exact in distribution; under an accelerator policy the Bernoulli sums' binomials are drawn with a
+trip count fixed when the program is compiled, the same sums wherever each finishes, and a run in
+which one did not is reported not converged).  Ties in the empirical means are broken uniformly at random (a key per phase).
 
 * :class:`SuccessiveRejects` (Audibert & Bubeck 2010, Sec 3, "SR"): with
   log-bar(K) = 1/2 + sum_{i=2}^K 1/i and n_k = ceil((n - K) / (log-bar(K) (K + 1 - k))), n_0 = 0,
@@ -26,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, hyperparameter
-from jaxbandits.environment import pull_counts
+from jaxbandits.environment import pull_counts_fixed
 from jaxbandits.instances.base import Instance
 
 
@@ -53,6 +55,7 @@ class PhaseState(NamedTuple):
     phase: jax.Array     # phases done
     pulls: jax.Array     # [K] pulls so far
     sums: jax.Array      # [K] reward sums so far
+    unfinished: jax.Array  # phases whose Bernoulli sums had a draw unfinished (pull_counts_fixed)
 
 
 def log_bar(K: int) -> float:
@@ -89,14 +92,15 @@ class PhasedElimination(Algorithm):
     def init(self, key, instance: Instance) -> PhaseState:
         K = instance.num_arms
         dt = instance.arms.dtype
-        return PhaseState(jnp.ones((K,), bool), jnp.zeros((), jnp.int32), jnp.zeros((K,), dt), jnp.zeros((K,), dt))
+        return PhaseState(jnp.ones((K,), bool), jnp.zeros((), jnp.int32), jnp.zeros((K,), dt), jnp.zeros((K,), dt),
+                          jnp.zeros((), jnp.int32))
 
     def done(self, state: PhaseState) -> jax.Array:
         return jnp.sum(state.alive) <= 1
 
     def outcome(self, state: PhaseState, instance: Instance) -> Outcome:
         return Outcome(answer_mask(jnp.argmax(state.alive), instance.num_items),
-                       jnp.sum(state.pulls).astype(jnp.int32), state.pulls)
+                       jnp.sum(state.pulls).astype(jnp.int32), state.pulls, converged=state.unfinished == 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,13 +130,14 @@ class SuccessiveRejects(PhasedElimination):
         k = state.phase + 1
         per_arm = n[k] - n[k - 1]
         counts = jnp.where(state.alive, per_arm, 0.0)
-        sums = state.sums + pull_counts(k_pull, instance, counts)
+        drawn, finished = pull_counts_fixed(k_pull, instance, counts)
+        sums = state.sums + drawn
         pulls = state.pulls + counts
         means = sums / jnp.maximum(pulls, 1.0)
         # reject the lowest mean: the arm ranked last among the alive ones
         rank = rank_with_random_ties(k_tie, -means, state.alive)
         worst = jnp.argmin(jnp.where(state.alive, rank, K))
-        return PhaseState(state.alive.at[worst].set(False), k, pulls, sums)
+        return PhaseState(state.alive.at[worst].set(False), k, pulls, sums, state.unfinished + (~finished))
 
 
 
@@ -177,9 +182,10 @@ class SequentialHalving(PhasedElimination):
         keep = jnp.asarray(sizes[1:], jnp.int32)[r]
         t_r = jnp.floor(jnp.asarray(self.budget, dt) / (size * R))
         counts = jnp.where(state.alive, t_r, 0.0)
-        round_sums = pull_counts(k_pull, instance, counts)
+        round_sums, finished = pull_counts_fixed(k_pull, instance, counts)
         means = round_sums / jnp.maximum(t_r, 1.0)            # this round's samples only
         rank = rank_with_random_ties(k_tie, means, state.alive)
         alive = state.alive & (rank < keep)
-        return PhaseState(alive, r + 1, state.pulls + counts, state.sums + round_sums)
+        return PhaseState(alive, r + 1, state.pulls + counts, state.sums + round_sums,
+                          state.unfinished + (~finished))
 

@@ -1,7 +1,9 @@
 """LinUCB (Li et al. 2010; the shared-parameter, OFUL-style form of seed 002 App F) turned into
 fixed-budget identification: pull argmax_x x^T theta_hat + alpha ||x||_{V^{-1}} with ridge estimate
 theta_hat; after B pulls return the most-pulled arm (App F: "we take the most frequently played
-arm").  One ``step`` is one pull; the runs spend exactly B pulls.
+arm").  One ``step`` is one pull; the runs spend exactly B pulls.  LinUCB carries V_t^{-1}, updated
+by Sherman-Morrison at each pull, so that a step makes no factorisation or triangular solve (no
+solver library call under ``vmap`` on an accelerator, whatever d).
 """
 from __future__ import annotations
 
@@ -27,6 +29,20 @@ class UCBState(NamedTuple):
     pulls: jax.Array    # [K]
     sums: jax.Array     # [K] reward sums (successes for Bernoulli rewards)
     theta: jax.Array    # [d] last estimate (warm start of the GLM fit)
+
+
+class LinUCBState(NamedTuple):
+    t: jax.Array        # pulls made
+    pulls: jax.Array    # [K]
+    sums: jax.Array     # [K] reward sums (successes for Bernoulli rewards)
+    theta: jax.Array    # [d] the ridge estimate of the last pick
+    inverse: jax.Array  # [d, d] V_t^{-1} = (lambda I + sum x x^T)^{-1}, by Sherman-Morrison updates
+
+
+def sherman_morrison(inverse: jax.Array, x: jax.Array) -> jax.Array:
+    """(V + x x^T)^{-1} from V^{-1} (symmetric): V^{-1} - u u^T / (1 + x^T u), u = V^{-1} x."""
+    u = inverse @ x
+    return inverse - jnp.outer(u, u) / (1.0 + x @ u)
 
 
 def _gram(X, pulls):
@@ -105,12 +121,18 @@ class LinUCB(_MostPulledBaseline):
         return (sigma * jnp.sqrt(d * jnp.log1p(t * L2 / (self.reg * d)) + 2.0 * jnp.log(1.0 / self.delta))
                 + jnp.sqrt(self.reg) * self.theta_norm)
 
-    def step(self, key, state: UCBState, instance: Instance) -> UCBState:
+    def init(self, key, instance: Instance) -> LinUCBState:
+        K, d = instance.arms.shape
+        dt = instance.arms.dtype
+        return LinUCBState(jnp.zeros((), jnp.int32), jnp.zeros(K, dt), jnp.zeros(K, dt), jnp.zeros(d, dt),
+                           jnp.eye(d, dtype=dt) / jnp.asarray(self.reg, dt))
+
+    def step(self, key, state: LinUCBState, instance: Instance) -> LinUCBState:
         X = instance.arms
-        d = X.shape[1]
-        V = _gram(X, state.pulls) + self.reg * jnp.eye(d, dtype=X.dtype)
-        L = jnp.linalg.cholesky(V)
-        theta = jax.scipy.linalg.cho_solve((L, True), X.T @ state.sums)
-        a = _ucb_pick(X, theta, V, self.radius(state.t.astype(X.dtype), instance), L)
+        inverse = state.inverse
+        theta = inverse @ (X.T @ state.sums)
+        sq = jnp.maximum(jnp.sum((X @ inverse) * X, axis=1), 0.0)          # ||x||^2_{V^-1} of every arm
+        a = jnp.argmax(X @ theta + self.radius(state.t.astype(X.dtype), instance) * jnp.sqrt(sq))
         y = pull(key, instance, a)
-        return UCBState(state.t + 1, state.pulls.at[a].add(1.0), state.sums.at[a].add(y), theta)
+        return LinUCBState(state.t + 1, state.pulls.at[a].add(1.0), state.sums.at[a].add(y), theta,
+                           sherman_morrison(inverse, X[a]))
