@@ -393,11 +393,33 @@ def _bisect(f, lo, hi, iters, increasing=True):
     return 0.5 * (lo + hi)
 
 
-def optimal_weights_bisection(m, family="bernoulli", sigma=1.0, iters=60):
+def _illinois(f, lo, hi, iters):
+    """The root of the increasing ``f`` on [lo, hi] (arrays, f(lo) < 0 < f(hi) where finite) by the
+    Illinois variant of regula falsi, with a bisection step wherever the secant leaves the bracket."""
+    flo, fhi = f(lo), f(hi)
+    side = np.zeros(lo.shape, int)
+    for _ in range(iters):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            x = (lo * fhi - hi * flo) / (fhi - flo)
+        x = np.where(np.isfinite(x) & (x > lo) & (x < hi), x, 0.5 * (lo + hi))
+        fx = f(x)
+        right = fx < 0                                         # the root is in (x, hi)
+        fhi = np.where(right & (side == 1), fhi / 2, fhi)
+        flo = np.where(~right & (side == -1), flo / 2, flo)
+        lo, flo = np.where(right, x, lo), np.where(right, fx, flo)
+        hi, fhi = np.where(right, hi, x), np.where(right, fhi, fx)
+        side = np.where(right, 1, -1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x = (lo * fhi - hi * flo) / (fhi - flo)
+    return np.where(np.isfinite(x) & (x >= lo) & (x <= hi), x, 0.5 * (lo + hi))
+
+
+def optimal_weights_bisection(m, family="bernoulli", sigma=1.0, iters=52):
     """w*(m) of every row of ``m`` [R, K] with a unique largest entry (Garivier & Kaufmann 2016,
-    Lemma 3 and Theorem 5), by nested bisection, vectorised over the rows: s_a(y) = 1 / (1 + x_a(y))
-    solves d(m_b, q) + (1 - s) / s d(m_a, q) = y, q = m_a + s (m_b - m_a), and y solves
-    F(y) = sum_{a != b} d(m_b, q_a) / d(m_a, q_a) = 1 on (0, min_a d(m_b, m_a)).  Rows with tied
+    Lemma 3 and Theorem 5), vectorised over the rows: s_a(y) = 1 / (1 + x_a(y)) solves
+    d(m_b, q) + (1 - s) / s d(m_a, q) = y, q = m_a + s (m_b - m_a) (bisection on log s), and y solves
+    F(y) = sum_{a != b} d(m_b, q_a) / d(m_a, q_a) = 1 on (0, min_a d(m_b, m_a)) (Illinois, on
+    log(F + 1) against the logit of y / min_a d(m_b, m_a)).  Rows with tied
     maxima get the uniform weights on the tied arms (what C-tracking tracks there)."""
     R, K = m.shape
     rows = np.arange(R)
@@ -412,11 +434,12 @@ def optimal_weights_bisection(m, family="bernoulli", sigma=1.0, iters=60):
     def q_of(s):
         return ma + s * (mb - ma)
 
-    def inner(y):
-        def g(s):
+    def inner(y):  # bisection on log s (x_a(y) may be large: s small)
+        def g(log_s):
+            s = np.exp(log_s)
             q = q_of(s)
             return _kl(family, mb, q, sigma) + (1 - s) / s * _kl(family, ma, q, sigma) - y
-        return _bisect(g, np.full((R, K), 1e-300), np.ones((R, K)), iters, increasing=False)
+        return np.exp(_bisect(g, np.full((R, K), -690.0), np.zeros((R, K)), iters, increasing=False))
 
     def F(y):
         s = inner(y[:, None])
@@ -425,7 +448,12 @@ def optimal_weights_bisection(m, family="bernoulli", sigma=1.0, iters=60):
         return np.where(other, ratio, 0.0).sum(axis=1) - 1.0
 
     ymax = np.where(other, _kl(family, mb, ma, sigma), np.inf).min(axis=1)
-    y = _bisect(F, np.zeros(R), ymax, iters, increasing=True)
+
+    def G(u):  # log(F(y) + 1) at y = ymax / (1 + e^-u): increasing from -inf to +inf
+        with np.errstate(divide="ignore"):
+            return np.log(np.maximum(F(ymax / (1.0 + np.exp(-u))) + 1.0, 0.0))
+
+    y = ymax / (1.0 + np.exp(-_illinois(G, np.full(R, -40.0), np.full(R, 40.0), 24)))
     s = inner(y[:, None])
     x = np.where(other, (1 - s) / s, 1.0)
     w = x / x.sum(axis=1, keepdims=True)
@@ -441,8 +469,7 @@ def _glr_stop(family, m, N, t, delta, sigma):
     mid = (nb * mb + N * m) / (nb + N)
     Z = nb * _kl(family, mb, mid, sigma) + N * _kl(family, m, mid, sigma)
     Z[rows, b] = np.inf
-    scale = sigma**2 if family == "gaussian" else 1.0
-    return Z.min(axis=1) > scale * math.log((1.0 + math.log(t)) / delta), b
+    return Z.min(axis=1) > math.log((1.0 + math.log(t)) / delta), b          # Z in KL units
 
 
 def track_and_stop(rng, mu, delta, reps, *, tracking="D", gaussian=False, sigma=1.0, max_steps=10**7):
@@ -468,7 +495,6 @@ def track_and_stop(rng, mu, delta, reps, *, tracking="D", gaussian=False, sigma=
         if done.all():
             return tau, best
         live = ~done
-        w = optimal_weights_bisection(m[live], family, sigma)
         if tracking == "D":
             mm = m[live]
             top = mm.max(axis=1, keepdims=True)
@@ -477,8 +503,13 @@ def track_and_stop(rng, mu, delta, reps, *, tracking="D", gaussian=False, sigma=
             random_top = np.argmax(np.where(tied, rng.random(mm.shape), -1.0), axis=1)
             n = N[live]
             starved = n.min(axis=1) <= max(math.sqrt(t) - K / 2.0, 0.0)
-            arm = np.where(tie, random_top, np.where(starved, n.argmin(axis=1), (w - n / t).argmax(axis=1)))
+            arm = np.where(tie, random_top, n.argmin(axis=1))
+            track = ~tie & ~starved                           # w* is needed there only
+            if track.any():
+                w = optimal_weights_bisection(mm[track], family, sigma)
+                arm[track] = (w - n[track] / t).argmax(axis=1)
         else:
+            w = optimal_weights_bisection(m[live], family, sigma)
             eps = 0.5 / math.sqrt(K * K + t)
             h = _bisect(lambda h: np.maximum(w - h[:, None], eps).sum(axis=1) - 1.0,
                         np.zeros(len(w)), np.ones(len(w)), 64, increasing=False)
@@ -696,7 +727,7 @@ def eb_top_two(rng, mu, delta, reps, *, challenger="TC", selection="fixed", beta
         Z = nB * _kl(family, mB, mid, sigma) + N * _kl(family, m, mid, sigma)
         Z[rows, B] = np.inf
         stat = Z.min(axis=1)
-        stop = ~done & (stat > scale * math.log((1.0 + math.log(t)) / delta) * (sigma**2 if gaussian else 1.0))
+        stop = ~done & (stat > scale * math.log((1.0 + math.log(t)) / delta))   # Z in KL units
         tau[stop], best[stop] = t, B[stop]
         done |= stop
         if done.all():

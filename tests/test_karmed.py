@@ -288,7 +288,9 @@ def test_top_two_is_delta_correct(leader):
     """EB-TC and T3C with Chernoff's stopping rule (200 runs, delta = 0.1): the error rate is not
     above delta (binomial test at level 1e-3), the mean is above the lower bound, and the rule
     samples as Top Two does: the leader about half the time (beta = 1/2), so the best arm gets
-    about half of the pulls, near w*_1 = 0.453 on this instance."""
+    about half of the pulls, near w*_1 = 0.453 on this instance.  T3C's mean is two-sided within
+    3.5 combined SE of the independent NumPy implementation (``benchmarks/karmed_reference.py``,
+    :func:`thompson_top_two`, 2,000 runs)."""
     from jaxbandits.algorithms import KArmedTopTwo
 
     inst, delta = k_armed(REFERENCE_MU), REFERENCE_DELTA
@@ -298,12 +300,17 @@ def test_top_two_is_delta_correct(leader):
     pulls = np.asarray(res.pulls).reshape(200, -1)
     share = pulls[:, 0].sum() / pulls.sum()
     assert 0.4 < share < 0.56, share
+    if leader == "TS":
+        theirs, _ = ref.thompson_top_two(np.random.default_rng(1), np.asarray(REFERENCE_MU), delta, 2000)
+        assert abs(two_sample_z(samples, theirs)) < 3.5, (samples.mean(), theirs.mean())
 
 
 def test_kl_lucb_is_delta_correct_and_pulls_in_pairs():
     """KL-LUCB (Kaufmann & Kalyanakrishnan 2013) with the bounds at log((log t + 1)/delta), 200
     runs: error rate not above delta (binomial test at level 1e-3), mean above the lower bound, and
-    it stops only at the end of a round of two pulls after the K initial ones."""
+    it stops only at the end of a round of two pulls after the K initial ones; the mean is two-sided
+    within 3.5 combined SE of the independent NumPy implementation (:func:`kl_lucb`, 2,000 runs),
+    and the bounds' level x 1.5 leaves that band."""
     from jaxbandits.algorithms import KArmedKLLUCB
 
     inst, delta = k_armed(REFERENCE_MU), REFERENCE_DELTA
@@ -311,6 +318,24 @@ def test_kl_lucb_is_delta_correct_and_pulls_in_pairs():
     assert binomial_test_upper(errors, samples.size, delta) > 1e-3, errors
     assert samples.mean() > float(karmed.lower_bound(jnp.asarray(REFERENCE_MU), delta))
     assert np.all((samples - len(REFERENCE_MU)) % 2 == 0)
+    theirs, _ = ref.kl_lucb(np.random.default_rng(1), np.asarray(REFERENCE_MU), delta, 2000)
+    assert abs(two_sample_z(samples, theirs)) < 3.5, (samples.mean(), theirs.mean())
+    # delta^1.5 raises log(1/delta) by half: the mutation leaves the band
+    mutant, _ = ref.kl_lucb(np.random.default_rng(2), np.asarray(REFERENCE_MU), delta**1.5, 2000)
+    assert abs(two_sample_z(samples, mutant)) > 3.5, (samples.mean(), mutant.mean())
+
+
+def test_the_vectorised_reference_w_star_is_brentq_s():
+    """``benchmarks/karmed_reference.py``: the w* of its vectorised Track-and-Stop (bisection on
+    log s, Illinois on log(F + 1)) equals the nested-brentq w* of the per-replication reference to
+    1e-9 on 200 random Bernoulli mean vectors whose top two are at least 0.01 apart."""
+    rng = np.random.default_rng(5)
+    M = rng.uniform(0.02, 0.98, (400, 5))
+    top2 = np.sort(M, axis=1)[:, -2:]
+    M = M[top2[:, 1] - top2[:, 0] > 0.01][:200]
+    W = ref.optimal_weights_bisection(M)
+    exact = np.array([ref.optimal_weights(m) for m in M])
+    np.testing.assert_allclose(W, exact, atol=1e-9)
 
 
 def test_successive_elimination_matches_the_numpy_algorithm():
