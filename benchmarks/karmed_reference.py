@@ -480,10 +480,7 @@ def track_and_stop(rng, mu, delta, reps, *, tracking="D", gaussian=False, sigma=
     argmax sum_s w^{eps_s}(s) - N (the sum started at the initial counts), w^eps the L-infinity
     projection of w* on {w_a >= eps} (v_a = max(w_a - h, eps), h by bisection), eps_s =
     (K^2 + s)^-1/2 / 2.  w* by :func:`optimal_weights_bisection`.  Returns (samples, recommended arm)."""
-    mu = np.asarray(mu, float)
-    K = len(mu)
-    family = "gaussian" if gaussian else "bernoulli"
-    rows, N, S, done, tau, best = _each_arm_once(rng, mu, reps, gaussian, sigma)
+    mu, K, family, (rows, N, S, done, tau, best) = _start(rng, mu, reps, gaussian, sigma)
     cum = N.copy()
     for t in range(K, max_steps):
         live = ~done
@@ -573,10 +570,7 @@ def thompson_top_two(rng, mu, delta, reps, *, challenger="TC", beta=0.5, gaussia
     N_a d(mu_a, m)] (first); "TS", Russo's re-sampling: fresh posterior draws until one's best arm
     is not I (drawn ``block`` at a time, doubling), the arm it ends on.  Returns (samples,
     recommended arm)."""
-    mu = np.asarray(mu, float)
-    K = len(mu)
-    family = "gaussian" if gaussian else "bernoulli"
-    rows, N, S, done, tau, best = _each_arm_once(rng, mu, reps, gaussian, sigma)
+    mu, K, family, (rows, N, S, done, tau, best) = _start(rng, mu, reps, gaussian, sigma)
     for t in range(K, max_steps):
         m = S / N
         stop, b = _glr_stop(family, m, N, t, delta, sigma)
@@ -695,6 +689,12 @@ def _kl(family, x, y, sigma):
     return x * np.log(x / y) + (1 - x) * np.log((1 - x) / (1 - y))
 
 
+def _start(rng, mu, reps, gaussian, sigma):
+    """(mu as floats, K, the family's name, :func:`_each_arm_once`'s state)."""
+    mu = np.asarray(mu, float)
+    return mu, len(mu), "gaussian" if gaussian else "bernoulli", _each_arm_once(rng, mu, reps, gaussian, sigma)
+
+
 def _each_arm_once(rng, mu, reps, gaussian, sigma):
     """The state of ``reps`` replications after one pull of each arm: (row indices, counts N, sums
     S, stopped, stopping times, recommended arms)."""
@@ -715,10 +715,7 @@ def eb_top_two(rng, mu, delta, reps, *, challenger="TC", selection="fixed", beta
     minima; pull B with probability ``beta`` ("fixed") or h = N_B d(mu_B, m) / (N_B d(mu_B, m) +
     N_C d(mu_C, m)) ("ids", You et al. 2023, zihaophys/topk_colt23 ``algorithm.jl``; a NaN h pulls C),
     else C.  Returns (samples, recommended arm) per replication."""
-    mu = np.asarray(mu, float)
-    K = len(mu)
-    family = "gaussian" if gaussian else "bernoulli"
-    rows, N, S, done, tau, best = _each_arm_once(rng, mu, reps, gaussian, sigma)
+    mu, K, family, (rows, N, S, done, tau, best) = _start(rng, mu, reps, gaussian, sigma)
     for t in range(K, max_steps):
         m = S / N
         B = m.argmax(axis=1)

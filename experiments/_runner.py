@@ -100,6 +100,10 @@ TIMES: dict[str, tuple[float | None, float | None, str]] = {
     # 4 rows (EB-TCε and EB-TC on mu1, mu2) and the NumPy reference's runs; EB-TC's runs (3-4e4 pulls at
     # delta = 0.01) dominate; the full 1000 runs per row took 47-61 s of wall time on the 2-core machine
     "jourdan_ebtc_epsilon": (45, 80, "measured"),
+    # 12 fixed-confidence and 2 fixed-budget rows beside their NumPy implementations; most of the
+    # time is the NumPy Track-and-Stops (w* solved at every step for every replication): --quick
+    # 347 s wall with Track-and-Stop's 200 runs of ours read back, full size 925 s wall
+    "karmed_baselines": (360, 925, "measured"),
     # quick: T = 1010 only, 1000 runs of each algorithm; full: 20,000 runs x 6 budgets x 2 algorithms
     "peace_soare": (80, 7200, "estimate"),
     # quick: 200 JAX runs of each design, 10 / 40 NumPy reference runs (mixed / rho); full: 10x that

@@ -30,6 +30,32 @@ replications; so have the NumPy Track-and-Stops (w* solved at every step by nest
 ``--quick``: 100 runs per row (20 for those); default: 1000 (200 for those).  Run time per replication:
 ours is the engine's wall time (compile excluded) over the replications, through one process on the
 machine's cores; the NumPy implementation's is its wall time over the same number of replications.
+
+Measured (default size, seed 0, 2 CPU cores, 925 s; runs: ours / theirs):
+
+======================  ===========  ==============  ==============  =====  ====  =====  ===============
+algorithm               runs         ours            NumPy           z      KS p  /LB    ms/run ours/NumPy
+======================  ===========  ==============  ==============  =====  ====  =====  ===============
+Track-and-Stop (D)      1000 / 200   1,387 +- 31     1,380 +- 62     0.10   0.88  2.42   31.9 / 1,564
+Track-and-Stop (C)      1000 / 200   1,757 +- 28     1,719 +- 65     0.54   0.11  3.06   34.9 / 1,245
+EB-TC                   1000 / 1000  3,671 +- 284    3,829 +- 329    -0.36  0.26  6.39   3.2 / 32.1
+EB-TCI                  1000 / 1000  1,580 +- 27     1,559 +- 25     0.57   0.31  2.75   1.0 / 1.2
+EB-TC (IDS)             1000 / 1000  3,737 +- 286    3,937 +- 351    -0.44  0.69  6.51   3.6 / 27.1
+T3C                     1000 / 1000  1,406 +- 23     1,403 +- 24     0.08   0.95  2.45   6.3 / 2.9
+TTTS (Gaussian)         200 / 1000   2,159 +- 74     2,075 +- 31     1.05   0.59  2.84   437 / 9.8
+KL-LUCB                 1000 / 1000  2,800 +- 100    2,577 +- 30     2.14   0.34  4.88   30.4 / 25.1
+LUCB1                   1000 / 1000  36,968 +- 118   37,146 +- 112   -1.10  0.50  64.4   7.1 / 2.8
+lil'UCB                 1000 / 1000  25,682 +- 139   25,622 +- 138   0.30   0.99  44.7   5.7 / 5.0
+Successive Elimination  1000 / 1000  46,818 +- 170   47,152 +- 163   -1.42  0.29  81.5   27.5 / 6.0
+EB-TCε (IDS)            1000 / 1000  2,830 +- 37     2,810 +- 37     0.39   0.69  1.45   0.7 / 1.8
+======================  ===========  ==============  ==============  =====  ====  =====  ===============
+
+/LB: our mean over the lower bound, T*(mu2) kl(0.1, 0.9) = 574 (Bernoulli), 760 (TTTS's Gaussian
+arms), T_eps kl(0.01, 0.99) = 1,958 (EB-TCε).  Errors (ours / theirs): at most 5 / 3 in 1000.
+Fixed budget, 10,000 runs each: Successive Rejects errs 0.0075 (NumPy 0.0072, z = 0.25),
+Sequential Halving 0.0314 (0.0327, z = -0.52).  KL-LUCB's means differ at p = 0.03 while its laws
+agree (KS p = 0.34): a few very long runs (in both implementations: beyond 10^5 pulls) carry its
+mean and its SE.
 """
 from __future__ import annotations
 

@@ -32,7 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.batching import argmax_fast, columns_dot, current_policy, fixed_trip_while, solve_where
-from jaxbandits.design.core import add_jitter, design_matrix, initial_design, inverse_design, masked_argmax, oracle_directions
+from jaxbandits.design.core import (SMALL_DIM, add_jitter, design_matrix, initial_design, inverse_design, masked_argmax,
+                                   oracle_directions, small_cholesky, small_inverse_factor)
 
 
 # -- the rule -------------------------------------------------------------------------------------
@@ -64,8 +65,19 @@ def finish(X, lam, perp=None):
     A = design_matrix(thr, X)
     if perp is not None:
         A = A + perp
-    ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(A)))
-    return jnp.where(ok, thr, lam)
+    return jnp.where(factorable(A), thr, lam)
+
+
+def factorable(A):
+    """Whether the Cholesky factor of A is finite (A positive definite to working precision): for
+    d <= SMALL_DIM by :func:`jaxbandits.design.core.small_cholesky`'s unrolled scalar arithmetic
+    (its factor and pivots' reciprocals: no solver call under ``vmap``), above by
+    ``jnp.linalg.cholesky``."""
+    d = A.shape[0]
+    if d <= SMALL_DIM:
+        L, r = small_cholesky(0.5 * (A + A.T))
+        return jnp.all(jnp.isfinite(jnp.stack([L[i][j] for i in range(d) for j in range(i + 1)] + r)))
+    return jnp.all(jnp.isfinite(jnp.linalg.cholesky(A)))
 
 
 # -- the dense form: any directions, A^-1 recomputed every iteration ------------------------------
@@ -209,12 +221,16 @@ def incremental_allocation(X, v, c):
 
 
 def exact_inverse(A):
-    """(A + eps I)^-1 via Cholesky, eps as in :func:`jaxbandits.design.core.add_jitter`."""
+    """(A + eps I)^-1 via Cholesky, eps as in :func:`jaxbandits.design.core.add_jitter`; for
+    d <= SMALL_DIM by :func:`jaxbandits.design.core.small_inverse_factor` (unrolled: no solver call
+    under ``vmap``)."""
     d = A.shape[0]
-    eye = jnp.eye(d, dtype=A.dtype)
     A = add_jitter(A)
-    L = jnp.linalg.cholesky(A)
-    Linv = jax.scipy.linalg.solve_triangular(L, eye, lower=True)
+    if d <= SMALL_DIM:
+        Linv = small_inverse_factor(A)
+    else:
+        L = jnp.linalg.cholesky(A)
+        Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(d, dtype=A.dtype), lower=True)
     return Linv.T @ Linv
 
 
