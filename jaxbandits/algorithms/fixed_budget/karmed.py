@@ -6,7 +6,8 @@ reward model whose mean is the arm's coordinate of theta), one engine step per p
 pulls are drawn at once as per-arm reward sums (:func:`jaxbandits.environment.pull_counts_fixed`,
 exact in distribution; under an accelerator policy the Bernoulli sums' binomials are drawn with a
 trip count fixed when the program is compiled, the same sums wherever each finishes, and a run in
-which one did not is reported not converged).  Ties in the empirical means are broken uniformly at random (a key per phase).
+which one did not is reported not converged).  Ties in the empirical means are broken uniformly
+at random (a key per phase).
 
 * :class:`SuccessiveRejects` (Audibert & Bubeck 2010, Sec 3, "SR"): with
   log-bar(K) = 1/2 + sum_{i=2}^K 1/i and n_k = ceil((n - K) / (log-bar(K) (K + 1 - k))), n_0 = 0,
