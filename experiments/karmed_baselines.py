@@ -210,7 +210,8 @@ def run(ctx):
                                 ours_error=round(wrong / runs, 4), numpy_error=round(wrong_ref / runs, 4),
                                 z=round(z, 2), p=round(math.erfc(abs(z) / math.sqrt(2.0)), 3),
                                 pulls_ours=int(np.asarray(res.samples).max()), pulls_numpy=int(pulls.sum(axis=1).max()),
-                                ours_ms_per_run=(round(1e3 * ours_seconds / runs, 4) if ours_seconds > 0 else "read back"),
+                                ours_ms_per_run=(round(1e3 * ours_seconds / runs, 4) if ours_seconds > 0
+                                                 else "read back"),
                                 numpy_ms_per_run=round(1e3 * ref_seconds / runs, 4)))
     ctx.table(budget_rows, "fixed_budget",
               f"Fixed budget, Audibert & Bubeck 2010's experiment 4 {AUDIBERT_BUBECK_4} (Bernoulli), n = {BUDGET}: "
