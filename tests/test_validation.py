@@ -140,6 +140,8 @@ CASES = [
     ("max_support zero", lambda f: sim(alg=Oracle(max_support=0)), ValueError, "max_support", "got 0"),
     ("TopTwo beta above one", lambda f: sim(alg=TopTwo(beta=1.5)), ValueError, "beta", "1.5"),
     ("reg negative", lambda f: sim(alg=LinUCB(budget=100, reg=-1.0)), ValueError, "reg", "-1.0"),
+    # V_0 = lambda I must be invertible (LinUCB carries V_t^-1; the OFUL radius divides by lambda)
+    ("reg zero", lambda f: sim(alg=LinUCB(budget=100, reg=0.0)), ValueError, "reg", "0.0"),
     # simulate: the instances
     ("instances array", lambda f: sim(instances=ARMS), TypeError, "instances"),
     ("bernoulli means outside [0, 1]", lambda f: sim(instances=raw_instance([2.0, -0.5], "bernoulli")),

@@ -91,7 +91,7 @@ class LinUCB(_MostPulledBaseline):
 
     Attributes:
       budget: B.
-      reg: ridge lambda (V = lambda I + sum x x^T).
+      reg: ridge lambda > 0 (V = lambda I + sum x x^T; V_0 = lambda I is inverted at the start).
       alpha: confidence width multiplier; default (None) the OFUL radius
         sigma sqrt(d log(1 + t L^2 / (lambda d)) + 2 log(1 / delta)) + sqrt(lambda) S
         (Abbasi-Yadkori et al. 2011, Theorem 2 with det V_t <= (lambda + t L^2 / d)^d).
@@ -103,7 +103,7 @@ class LinUCB(_MostPulledBaseline):
     """
 
     budget: int = hyperparameter(low=0.0, pulls=True, traced=True)
-    reg: float = hyperparameter(1.0, low=0.0, low_open=False, traced=True)
+    reg: float = hyperparameter(1.0, low=0.0, traced=True)
     alpha: float | None = hyperparameter(None, traced=True)
     delta: float = hyperparameter(0.05, low=0.0, high=1.0, traced=True)
     theta_norm: float = hyperparameter(1.0, low=0.0, traced=True)
