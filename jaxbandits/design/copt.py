@@ -22,6 +22,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+from jaxbandits.batching import current_policy
 from jaxbandits.design.core import (SMALL_DIM, DesignSolution, add_jitter, full_mask, initial_design, inverse_design,
                                    ordered_sum, small_backward, small_cholesky, small_forward)
 
@@ -39,7 +40,9 @@ def c_optimal(X: jax.Array, y: jax.Array, *, arm_mask: Optional[jax.Array] = Non
     dtype = X.dtype
     mask = full_mask(arm_mask, K)
     lam0 = initial_design(mask, init, dtype)
-    if d <= SMALL_DIM:
+    if d <= SMALL_DIM and K <= SMALL_ARMS and current_policy().batched:
+        lam, a, b_all = _tiny_solve(X, y, mask, lam0, iters)
+    elif d <= SMALL_DIM:
         lam, a, b_all = _small_solve(X, y, mask, lam0, iters)
     else:
         lam, a, b_all = _library_solve(X, y, mask, lam0, iters)
@@ -115,3 +118,67 @@ def _small_solve(X, y, mask, lam0, iters):
     lam = jax.lax.fori_loop(0, iters, body, lam0, unroll=4)
     _, a, b_all = parts(lam)
     return lam, a, b_all
+
+
+#: largest number of arms for which :func:`_tiny_solve` unrolls the arms too (with d <= SMALL_DIM)
+SMALL_ARMS = 16
+
+
+class _Entries:
+    """A [d, d] matrix held as scalars ``A[i][j]`` (j <= i), indexable as ``A[i, j]`` for
+    :func:`jaxbandits.design.core.small_cholesky`."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.shape = (len(rows), len(rows))
+
+    def __getitem__(self, ij):
+        return self.rows[ij[0]][ij[1]]
+
+
+def _first_max(values):
+    """(index, value) of the largest of a list of scalars, as ``jnp.argmax`` / ``jnp.max`` pick them
+    (the first on ties, the first NaN if any), in elementwise compares."""
+    best, j = values[0], jnp.zeros((), jnp.int32)
+    for k, v in enumerate(values[1:], 1):
+        take = (v > best) | (jnp.isnan(v) & ~jnp.isnan(best))
+        best, j = jnp.where(take, v, best), jnp.where(take, k, j)
+    return j, best
+
+
+def _tiny_solve(X, y, mask, lam0, iters):
+    """:func:`_small_solve` for few arms (K <= SMALL_ARMS) as well as small d: the arms are
+    unrolled too (A(lambda) a sum of K terms in arm order, the argmax a chain of compares, x_j a
+    chain of selects), so under ``vmap`` an iteration is elementwise over the lanes and the whole
+    loop fuses into a kernel or two instead of several per iteration."""
+    K, d = X.shape
+    Xs = [[X[k, i] for i in range(d)] for k in range(K)]
+    ys = [y[i] for i in range(d)]
+    ms = [mask[k] for k in range(K)]
+
+    def parts(lam):
+        rows = [[ordered_sum([(lam[k] * Xs[k][i]) * Xs[k][j] for k in range(K)]) for j in range(i + 1)]
+                for i in range(d)]
+        tr = ordered_sum([rows[i][i] for i in range(d)])
+        eps = 1e-13 * tr / d
+        rows = [[rows[i][j] + eps if i == j else rows[i][j] for j in range(i + 1)] for i in range(d)]
+        L, r = small_cholesky(_Entries(rows))
+        z = small_forward(L, r, ys)
+        u = small_backward(L, r, z)
+        h = [ordered_sum([Xs[k][i] * u[i] for i in range(d)]) for k in range(K)]
+        return (L, r), ordered_sum([zi * zi for zi in z]), [hk * hk for hk in h]
+
+    def body(_, lam):
+        (L, r), a, b_all = parts(lam)
+        j, b = _first_max([jnp.where(ms[k], b_all[k], -jnp.inf) for k in range(K)])
+        xj = [Xs[K - 1][i] for i in range(d)]
+        for k in reversed(range(K - 1)):
+            xj = [jnp.where(j == k, Xs[k][i], xj[i]) for i in range(d)]
+        w = small_forward(L, r, xj)
+        g = _step(a, b, ordered_sum([wi * wi for wi in w]))
+        new = [(1.0 - g) * lk for lk in lam]
+        return tuple(jnp.where(j == k, new[k] + g, new[k]) for k in range(K))
+
+    lam = jax.lax.fori_loop(0, iters, body, tuple(lam0[k] for k in range(K)), unroll=4)
+    _, a, b_all = parts(lam)
+    return jnp.stack(lam), a, jnp.stack(b_all)

@@ -10,12 +10,14 @@ certificate, and the exact simplex solve) and the AdaHedge learner.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.batching import argmax_fast
+from jaxbandits.batching import argmax_fast, current_policy
+from jaxbandits.design.core import ordered_sum
 from jaxbandits.design.simplex import matrix_game_exact  # noqa: F401 (the exact game, by the simplex method)
 
 
@@ -44,6 +46,8 @@ def matrix_game(G: jax.Array, rows: jax.Array, iters: int) -> jax.Array:
     P, K = G.shape
     dt = G.dtype
     Gm, eta, _ = _hedge_setup(G, rows, iters)
+    if P * K <= SMALL_GAME and current_policy().batched:
+        return _hedge_entries(Gm, rows, eta, iters, False)[0] / iters
 
     def body(_, carry):
         loss, counts = carry
@@ -64,15 +68,18 @@ def matrix_game_certified(G: jax.Array, rows: jax.Array, iters: int):
     P, K = G.shape
     dt = G.dtype
     Gm, eta, span = _hedge_setup(G, rows, iters)
+    if P * K <= SMALL_GAME and current_policy().batched:
+        counts, qsum = _hedge_entries(Gm, rows, eta, iters, True)
+    else:
+        def body(_, carry):
+            loss, counts, qsum = carry
+            logits = jnp.where(rows, -eta * (loss - jnp.min(jnp.where(rows, loss, jnp.inf))), -jnp.inf)
+            q = jax.nn.softmax(logits)
+            k = argmax_fast(q @ Gm)
+            return loss + Gm[:, k], counts + (jnp.arange(K) == k).astype(dt), qsum + q
 
-    def body(_, carry):
-        loss, counts, qsum = carry
-        logits = jnp.where(rows, -eta * (loss - jnp.min(jnp.where(rows, loss, jnp.inf))), -jnp.inf)
-        q = jax.nn.softmax(logits)
-        k = argmax_fast(q @ Gm)
-        return loss + Gm[:, k], counts + (jnp.arange(K) == k).astype(dt), qsum + q
-
-    _, counts, qsum = jax.lax.fori_loop(0, iters, body, (jnp.zeros((P,), dt), jnp.zeros((K,), dt), jnp.zeros((P,), dt)), unroll=8)
+        _, counts, qsum = jax.lax.fori_loop(0, iters, body, (jnp.zeros((P,), dt), jnp.zeros((K,), dt),
+                                                             jnp.zeros((P,), dt)), unroll=8)
     z = counts / iters
     upper = jnp.max((qsum / iters) @ Gm)
     lower = jnp.min(jnp.where(rows, G @ z, jnp.inf))
@@ -80,6 +87,49 @@ def matrix_game_certified(G: jax.Array, rows: jax.Array, iters: int):
     z = jnp.where(single, jax.nn.one_hot(argmax_fast(jnp.where(rows[:, None], G, -jnp.inf).max(0)), K, dtype=dt), z)
     gap = jnp.where(single, 0.0, jnp.maximum(upper - lower, 0.0) / jnp.maximum(span, 1e-300))
     return z, gap
+
+
+#: largest game (rows x columns) whose Hedge iterations :func:`_hedge_entries` runs entry by entry
+SMALL_GAME = 64
+
+
+def _hedge_entries(Gm, rows, eta, iters: int, with_q: bool):
+    """(column counts [K], sum of the row player's strategies [P] or None) after ``iters`` Hedge
+    iterations on the masked payoffs ``Gm`` [P, K], every quantity a scalar per entry: the
+    softmax's normaliser and the column payoffs q^T G are sums in row order, the best response
+    the first largest (a chain of compares), its column a chain of selects.  Under ``vmap`` an
+    iteration is elementwise over the lanes, so several iterations fuse into one kernel on an
+    accelerator, where the array form costs a kernel per reduction and per gather; and the sums'
+    order is fixed, not XLA's, so every device gives the same iterates.  For small games
+    (:data:`SMALL_GAME`)."""
+    P, K = Gm.shape
+    dt = Gm.dtype
+    g = [[Gm[p, k] for k in range(K)] for p in range(P)]
+    on = [rows[p] for p in range(P)]
+
+    def body(_, carry):
+        loss, counts, qsum = carry
+        low = functools.reduce(jnp.minimum, [jnp.where(on[p], loss[p], jnp.inf) for p in range(P)])
+        logits = [jnp.where(on[p], -eta * (loss[p] - low), -jnp.inf) for p in range(P)]
+        top = functools.reduce(jnp.maximum, logits, jnp.asarray(-jnp.inf, dt))
+        e = [jnp.where(on[p], jnp.exp(logits[p] - top), 0.0) for p in range(P)]
+        total = ordered_sum(e)
+        q = [jnp.where(on[p], e[p] / total, 0.0) for p in range(P)]
+        v = [ordered_sum([q[p] * g[p][k] for p in range(P)]) for k in range(K)]
+        best, j = v[0], jnp.zeros((), jnp.int32)
+        for k in range(1, K):
+            j, best = jnp.where(v[k] > best, k, j), jnp.maximum(v[k], best)
+        loss = tuple(loss[p] + functools.reduce(lambda a, k: jnp.where(j == k, g[p][k], a), range(K - 2, -1, -1),
+                                                  g[p][K - 1]) for p in range(P))
+        counts = tuple(counts[k] + (j == k).astype(dt) for k in range(K))
+        if with_q:
+            qsum = tuple(qsum[p] + q[p] for p in range(P))
+        return loss, counts, qsum
+
+    zero = jnp.zeros((), dt)
+    init = ((zero,) * P, (zero,) * K, (zero,) * P if with_q else ())
+    _, counts, qsum = jax.lax.fori_loop(0, iters, body, init, unroll=8)
+    return jnp.stack(counts), (jnp.stack(qsum) if with_q else None)
 
 
 # -- AdaHedge (de Rooij, van Erven, Grunwald, Koolen 2014), LinGame's learner ------------------

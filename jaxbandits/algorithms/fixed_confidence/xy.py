@@ -466,6 +466,55 @@ def _greedy_pulls(H, pair_on, bar, arm_ok, carry, pick, tb0, S: int):
     return counts, n, rho, going
 
 
+#: most arms for which :func:`_greedy_pulls_rows` unrolls H's rows
+ROWS_K = 16
+
+
+def _greedy_pulls_rows(H, pair_on, bar, arm_ok, carry, key, S: int):
+    """:func:`_greedy_pulls` with :func:`_tie_draw`'s ties, H held as its K + 1 rows (the arms
+    unrolled, the columns a vector): the same operations on the same numbers in the same order (max
+    and min are exact in any order; the argmax, the pulled arm's row and the counts are chains of
+    compares and selects over the arms), so the same pulls, while the only reductions of a pull
+    are the K row maxima over the pairs (sibling reductions: one kernel) and everything else is
+    elementwise over the lanes and fuses.  For few arms (:data:`ROWS_K`)."""
+    R, W = H.shape
+    K = R - 1
+    dtype = H.dtype
+    on = pair_on
+    ok = [arm_ok[k] for k in range(K)]
+    ulp16 = 16.0 * jnp.finfo(dtype).eps
+
+    def pull_one(i, c):
+        h, counts, n, rho, going = c
+        going = going & (rho / n >= bar)
+        yn, g_diag = h[K][K:], [h[K][k] for k in range(K)]
+        worst = [jnp.where(ok[k], jnp.max(jnp.where(on, yn - h[k][K:] ** 2 / (1.0 + g_diag[k]), -jnp.inf)), jnp.inf)
+                 for k in range(K)]
+        m = functools.reduce(jnp.minimum, worst)
+        tie = m + ulp16 * jnp.abs(m)      # as in _greedy_pulls
+        i32 = jnp.asarray(i).astype(jnp.uint32)
+        best, k = None, jnp.zeros((), jnp.int32)
+        for kk in range(K):               # _tie_draw: the first largest uniform among the candidates
+            u = jnp.where(worst[kk] <= tie, uniform_at(key, jnp.asarray(kk * S, jnp.uint32) + i32, dtype), -1.0)
+            if best is None:
+                best = u
+            else:
+                k, best = jnp.where(u > best, kk, k), jnp.maximum(u, best)
+        row = functools.reduce(lambda v, kk: jnp.where(k == kk, h[kk], v), range(K - 2, -1, -1), h[K - 1])  # H[k]
+        den = 1.0 + functools.reduce(lambda v, kk: jnp.where(k == kk, h[kk][kk], v), range(K - 2, -1, -1),
+                                     h[K - 1][K - 1])
+        upd = going.astype(dtype)
+        Hn = tuple(h[r] - upd * ((row if r == K else row[r]) * row) / den for r in range(R))
+        counts = tuple(counts[kk] + upd * (k == kk).astype(dtype) for kk in range(K))
+        return Hn, counts, n + upd, jnp.where(going, m, rho), going
+
+    counts, n, rho, going = carry
+    _, counts, n, rho, going = jax.lax.fori_loop(0, S, pull_one, (tuple(H[r] for r in range(R)),
+                                                                  tuple(counts[k] for k in range(K)), n, rho, going),
+                                                 unroll=4)
+    return jnp.stack(counts), n, rho, going
+
+
 def _greedy_pulls_all_pairs(H, pair_on, bar, arm_ok, carry, key, S: int):
     """:func:`_greedy_pulls` over every pair, the step's tie table drawn up front (the same
     uniforms the lazy draw gives)."""
@@ -560,7 +609,9 @@ class XYAdaptive(Algorithm):
             # on an accelerator one branch-free loop over every pair (a branch there is a host
             # round trip); each pull draws its own tie-breaking uniforms inside its fused kernels
             # (or the step's [S, K] table where those draws would not be exact)
-            if draws_at_exact("uniform", jnp.dtype(X.dtype).name):
+            if draws_at_exact("uniform", jnp.dtype(X.dtype).name) and K <= ROWS_K:
+                counts, n, rho, going = _greedy_pulls_rows(H, pair_on, bar, arm_ok, carry0, k_ties, S)
+            elif draws_at_exact("uniform", jnp.dtype(X.dtype).name):
                 def pick(i, cand, tb):
                     return _tie_draw(k_ties, i, cand, S, X.dtype), tb
                 counts, n, rho, going = _greedy_pulls(H, pair_on, bar, arm_ok, carry0, pick, (), S)

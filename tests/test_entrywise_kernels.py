@@ -1,0 +1,197 @@
+"""The accelerator programs' entry-by-entry forms of three inner loops: Top Two's c-optimal
+Frank-Wolfe (arms and dimensions unrolled), FWS's Hedge on small games, XY-adaptive's greedy
+pulls (H held as its rows).  Each is checked against the array form it replaces, and the
+algorithms' accelerator programs (the accelerator policy traced on the CPU) against their CPU
+programs, replication by replication.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxbandits  # noqa: F401  (float64)
+from jaxbandits import batching
+from jaxbandits.design import copt, games
+from jaxbandits.design.core import initial_design
+
+GPU = lambda lanes: batching.SolvePolicy(batched=True, capacity=lanes)  # noqa: E731
+
+
+def _primitives(jaxpr) -> set:
+    """Primitive names of a jaxpr and of every jaxpr nested in its equations."""
+    out = set()
+    for eqn in jaxpr.eqns:
+        out.add(eqn.primitive.name)
+        for v in eqn.params.values():
+            for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+                inner = getattr(sub, "jaxpr", None)
+                if inner is not None:
+                    out |= _primitives(getattr(inner, "jaxpr", inner))
+    return out
+
+
+def _loop_primitives(closed) -> set:
+    """Primitives inside the loops (scan / while bodies) of a closed jaxpr."""
+    out = set()
+    for eqn in closed.jaxpr.eqns:
+        if eqn.primitive.name in ("scan", "while"):
+            for key in ("jaxpr", "body_jaxpr"):
+                if key in eqn.params:
+                    out |= _primitives(eqn.params[key].jaxpr)
+    return out
+
+
+def _exact_value(lam, X, y):
+    from fractions import Fraction as F
+    d = X.shape[1]
+    A = [[sum(F(float(lam[k])) * F(float(X[k, i])) * F(float(X[k, j])) for k in range(len(lam))) for j in range(d)]
+         for i in range(d)]
+    jitter = F(1e-13) * sum(A[i][i] for i in range(d)) / d
+    M = [A[i][:] + [F(float(y[i]))] for i in range(d)]
+    for i in range(d):
+        M[i][i] += jitter
+    for c in range(d):
+        p = next(r for r in range(c, d) if M[r][c] != 0)
+        M[c], M[p] = M[p], M[c]
+        for r in range(d):
+            if r != c and M[r][c] != 0:
+                f = M[r][c] / M[c][c]
+                M[r] = [a - f * b for a, b in zip(M[r], M[c])]
+    return float(sum(F(float(y[i])) * M[i][d] / M[i][i] for i in range(d)))
+
+
+def c_opt(X, y, m, lam):
+    return copt.c_optimal(X, y, arm_mask=m, init=lam, iters=16)
+
+
+def test_c_optimal_arms_unrolled_is_the_small_path():
+    """Under the accelerator policy c_optimal unrolls the arms too (K <= SMALL_ARMS, d <= SMALL_DIM):
+    the same Frank-Wolfe iterates as the CPU's small path to rounding (A(lambda) summed in arm order
+    instead of XLA's), its value exact against rational arithmetic, masks honoured, and no
+    reduction, gather or matrix product left in the loop."""
+    rng = np.random.default_rng(3)
+    L = 24
+    for K, d in ((3, 2), (6, 5), (16, 8)):
+        X = jnp.asarray(rng.normal(size=(L, K, d)))
+        y = jnp.asarray(rng.normal(size=(L, d)))
+        mask = jnp.asarray(rng.random((L, K)) < 0.8).at[:, :d].set(True)   # the active arms span
+        lam0 = jax.vmap(lambda m: initial_design(m, None, jnp.float64))(mask)
+        cpu = jax.jit(jax.vmap(lambda X, y, m, l: c_opt(X, y, m, l)))(X, y, mask, lam0)
+        with batching.policy(GPU(L)):
+            fn = jax.vmap(lambda X, y, m, l: c_opt(X, y, m, l))
+            acc = jax.jit(fn)(X, y, mask, lam0)
+            inner = _loop_primitives(jax.make_jaxpr(fn)(X, y, mask, lam0))
+        assert inner and not inner & {"reduce_sum", "reduce_max", "argmax", "gather", "dot_general", "cholesky"}, inner
+        np.testing.assert_allclose(np.asarray(acc.allocation), np.asarray(cpu.allocation), atol=1e-9)
+        np.testing.assert_allclose(np.asarray(acc.value), np.asarray(cpu.value), rtol=1e-9)
+        assert not np.asarray(acc.allocation)[~np.asarray(mask)].any()
+        for lane in range(3):
+            exact = _exact_value(np.asarray(acc.allocation[lane]), np.asarray(X[lane]), np.asarray(y[lane]))
+            np.testing.assert_allclose(float(acc.value[lane]), exact, rtol=1e-11)
+
+
+def test_hedge_entrywise_is_the_array_hedge():
+    """Under the accelerator policy Hedge on a small game (P K <= SMALL_GAME) runs entry by entry:
+    on random games with masked rows the same best responses as the array form (the softmax's sum
+    and q^T G in row order change their rounding only; a flip needs a tie to 1e-16), the
+    certificate to rounding, and no reduction or gather in the loop."""
+    rng = np.random.default_rng(5)
+    L = 256
+    for P, K in ((6, 6), (4, 9)):
+        G = jnp.asarray(rng.normal(size=(L, P, K)))
+        rows = jnp.asarray(rng.random((L, P)) < 0.7).at[:, 0].set(True)
+        plain = lambda g, r: games.matrix_game(g, r, 64)  # noqa: E731
+        cert = lambda g, r: games.matrix_game_certified(g, r, 64)  # noqa: E731
+        z_cpu = jax.jit(jax.vmap(plain))(G, rows)
+        zc_cpu, gap_cpu = jax.jit(jax.vmap(cert))(G, rows)
+        with batching.policy(GPU(L)):
+            z_acc = jax.jit(jax.vmap(plain))(G, rows)
+            zc_acc, gap_acc = jax.jit(jax.vmap(cert))(G, rows)
+            inner = _loop_primitives(jax.make_jaxpr(jax.vmap(cert))(G, rows))
+        assert inner and not inner & {"reduce_sum", "reduce_max", "reduce_min", "argmax", "gather", "dot_general"}, inner
+        same = np.all(np.asarray(z_acc) == np.asarray(z_cpu), axis=1)
+        assert same.mean() >= 0.99, same.mean()
+        np.testing.assert_array_equal(np.asarray(zc_acc), np.asarray(z_acc))
+        ok = np.all(np.asarray(zc_acc) == np.asarray(zc_cpu), axis=1)
+        np.testing.assert_allclose(np.asarray(gap_acc)[ok], np.asarray(gap_cpu)[ok], rtol=1e-9, atol=1e-15)
+        # z is the empirical distribution of 64 best responses
+        np.testing.assert_allclose(np.asarray(z_acc).sum(1), 1.0, atol=1e-12)
+        assert np.all(np.round(np.asarray(z_acc) * 64) == np.asarray(z_acc) * 64)
+
+
+def test_xy_adaptive_pulls_by_rows_are_the_array_pulls():
+    """XY-adaptive's greedy pulls with H held as its rows (K <= ROWS_K): bit for bit the array
+    form's counts, pulls made, rho and phase flag, on H built from random designs (ties included:
+    a design proportional to I makes symmetric arms tie)."""
+    from jaxbandits.algorithms.fixed_confidence import xy
+
+    rng = np.random.default_rng(8)
+    L, S = 32, 24
+    for K, M, d in ((6, 6, 5), (4, 5, 3)):
+        X = rng.normal(size=(L, K, d))
+        X[:L // 2] = np.eye(K, d)[None]                     # symmetric arms: ties
+        Z = rng.normal(size=(M, d))
+        pi, pj = np.triu_indices(M, 1)
+        Y = Z[pi] - Z[pj]
+        counts = rng.integers(0, 5, size=(L, K)).astype(float)
+        Ainv = np.linalg.inv(np.eye(d) + np.einsum("lk,lki,lkj->lij", counts, X, X))
+        G = np.einsum("lki,lij,lmj->lkm", X, Ainv, X)
+        C = np.einsum("lki,lij,pj->lkp", X, Ainv, Y)
+        yn = np.einsum("pi,lij,pj->lp", Y, Ainv, Y)
+        G = np.where(np.arange(K)[:, None] <= np.arange(K)[None, :], G, np.swapaxes(G, 1, 2))
+        H = np.concatenate([np.concatenate([G, C], 2),
+                            np.concatenate([np.diagonal(G, axis1=1, axis2=2)[:, None], yn[:, None]], 2)], 1)
+        pair_on = rng.random((L, len(pi))) < 0.6
+        pair_on[:, 0] = True
+        arm_ok = np.ones((L, K), bool)
+        arm_ok[::5, -1] = False
+        n = counts.sum(1) + 1.0
+        carry = (jnp.asarray(counts), jnp.asarray(n), jnp.asarray(rng.random(L) * 0.1), jnp.ones((L,), bool))
+        bar = jnp.asarray(rng.random(L) * 1e-3)
+        keys = jax.random.split(jax.random.key(1), L)
+
+        def array_form(H, on, b, ok, c, key):
+            def pick(i, cand, tb):
+                return xy._tie_draw(key, i, cand, S, H.dtype), tb
+            return xy._greedy_pulls(H, on, b, ok, c, pick, (), S)
+
+        def rows_form(H, on, b, ok, c, key):
+            return xy._greedy_pulls_rows(H, on, b, ok, c, key, S)
+
+        args = (jnp.asarray(H), jnp.asarray(pair_on), bar, jnp.asarray(arm_ok), carry, keys)
+        a = jax.jit(jax.vmap(array_form))(*args)
+        b = jax.jit(jax.vmap(rows_form))(*args)
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+        assert float(jnp.sum(a[0] - carry[0])) > L   # pulls were made
+
+
+@pytest.mark.parametrize("name", ["FWS", "TopTwo", "XYAdaptive"])
+def test_accelerator_program_gives_the_cpu_program_s_replications(name, monkeypatch):
+    """The accelerator program (the accelerator policy traced on the CPU: the entry-by-entry
+    forms above) against the CPU program, through simulate, on Soare's d = 5 instance (omega = 0.1)
+    and for Top Two on 12 random unit arms in R^5: every replication's samples and answer equal."""
+    from jaxbandits import algorithms as A
+    from jaxbandits.engine import simulate
+    from jaxbandits.instances import seeds
+    from jaxbandits.instances.base import make_instance
+
+    alg = {"FWS": A.FWS(delta=0.05), "TopTwo": A.TopTwo(delta=0.05), "XYAdaptive": A.XYAdaptive(delta=0.05)}[name]
+    instances = [seeds.soare_benchmark(5, omega=0.1)]
+    if name == "TopTwo":
+        rng = np.random.default_rng(7)
+        X = rng.normal(size=(12, 5))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        instances.append(make_instance(jnp.asarray(X), jnp.asarray(X[0] + 0.1 * rng.normal(size=5))))
+    n = 16 if name == "FWS" else 24
+    for inst in instances:
+        cpu = simulate(alg, inst, jax.random.key(11), n, 10**6, record_pulls=False)
+        with monkeypatch.context() as mp:
+            mp.setattr(batching, "solve_for", lambda platform, lanes: GPU(max(1, int(lanes))))
+            acc = simulate(alg, inst, jax.random.key(11), n, 10**6, record_pulls=False)
+            assert acc.layout.batched_solve and not cpu.layout.batched_solve
+        np.testing.assert_array_equal(acc.samples, cpu.samples)
+        np.testing.assert_array_equal(acc.answer, cpu.answer)
+        assert cpu.stopped.all()
