@@ -468,6 +468,12 @@ def _greedy_pulls(H, pair_on, bar, arm_ok, carry, pick, tb0, S: int):
 
 #: most arms for which :func:`_greedy_pulls_rows` unrolls H's rows
 ROWS_K = 16
+#: most lanes a device (the accelerator policy's ``capacity``) for which the accelerator program
+#: uses :func:`_greedy_pulls_rows`.  Its pulls launch 3 kernels where the array form launches 8,
+#: but move about 12 % more bytes: below this a step is bound by launches (an H100 model of
+#: Soare's d = 5 instance at 16,384 lanes: 300.6 -> 176.6 kernels a step), above it by memory
+#: (at 262,144 lanes the array form's 50.8 GB a step against 56.9)
+ROWS_MAX_LANES = 65_536
 
 
 def _greedy_pulls_rows(H, pair_on, bar, arm_ok, carry, key, S: int):
@@ -609,7 +615,9 @@ class XYAdaptive(Algorithm):
             # on an accelerator one branch-free loop over every pair (a branch there is a host
             # round trip); each pull draws its own tie-breaking uniforms inside its fused kernels
             # (or the step's [S, K] table where those draws would not be exact)
-            if draws_at_exact("uniform", jnp.dtype(X.dtype).name) and K <= ROWS_K:
+            lanes = self.policy.capacity
+            if draws_at_exact("uniform", jnp.dtype(X.dtype).name) and K <= ROWS_K and lanes is not None \
+                    and lanes <= ROWS_MAX_LANES:
                 counts, n, rho, going = _greedy_pulls_rows(H, pair_on, bar, arm_ok, carry0, k_ties, S)
             elif draws_at_exact("uniform", jnp.dtype(X.dtype).name):
                 def pick(i, cand, tb):
