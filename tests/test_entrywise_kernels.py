@@ -195,3 +195,22 @@ def test_accelerator_program_gives_the_cpu_program_s_replications(name, monkeypa
         np.testing.assert_array_equal(acc.samples, cpu.samples)
         np.testing.assert_array_equal(acc.answer, cpu.answer)
         assert cpu.stopped.all()
+
+
+def test_top_indices_unrolled_is_the_reduction_form(monkeypatch):
+    """:func:`jaxbandits.algorithms.common.top_indices` on short vectors (entries unrolled) gives
+    the reduction form's indices, ties to the lowest index, NaN and -inf entries included."""
+    from jaxbandits.algorithms import common
+
+    rng = np.random.default_rng(0)
+    for K in (1, 4, 7, 16):
+        for m in sorted({1, 2, K}):
+            v = rng.integers(0, 3, size=(64, K)).astype(float)   # many ties
+            v[::7, 0] = np.nan
+            v[::5] = -np.inf
+            short = jax.jit(jax.vmap(lambda x: common.top_indices(x, m)))(jnp.asarray(v))
+            assert "reduce_max" not in str(jax.make_jaxpr(jax.vmap(lambda x: common.top_indices(x, m)))(jnp.asarray(v)))
+            with monkeypatch.context() as mp:
+                mp.setattr(common, "SMALL_TOP", 0)
+                long = jax.jit(jax.vmap(lambda x: common.top_indices(x, m)))(jnp.asarray(v))
+            np.testing.assert_array_equal(np.asarray(short), np.asarray(long))
