@@ -15,6 +15,7 @@ import jaxbandits  # noqa: F401  (float64)
 from jaxbandits import batching
 from jaxbandits.design import copt, games
 from jaxbandits.design.core import initial_design
+from test_fws_toptwo import _exact_quadratic  # exact rational y^T (A + eps I)^-1 y
 
 GPU = lambda lanes: batching.SolvePolicy(batched=True, capacity=lanes)  # noqa: E731
 
@@ -43,25 +44,6 @@ def _loop_primitives(closed) -> set:
     return out
 
 
-def _exact_value(lam, X, y):
-    from fractions import Fraction as F
-    d = X.shape[1]
-    A = [[sum(F(float(lam[k])) * F(float(X[k, i])) * F(float(X[k, j])) for k in range(len(lam))) for j in range(d)]
-         for i in range(d)]
-    jitter = F(1e-13) * sum(A[i][i] for i in range(d)) / d
-    M = [A[i][:] + [F(float(y[i]))] for i in range(d)]
-    for i in range(d):
-        M[i][i] += jitter
-    for c in range(d):
-        p = next(r for r in range(c, d) if M[r][c] != 0)
-        M[c], M[p] = M[p], M[c]
-        for r in range(d):
-            if r != c and M[r][c] != 0:
-                f = M[r][c] / M[c][c]
-                M[r] = [a - f * b for a, b in zip(M[r], M[c])]
-    return float(sum(F(float(y[i])) * M[i][d] / M[i][i] for i in range(d)))
-
-
 def c_opt(X, y, m, lam):
     return copt.c_optimal(X, y, arm_mask=m, init=lam, iters=16)
 
@@ -88,7 +70,7 @@ def test_c_optimal_arms_unrolled_is_the_small_path():
         np.testing.assert_allclose(np.asarray(acc.value), np.asarray(cpu.value), rtol=1e-9)
         assert not np.asarray(acc.allocation)[~np.asarray(mask)].any()
         for lane in range(3):
-            exact = _exact_value(np.asarray(acc.allocation[lane]), np.asarray(X[lane]), np.asarray(y[lane]))
+            exact = _exact_quadratic(np.asarray(acc.allocation[lane]), np.asarray(X[lane]), np.asarray(y[lane]))
             np.testing.assert_allclose(float(acc.value[lane]), exact, rtol=1e-11)
 
 
