@@ -46,7 +46,8 @@ def test_study_quick_runs_a_row_end_to_end_on_the_cpu(tmp_path):
 
 def test_gpu_model_study_prediction_and_check(tmp_path, capsys):
     """``gpu_model.py --study``'s end to end prediction and verdict, and ``--check``: a row whose
-    kernels per step rise by more than 2 % (or whose syncs or bytes per lane rise) fails."""
+    kernels per step rise by more than 2 % (or whose syncs or bytes per lane rise) fails; a row at
+    other lanes than its baseline's is not compared."""
     import gpu_model
 
     row = dict(name="RAGE, Soare d=5", kernels_per_step=100.0, syncs_per_step=1.06, bytes_per_lane=330,
@@ -62,6 +63,9 @@ def test_gpu_model_study_prediction_and_check(tmp_path, capsys):
     assert gpu_model.check([dict(row, kernels_per_step=103.0)], str(base)) == 1
     assert gpu_model.check([dict(row, syncs_per_step=2.06)], str(base)) == 1
     assert "REGRESSION" in capsys.readouterr().out
+    # a row at other lanes is not compared (XLA fuses differently by size): no verdict either way
+    assert gpu_model.check([dict(row, kernels_per_step=200.0, lanes=16_384)], str(base)) == 0
+    assert "not compared" in capsys.readouterr().out
 
 
 def test_workloads_build_only_the_instance_a_row_asks_for():
