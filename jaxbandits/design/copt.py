@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.batching import current_policy
-from jaxbandits.design.core import (SMALL_DIM, DesignSolution, add_jitter, full_mask, initial_design, inverse_design,
-                                   ordered_sum, small_backward, small_cholesky, small_forward)
+from jaxbandits.design.core import (SMALL_DIM, DesignSolution, add_jitter, first_max, full_mask, initial_design,
+                                   inverse_design, ordered_sum, small_backward, small_cholesky, small_forward)
 
 
 def c_optimal(X: jax.Array, y: jax.Array, *, arm_mask: Optional[jax.Array] = None,
@@ -138,16 +138,6 @@ class _Entries:
         return self.rows[ij[0]][ij[1]]
 
 
-def _first_max(values):
-    """(index, value) of the largest of a list of scalars, as ``jnp.argmax`` / ``jnp.max`` pick them
-    (the first on ties, the first NaN if any), in elementwise compares."""
-    best, j = values[0], jnp.zeros((), jnp.int32)
-    for k, v in enumerate(values[1:], 1):
-        take = (v > best) | (jnp.isnan(v) & ~jnp.isnan(best))
-        best, j = jnp.where(take, v, best), jnp.where(take, k, j)
-    return j, best
-
-
 def _tiny_solve(X, y, mask, lam0, iters):
     """:func:`_small_solve` for few arms (K <= SMALL_ARMS) as well as small d: the arms are
     unrolled too (A(lambda) a sum of K terms in arm order, the argmax a chain of compares, x_j a
@@ -175,7 +165,7 @@ def _tiny_solve(X, y, mask, lam0, iters):
 
     def body(_, lam):
         (L, r), a, b_all = parts(lam)
-        j, b = _first_max([jnp.where(ms[k], b_all[k], -jnp.inf) for k in range(K)])
+        j, b = first_max([jnp.where(ms[k], b_all[k], -jnp.inf) for k in range(K)])
         xj = [Xs[K - 1][i] for i in range(d)]
         for k in reversed(range(K - 1)):
             xj = [jnp.where(j == k, Xs[k][i], xj[i]) for i in range(d)]

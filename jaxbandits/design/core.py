@@ -118,6 +118,17 @@ def ordered_sum(terms):
     return out
 
 
+def first_max(values):
+    """(index, value) of the largest of a non-empty list of arrays of one shape, elementwise, as
+    ``jnp.argmax`` / ``jnp.max`` pick them (the first on ties, the first NaN if any): a chain of
+    compares and selects, so under ``vmap`` no reduction over the list's axis."""
+    best, j = values[0], jnp.zeros(jnp.shape(values[0]), jnp.int32)
+    for k, v in enumerate(values[1:], 1):
+        take = (v > best) | (jnp.isnan(v) & ~jnp.isnan(best))
+        best, j = jnp.where(take, v, best), jnp.where(take, k, j)
+    return j, best
+
+
 def small_cholesky(A: jax.Array):
     """(L, r): the lower Cholesky factor of a small symmetric positive-definite A [d, d] as nested
     lists of scalars (``L[i][j]``, j <= i) and the reciprocals r[j] = 1 / L[j][j].

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.batching import argmax_fast, current_policy
-from jaxbandits.design.core import ordered_sum
+from jaxbandits.design.core import first_max, ordered_sum
 from jaxbandits.design.simplex import matrix_game_exact  # noqa: F401 (the exact game, by the simplex method)
 
 
@@ -118,9 +118,7 @@ def _hedge_entries(Gm, rows, eta, iters: int, with_q: bool):
         total = ordered_sum(e)
         q = [jnp.where(on[p], e[p] / total, 0.0) for p in range(P)]
         v = [ordered_sum([q[p] * g[p][k] for p in range(P)]) for k in range(K)]
-        best, j = v[0], jnp.zeros((), jnp.int32)
-        for k in range(1, K):
-            j, best = jnp.where(v[k] > best, k, j), jnp.maximum(v[k], best)
+        j, _ = first_max(v)
         loss = tuple(loss[p] + functools.reduce(lambda a, k: jnp.where(j == k, g[p][k], a), range(K - 2, -1, -1),
                                                   g[p][K - 1]) for p in range(P))
         counts = tuple(counts[k] + (j == k).astype(dt) for k in range(K))

@@ -73,7 +73,7 @@ from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linea
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
                                               whiten_items)
-from jaxbandits.design.core import SMALL_DIM, small_pivots_exceed
+from jaxbandits.design.core import SMALL_DIM, first_max, small_pivots_exceed
 from jaxbandits.environment import binomial, draws_at_exact, pull_counts, uniform_at
 from jaxbandits.instances.base import Instance
 
@@ -500,13 +500,9 @@ def _greedy_pulls_rows(H, pair_on, bar, arm_ok, carry, key, S: int):
         m = functools.reduce(jnp.minimum, worst)
         tie = m + ulp16 * jnp.abs(m)      # as in _greedy_pulls
         i32 = jnp.asarray(i).astype(jnp.uint32)
-        best, k = None, jnp.zeros((), jnp.int32)
-        for kk in range(K):               # _tie_draw: the first largest uniform among the candidates
-            u = jnp.where(worst[kk] <= tie, uniform_at(key, jnp.asarray(kk * S, jnp.uint32) + i32, dtype), -1.0)
-            if best is None:
-                best = u
-            else:
-                k, best = jnp.where(u > best, kk, k), jnp.maximum(u, best)
+        # _tie_draw: the first largest uniform among the candidates
+        k, _ = first_max([jnp.where(worst[kk] <= tie, uniform_at(key, jnp.asarray(kk * S, jnp.uint32) + i32, dtype),
+                                    -1.0) for kk in range(K)])
         row = functools.reduce(lambda v, kk: jnp.where(k == kk, h[kk], v), range(K - 2, -1, -1), h[K - 1])  # H[k]
         den = 1.0 + functools.reduce(lambda v, kk: jnp.where(k == kk, h[kk][kk], v), range(K - 2, -1, -1),
                                      h[K - 1][K - 1])
