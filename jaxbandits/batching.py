@@ -31,6 +31,10 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 
+#: the forms of a loop that has a fused kernel (:mod:`jaxbandits.design.kernels`)
+KERNELS = ("xla", "triton", "interpret")
+
+
 @dataclasses.dataclass(frozen=True)
 class SolvePolicy:
     """How :func:`solve_where` serves flagged lanes under ``vmap``.
@@ -39,10 +43,18 @@ class SolvePolicy:
       batched: ``vmap`` the solve over the gathered lanes (accelerators) instead of ``lax.map``
         over them one at a time (CPU).
       capacity: lanes gathered per round of the serving loop (``None``: every lane of the batch).
+      kernels: how the loops that have a fused form run (:mod:`jaxbandits.design.kernels`): "xla"
+        (XLA operations, every backend), "triton" (one Pallas kernel a loop, GPUs) or "interpret"
+        (that kernel interpreted: the GPU's program checked on a CPU).
     """
 
     batched: bool = False
     capacity: int | None = 1
+    kernels: str = "xla"
+
+    def __post_init__(self):
+        if self.kernels not in KERNELS:
+            raise ValueError(f"kernels must be one of {KERNELS}, got {self.kernels!r}")
 
 
 _POLICY: contextvars.ContextVar[SolvePolicy] = contextvars.ContextVar("jaxbandits_solve_policy",
@@ -65,10 +77,10 @@ def policy(p: SolvePolicy):
 
 def solve_for(platform: str, lanes: int) -> SolvePolicy:
     """The default policy on a device platform: one lane at a time on CPU, every lane at once
-    elsewhere."""
+    elsewhere, and fused loops as Triton kernels on GPUs."""
     if platform == "cpu":
         return SolvePolicy(batched=False, capacity=1)
-    return SolvePolicy(batched=True, capacity=max(1, int(lanes)))
+    return SolvePolicy(batched=True, capacity=max(1, int(lanes)), kernels="triton" if platform == "gpu" else "xla")
 
 
 def solve_where(pred: jax.Array, fn: Callable, args, old, capacity: int | None = None,

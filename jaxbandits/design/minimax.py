@@ -43,6 +43,7 @@ from jaxbandits.design.core import (DesignSolution, as_float, full_mask, initial
                                     inverse_design, masked_argmax, masked_argmin, null_projector, oracle_directions,  # noqa: F401
                                     pair_table, quad_norms)
 from jaxbandits.stats import kl_bernoulli
+from jaxbandits.design.kernels import check_kernels, fused_fori_loop, power_of_two
 
 _TOPK = 512
 _BISECT = 40
@@ -513,7 +514,8 @@ def xy_allocation(X, Z=None, *, item_mask=None, arm_mask=None, init=None, tol: f
 _XY_REFRESH = 128
 
 
-def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: float = 0.5):
+def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: float = 0.5,
+                        kernels: str = "xla"):
     """(lambda, rho): the XY design of the released Peace codes' Frank-Wolfe (Katz-Samuels et al.
     2020's ``fw_XY``, as Xiong et al.'s ``algorithms/fw.py`` runs it): from the uniform design over
     every arm, ``iters - 1`` (999) iterations of lambda <- (1 - eta) lambda + eta e_j, eta = step / (k + 2)
@@ -524,51 +526,87 @@ def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: f
     count known at compile time).  The design keeps every arm in its support, so A(lambda) is
     invertible when the arms span R^d (the released code's pseudo-inverse is then the inverse).
 
-    A(lambda)^-1 is inverted afresh every ``_XY_REFRESH`` iterations and otherwise updated by the
-    rank-one step's Sherman-Morrison formula (the released code inverts at every iteration): 8
-    batched solver calls per 999 iterations instead of 999, which on a GPU were most of Peace's
-    step.  The designs agree with the released code's to within rounding
-    (``tests/test_fixed_budget.py``); measured against inverting at every iteration on Soare's
-    d = 10 and the static d = 16 instances (200 item subsets each), the designs were identical and
-    rho within 1e-15 relative, even with no refresh over the 999 iterations."""
+    The iterations never form A(lambda)^-1: they carry H = [X; Z] A(lambda)^-1 [X; Z]^T as its
+    blocks X A^-1 X^T [K, K], X A^-1 Z^T [K, M] and Z A^-1 Z^T [M, M], which is all an iteration
+    reads (the pair norms are Q_ii + Q_jj - 2 Q_ij of the last block, x^T A^-1 y a difference of
+    two columns of the second), and update them by the rank-one step's Sherman-Morrison formula.
+    They are computed afresh from an inversion of A(lambda) every ``_XY_REFRESH`` iterations (the
+    released code inverts at every iteration).  Against the released code (``tests/test_fixed_budget.py``)
+    and against inverting at every iteration (200 item subsets each on Soare's d = 10 and the
+    static d = 16 instances), the designs were identical and rho within 2e-15 relative.
+
+    ``kernels``: how the ``_XY_REFRESH`` iterations between two inversions run
+    (:func:`jaxbandits.design.kernels.fused_fori_loop`): "xla" (a loop of XLA operations), "triton"
+    (one fused GPU kernel per block of iterations: a lane's three blocks of H stay in registers)
+    or "interpret" (that kernel interpreted, on any backend); every one computes the same
+    iterations."""
+    check_kernels(kernels)
     X = as_float(X)
     Z = X if Z is None else as_float(Z)
     K, M = X.shape[0], Z.shape[0]
     dt = X.dtype
     im = full_mask(item_mask, M)
-    pair = im[:, None] & im[None, :] & ~jnp.eye(M, dtype=bool)
     n = int(iters) - 1  # iterations k = 1, ..., iters - 1
-
-    def rho_and_pair(Ainv):
-        Q = Z @ Ainv @ Z.T
-        q = jnp.diagonal(Q)
-        norms = jnp.where(pair, q[:, None] + q[None, :] - 2.0 * Q, -jnp.inf)
-        flat = jnp.argmax(norms.reshape(-1))
-        return norms.reshape(-1)[flat], Z[flat // M] - Z[flat % M]
-
-    def one(carry, count):
-        lam, Ainv, rho_prev = carry
-        rho, y = rho_and_pair(Ainv)
-        j = jnp.argmax((X @ (Ainv @ y)) ** 2)
-        live = count <= n  # the last block's iterations past iters - 1 change nothing
-        eta = jnp.where(live, step / (count.astype(dt) + 2.0), 0.0)
-        x = X[j]
-        u = Ainv @ x
-        denom = (1.0 - eta) + eta * (x @ u)
-        Ainv = (Ainv - eta * jnp.outer(u, u) / denom) / (1.0 - eta)
-        lam = (1.0 - eta) * lam + eta * jax.nn.one_hot(j, K, dtype=dt)
-        return (lam, Ainv, jnp.where(live, rho, rho_prev)), None
+    # the fused kernel's arrays have power-of-two dimensions: zero arms that are never chosen, and
+    # items in no pair
+    Kp, Mp = (power_of_two(K), power_of_two(M)) if kernels != "xla" else (K, M)
+    Xp = jnp.zeros((Kp, X.shape[1]), dt).at[:K].set(X)
+    Zp = jnp.zeros((Mp, Z.shape[1]), dt).at[:M].set(Z)
+    imp = jnp.zeros((Mp,), bool).at[:M].set(im)
+    pair = (imp[:, None] & imp[None, :] & ~jnp.eye(Mp, dtype=bool)).astype(jnp.int32)
+    arm_ok = (jnp.arange(Kp) < K).astype(jnp.int32)
 
     def block(b, carry):
         lam, rho = carry
-        counts = 1 + b * _XY_REFRESH + jnp.arange(_XY_REFRESH)
-        (lam, _, rho), _ = jax.lax.scan(one, (lam, jnp.linalg.inv((X.T * lam) @ X), rho), counts)
+        Ainv = jnp.linalg.inv((X.T * lam[:K]) @ X)
+        XA = Xp @ Ainv
+        first = (1 + b * _XY_REFRESH).astype(jnp.int32)
+        lam, _, _, _, rho = fused_fori_loop(
+            _XY_REFRESH, partial(_xy_iteration, n=n, step=step),
+            (lam, XA @ Xp.T, XA @ Zp.T, Zp @ Ainv @ Zp.T, rho), (pair, arm_ok, first), kernels=kernels)
         return lam, rho
 
-    lam0 = jnp.full((K,), 1.0 / K, dt)
+    lam0 = jnp.zeros((Kp,), dt).at[:K].set(1.0 / K)
     lam, rho = jax.lax.fori_loop(0, -(-n // _XY_REFRESH), block, (lam0, jnp.zeros((), dt)))
     few = jnp.sum(im) < 2
-    return jnp.where(few, lam0, lam), jnp.where(few, 0.0, rho)
+    return jnp.where(few, lam0[:K], lam[:K]), jnp.where(few, 0.0, rho)
+
+
+def _xy_iteration(i, carry, pair, arm_ok, first, *, n: int, step: float):
+    """Iteration ``first + i`` of :func:`xy_fixed_iterations` on its carry (lambda, X A^-1 X^T,
+    X A^-1 Z^T, Z A^-1 Z^T, rho): jnp that Pallas also lowers to Triton, with exact reductions only
+    (max, min, and sums of one nonzero term), so every form computes the same bits."""
+    lam, Hxx, Hxz, Hzz, rho_prev = carry
+    K, M = Hxz.shape
+    dt = lam.dtype
+    ik = jax.lax.broadcasted_iota(jnp.int32, (K,), 0)
+    im = jax.lax.broadcasted_iota(jnp.int32, (M,), 0)
+    count = first + i
+    # the pair of active items with the largest ||z_a - z_b||^2_{A^-1} (its first index, row-major)
+    q = jnp.sum(jnp.where(im[:, None] == im[None, :], Hzz, 0.0), axis=1)
+    norms = jnp.where(pair != 0, (q[:, None] + q[None, :]) - 2.0 * Hzz, -jnp.inf)
+    rho = jnp.max(norms)
+    flat = jnp.min(jnp.where(norms == rho, im[:, None] * M + im[None, :], M * M))
+    a, b = flat // M, flat % M
+    # the arm maximising (x^T A^-1 (z_a - z_b))^2 (its first index)
+    g = jnp.sum(jnp.where(im[None, :] == a, Hxz, 0.0), axis=1) - jnp.sum(jnp.where(im[None, :] == b, Hxz, 0.0), axis=1)
+    g2 = jnp.where(arm_ok != 0, g * g, -jnp.inf)
+    j = jnp.min(jnp.where(g2 == jnp.max(g2), ik, K))
+    live = count <= n  # the last block's iterations past iters - 1 change nothing
+    eta = jnp.where(live, step / (count.astype(dt) + 2.0), 0.0)
+    # Sherman-Morrison for A <- (1 - eta) A + eta x_j x_j^T: with u = A^-1 x_j,
+    # A^-1 <- (A^-1 - u u^T / ((1 - eta) / eta + x_j^T u)) / (1 - eta), so each block W A^-1 V^T
+    # changes by the outer product of W u and V u (the column j of X A^-1 X^T, the row j of X A^-1 Z^T).
+    # No product is added to anything (no a * b + c): a compiler that contracts such a pair into a
+    # fused multiply-add (XLA:CPU and XLA:GPU both may, each by its own fusions) rounds the same.
+    xu = jnp.sum(jnp.where(ik[None, :] == j, Hxx, 0.0), axis=1)
+    zu = jnp.sum(jnp.where(ik[:, None] == j, Hxz, 0.0), axis=0)
+    denom = (1.0 - eta) / eta + jnp.sum(jnp.where(ik == j, xu, 0.0))  # +inf when eta = 0: no step
+    Hxx = (Hxx - (xu[:, None] * xu[None, :]) / denom) / (1.0 - eta)
+    Hxz = (Hxz - (xu[:, None] * zu[None, :]) / denom) / (1.0 - eta)
+    Hzz = (Hzz - (zu[:, None] * zu[None, :]) / denom) / (1.0 - eta)
+    lam = (lam + jnp.where(ik == j, eta / (1.0 - eta), 0.0).astype(dt)) * (1.0 - eta)
+    return lam, Hxx, Hxz, Hzz, jnp.where(live, rho, rho_prev)
 
 
 @partial(jax.jit, static_argnames=("method", "fixed_trips"))

@@ -258,7 +258,8 @@ class Peace(Algorithm):
     def _design(self, X, Z, item_mask, arm_mask=None):
         """(lambda, rho) of the XY design of the ``item_mask`` items over every arm."""
         if self.design == "released":
-            return xy_fixed_iterations(X, Z, item_mask=item_mask, iters=int(self.design_iters))
+            return xy_fixed_iterations(X, Z, item_mask=item_mask, iters=int(self.design_iters),
+                                       kernels=self.policy.kernels)
         trips = int(self.design_iters) if self.policy.batched else None
         sol = design.xy_allocation(X, Z, item_mask=item_mask, arm_mask=arm_mask, tol=self.design_tol,
                                    max_iters=int(self.design_iters), fixed_trips=trips)

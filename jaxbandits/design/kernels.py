@@ -1,0 +1,95 @@
+"""Fused loops: a fixed-trip loop over one lane's small arrays as a single GPU kernel.
+
+Under ``vmap`` over hundreds of thousands of lanes, XLA runs a loop iteration of a design solver as
+a chain of kernels (a reduction, a gather or a product each), and every kernel reads the lane's
+matrices from device memory and writes them back.  A Frank-Wolfe iteration on a 16 x 16 design is
+about 10 kernels and 30 KB of memory traffic a lane that way.  :func:`fused_fori_loop` instead
+lowers the whole loop, all its trips, into one Pallas kernel (Triton) in which a program holds
+one lane's arrays in registers: one launch and one read and write of the carry per loop.
+
+The loop body is ordinary ``jax.numpy`` on unbatched arrays.  The same body runs
+
+* ``kernels="xla"``: as ``jax.lax.fori_loop`` (the CPU program, and any backend);
+* ``kernels="triton"``: as one ``pallas_call`` compiled by XLA's Triton pipeline (GPUs; the
+  engine's accelerator policy, :func:`jaxbandits.batching.solve_for`);
+* ``kernels="interpret"``: as the same ``pallas_call`` run by Pallas's interpreter on any backend,
+  which checks on a CPU that the kernel's program computes the loop's results.
+
+Each iteration computes the same IEEE operations in all three (no reassociation: the bodies that
+use it reduce only with ``max``, ``min`` and sums with a single nonzero term, which are exact in
+any order).  The body's arrays must have power-of-two dimensions (Triton's blocks): the caller
+pads.  Under ``vmap`` Pallas adds the lanes as the kernel's grid, one program a lane.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.batching import KERNELS
+
+
+def check_kernels(kernels: str) -> None:
+    if kernels not in KERNELS:
+        raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
+
+
+def power_of_two(n: int) -> int:
+    """The smallest power of two >= ``n`` (>= 1)."""
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = (), *, kernels: str = "xla",
+                    num_warps: int = 1):
+    """``lax.fori_loop(0, trips, lambda i, c: body(i, c, *consts), carry)``, fused on request.
+
+    ``carry`` and ``consts``: tuples of arrays whose dimensions are powers of two (0-d arrays are
+    allowed; booleans are not: pass them as integers).  ``body(i, carry, *consts)`` returns the
+    new carry (same shapes and dtypes); ``i`` is an int32 counter from 0.  ``trips`` is a Python
+    int.  ``kernels`` as in the module docstring; ``num_warps``: the Triton program's warps (one
+    lane's arrays are small: one warp keeps them in registers).
+    """
+    check_kernels(kernels)
+    carry, consts = tuple(jnp.asarray(c) for c in carry), tuple(jnp.asarray(c) for c in consts)
+    trips = int(trips)
+    if kernels == "xla":
+        return jax.lax.fori_loop(0, trips, lambda i, c: body(jnp.asarray(i, jnp.int32), c, *consts), carry)
+    for name, group in (("carry", carry), ("consts", consts)):
+        for a in group:
+            if a.dtype == jnp.bool_:
+                raise TypeError(f"fused_fori_loop: boolean {name} arrays are not supported; pass integers")
+            if any(s != power_of_two(s) for s in a.shape):
+                raise ValueError(f"fused_fori_loop: every dimension must be a power of two, got a {name} "
+                                 f"array of shape {a.shape}")
+    from jax.experimental import pallas as pl
+
+    n_carry = len(carry)
+    shapes = [c.shape for c in carry] + [c.shape for c in consts]
+
+    def load(ref, shape):
+        v = ref[...]
+        return v.reshape(()) if shape == () else v
+
+    def kernel(*refs):
+        ins, outs = refs[:n_carry + len(consts)], refs[n_carry + len(consts):]
+        vals = [load(r, s) for r, s in zip(ins, shapes)]
+        c0, k = tuple(vals[:n_carry]), tuple(vals[n_carry:])
+        c = jax.lax.fori_loop(0, trips, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *k)), c0)
+        for ref, v, a in zip(outs, c, carry):
+            ref[...] = jnp.reshape(v, (1,)) if a.shape == () else v
+
+    as_1d = lambda a: a.reshape((1,)) if a.shape == () else a  # noqa: E731
+    out_shape = tuple(jax.ShapeDtypeStruct(as_1d(c).shape, c.dtype) for c in carry)
+    if kernels == "interpret":
+        call = pl.pallas_call(kernel, out_shape=out_shape, interpret=True)
+    else:
+        from jax.experimental.pallas import triton as plt
+
+        call = pl.pallas_call(kernel, out_shape=out_shape,
+                              compiler_params=plt.CompilerParams(num_warps=int(num_warps), num_stages=1))
+    out = call(*(as_1d(c) for c in carry), *(as_1d(c) for c in consts))
+    return tuple(o.reshape(()) if c.shape == () else o for o, c in zip(out, carry))
+
+
+__all__ = ["KERNELS", "check_kernels", "fused_fori_loop", "power_of_two"]
