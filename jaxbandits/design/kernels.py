@@ -92,4 +92,56 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
     return tuple(o.reshape(()) if c.shape == () else o for o, c in zip(out, carry))
 
 
-__all__ = ["KERNELS", "check_kernels", "fused_fori_loop", "power_of_two"]
+# Small-matrix arithmetic a fused loop's body can use: Triton has no gather and no small matrix
+# product, so a column is a masked sum (of one nonzero term: exact) and a product a loop of outer
+# products, in index order.
+
+def iota(n: int) -> jax.Array:
+    return jax.lax.broadcasted_iota(jnp.int32, (n,), 0)
+
+
+def column(A: jax.Array, k) -> jax.Array:
+    """A[:, k] for a traced k (exact: a sum with one nonzero term)."""
+    return jnp.sum(jnp.where(iota(A.shape[1])[None, :] == k, A, 0.0), axis=1)
+
+
+def row(A: jax.Array, k) -> jax.Array:
+    """A[k, :] for a traced k (exact)."""
+    return jnp.sum(jnp.where(iota(A.shape[0])[:, None] == k, A, 0.0), axis=0)
+
+
+def entry(v: jax.Array, k) -> jax.Array:
+    """v[k] for a traced k (exact)."""
+    return jnp.sum(jnp.where(iota(v.shape[0]) == k, v, 0.0))
+
+
+def matmul(A: jax.Array, B: jax.Array) -> jax.Array:
+    """A @ B as sum_l A[:, l] B[l, :], in the order l = 0, 1, ..."""
+    return jax.lax.fori_loop(0, A.shape[1], lambda l, C: C + column(A, l)[:, None] * row(B, l)[None, :],
+                             jnp.zeros((A.shape[0], B.shape[1]), A.dtype))
+
+
+def matmul_t(A: jax.Array, B: jax.Array) -> jax.Array:
+    """A @ B^T as sum_l A[:, l] B[:, l]^T, in the order l = 0, 1, ..."""
+    return jax.lax.fori_loop(0, A.shape[1], lambda l, C: C + column(A, l)[:, None] * column(B, l)[None, :],
+                             jnp.zeros((A.shape[0], B.shape[0]), A.dtype))
+
+
+def gauss_jordan_inverse(A: jax.Array) -> jax.Array:
+    """A^-1 by Gauss-Jordan elimination in place, without pivoting (pivots in order 0, 1, ...):
+    for a symmetric positive-definite A every pivot is positive and the elimination is stable, as
+    Cholesky's is.  A singular A gives infinities or NaN, as an inversion does."""
+    n = A.shape[0]
+    ids = iota(n)
+
+    def sweep(p, A):
+        r, c = row(A, p), column(A, p)
+        r1 = jnp.where(ids == p, 1.0, r) / entry(r, p)          # the pivot row, divided by the pivot
+        rest = jnp.where(ids[None, :] == p, 0.0, A) - c[:, None] * r1[None, :]
+        return jnp.where(ids[:, None] == p, r1[None, :], rest)
+
+    return jax.lax.fori_loop(0, n, sweep, A)
+
+
+__all__ = ["KERNELS", "check_kernels", "column", "entry", "fused_fori_loop", "gauss_jordan_inverse", "matmul",
+           "matmul_t", "power_of_two", "row"]

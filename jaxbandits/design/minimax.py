@@ -43,6 +43,7 @@ from jaxbandits.design.core import (DesignSolution, as_float, full_mask, initial
                                     inverse_design, masked_argmax, masked_argmin, null_projector, oracle_directions,  # noqa: F401
                                     pair_table, quad_norms)
 from jaxbandits.stats import kl_bernoulli
+from jaxbandits.design import kernels as kern
 from jaxbandits.design.kernels import check_kernels, fused_fori_loop, power_of_two
 
 _TOPK = 512
@@ -543,33 +544,43 @@ def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: f
     check_kernels(kernels)
     X = as_float(X)
     Z = X if Z is None else as_float(Z)
-    K, M = X.shape[0], Z.shape[0]
+    (K, d), M = X.shape, Z.shape[0]
     dt = X.dtype
     im = full_mask(item_mask, M)
     n = int(iters) - 1  # iterations k = 1, ..., iters - 1
-    # the fused kernel's arrays have power-of-two dimensions: zero arms that are never chosen, and
-    # items in no pair
-    Kp, Mp = (power_of_two(K), power_of_two(M)) if kernels != "xla" else (K, M)
-    Xp = jnp.zeros((Kp, X.shape[1]), dt).at[:K].set(X)
-    Zp = jnp.zeros((Mp, Z.shape[1]), dt).at[:M].set(Z)
+    # the fused kernel's arrays have power-of-two dimensions: zero arms that are never chosen, items
+    # in no pair, and zero coordinates (the identity on them in A)
+    Kp, Mp, dp = (K, M, d) if kernels == "xla" else (power_of_two(K), power_of_two(M), power_of_two(d))
+    Xp = jnp.zeros((Kp, dp), dt).at[:K, :d].set(X)
+    Zp = jnp.zeros((Mp, dp), dt).at[:M, :d].set(Z)
     imp = jnp.zeros((Mp,), bool).at[:M].set(im)
     pair = (imp[:, None] & imp[None, :] & ~jnp.eye(Mp, dtype=bool)).astype(jnp.int32)
     arm_ok = (jnp.arange(Kp) < K).astype(jnp.int32)
-
-    def block(b, carry):
-        lam, rho = carry
-        Ainv = jnp.linalg.inv((X.T * lam[:K]) @ X)
-        XA = Xp @ Ainv
-        first = (1 + b * _XY_REFRESH).astype(jnp.int32)
-        lam, _, _, _, rho = fused_fori_loop(
-            _XY_REFRESH, partial(_xy_iteration, n=n, step=step),
-            (lam, XA @ Xp.T, XA @ Zp.T, Zp @ Ainv @ Zp.T, rho), (pair, arm_ok, first), kernels=kernels)
-        return lam, rho
-
     lam0 = jnp.zeros((Kp,), dt).at[:K].set(1.0 / K)
-    lam, rho = jax.lax.fori_loop(0, -(-n // _XY_REFRESH), block, (lam0, jnp.zeros((), dt)))
+    blocks = -(-n // _XY_REFRESH)
+    lam, rho = fused_fori_loop(blocks, partial(_xy_block, n=n, step=step, d=d), (lam0, jnp.zeros((), dt)),
+                               (Xp, Zp, pair, arm_ok), kernels=kernels)
     few = jnp.sum(im) < 2
     return jnp.where(few, lam0[:K], lam[:K]), jnp.where(few, 0.0, rho)
+
+
+def _xy_block(b, carry, Xp, Zp, pair, arm_ok, *, n: int, step: float, d: int):
+    """Block ``b`` of :func:`xy_fixed_iterations`: A(lambda)^-1 afresh (Gauss-Jordan on
+    sum_x lambda_x x x^T, the identity on padded coordinates), the three blocks of H, then
+    ``_XY_REFRESH`` iterations."""
+    lam, rho = carry
+    dp = Xp.shape[1]
+    ids = kern.iota(dp)
+    A = jnp.where((ids[:, None] == ids[None, :]) & (ids[:, None] >= d), 1.0, 0.0).astype(lam.dtype)
+    A = jax.lax.fori_loop(0, Xp.shape[0], lambda k, A: A + (kern.entry(lam, k) * kern.row(Xp, k))[:, None]
+                          * kern.row(Xp, k)[None, :], A)
+    Ainv = kern.gauss_jordan_inverse(A)
+    XA, ZA = kern.matmul(Xp, Ainv), kern.matmul(Zp, Ainv)
+    first = (1 + b * _XY_REFRESH).astype(jnp.int32)
+    lam, _, _, _, rho = jax.lax.fori_loop(
+        0, _XY_REFRESH, lambda i, c: _xy_iteration(i, c, pair, arm_ok, first, n=n, step=step),
+        (lam, kern.matmul_t(XA, Xp), kern.matmul_t(XA, Zp), kern.matmul_t(ZA, Zp), rho))
+    return lam, rho
 
 
 def _xy_iteration(i, carry, pair, arm_ok, first, *, n: int, step: float):

@@ -1,0 +1,99 @@
+"""Fused loops (:mod:`jaxbandits.design.kernels`): the Pallas kernel of a fixed-trip loop, run by
+Pallas's interpreter on the CPU, computes the XLA loop's bits; Peace's released Frank-Wolfe, one
+fused kernel a design on a GPU, gives the CPU program's replications under the accelerator policy
+with the kernel interpreted; the small-matrix arithmetic of kernel bodies; bad inputs.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxbandits  # noqa: F401  (float64)
+from jaxbandits import batching
+from jaxbandits.design import kernels
+from jaxbandits.design.minimax import xy_fixed_iterations
+from jaxbandits.instances import seeds
+from test_entrywise_kernels import _primitives
+
+
+def test_small_matrix_arithmetic():
+    """Gauss-Jordan without pivoting inverts symmetric positive-definite matrices to LAPACK's
+    accuracy (condition numbers to 1e8); the products by outer products and the extractions are
+    exact against NumPy on integers."""
+    rng = np.random.default_rng(0)
+    for n, cond in ((4, 10.0), (16, 1e4), (16, 1e8)):
+        Q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+        A = (Q * np.geomspace(1.0, 1.0 / cond, n)) @ Q.T
+        inv = np.asarray(jax.jit(kernels.gauss_jordan_inverse)(jnp.asarray(A)))
+        ref = np.linalg.inv(A)
+        assert np.abs(inv - ref).max() <= 1e-12 * cond * np.abs(ref).max()
+    A, B = rng.integers(-9, 9, size=(8, 16)).astype(float), rng.integers(-9, 9, size=(16, 4)).astype(float)
+    np.testing.assert_array_equal(np.asarray(kernels.matmul(jnp.asarray(A), jnp.asarray(B))), A @ B)
+    np.testing.assert_array_equal(np.asarray(kernels.matmul_t(jnp.asarray(A), jnp.asarray(B.T))), A @ B)
+    np.testing.assert_array_equal(np.asarray(kernels.column(jnp.asarray(A), 3)), A[:, 3])
+    np.testing.assert_array_equal(np.asarray(kernels.row(jnp.asarray(A), 5)), A[5])
+    assert [kernels.power_of_two(n) for n in (1, 2, 3, 11, 16, 17)] == [1, 2, 4, 16, 16, 32]
+
+
+def test_fused_loop_rejects_what_triton_cannot_hold():
+    carry = (jnp.zeros(16), jnp.zeros(()))
+    body = lambda i, c: c  # noqa: E731
+    with pytest.raises(ValueError, match="kernels must be one of"):
+        kernels.fused_fori_loop(3, body, carry, kernels="cuda")
+    with pytest.raises(ValueError, match=r"power of two, got a carry array of shape \(11,\)"):
+        kernels.fused_fori_loop(3, body, (jnp.zeros(11),), kernels="interpret")
+    with pytest.raises(TypeError, match="boolean consts"):
+        kernels.fused_fori_loop(3, lambda i, c, m: c, carry, (jnp.ones(16, bool),), kernels="interpret")
+    with pytest.raises(ValueError, match="kernels must be one of"):
+        batching.SolvePolicy(batched=True, capacity=8, kernels="pallas")
+    assert batching.solve_for("gpu", 8).kernels == "triton" and batching.solve_for("cpu", 8).kernels == "xla"
+
+
+@pytest.mark.parametrize("which", ["static d=16", "Soare d=10 (padded)"])
+def test_xy_fixed_iterations_kernel_interpreted_is_the_xla_loop(which):
+    """The released Frank-Wolfe's design and rho: the Pallas kernel (interpreted on the CPU, arms,
+    items and coordinates padded to powers of two for Soare's K = 11, d = 10) gives the XLA loop's
+    bits on random item subsets, under vmap as the engine runs it."""
+    X = jnp.asarray(seeds.static_basis(0.3, d=16).arms if which == "static d=16"
+                    else seeds.soare_benchmark(10, omega=0.1).arms)
+    masks = jnp.asarray(np.random.default_rng(1).random((6, X.shape[0])) < 0.6)
+    out = {k: jax.jit(jax.vmap(lambda m, k=k: xy_fixed_iterations(X, X, item_mask=m, iters=300, kernels=k)))(masks)
+           for k in ("xla", "interpret")}
+    np.testing.assert_array_equal(np.asarray(out["interpret"][0]), np.asarray(out["xla"][0]))
+    np.testing.assert_array_equal(np.asarray(out["interpret"][1]), np.asarray(out["xla"][1]))
+
+
+def test_peace_design_is_one_kernel_with_no_solver_call():
+    """On a GPU the released Frank-Wolfe is one Pallas kernel (inversions included: Gauss-Jordan
+    in the kernel); on every backend the design makes no solver library call."""
+    X = jnp.asarray(seeds.static_basis(0.3, d=16).arms)
+    for kern in ("xla", "triton"):
+        jaxpr = jax.make_jaxpr(lambda m, k=kern: xy_fixed_iterations(X, X, item_mask=m, iters=1000, kernels=k))(
+            jnp.ones(16, bool))
+        prims = _primitives(jaxpr.jaxpr)
+        assert not prims & {"lu", "triangular_solve", "cholesky", "eigh", "svd"}, prims
+        calls = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "pallas_call"]
+        assert len(calls) == (1 if kern == "triton" else 0)
+
+
+def test_peace_accelerator_program_gives_the_cpu_program_s_replications(monkeypatch):
+    """Peace (fixed budget, the released design) through simulate: the accelerator program with its
+    fused kernel interpreted on the CPU against the CPU program, every replication's answer and
+    pulls equal (static d = 16, B = 320; a run stops early with one survivor)."""
+    from jaxbandits import algorithms as A
+    from jaxbandits.engine import simulate
+
+    inst = seeds.static_basis(0.3, d=16, noise=np.sqrt(10.0))
+    alg = A.Peace(budget=320, design_iters=200)
+    cpu = simulate(alg, inst, jax.random.key(5), 32, alg.steps_needed(inst))
+    with monkeypatch.context() as mp:
+        mp.setattr(batching, "solve_for", lambda platform, lanes: batching.SolvePolicy(
+            batched=True, capacity=max(1, int(lanes)), kernels="interpret"))
+        acc = simulate(alg, inst, jax.random.key(5), 32, alg.steps_needed(inst))
+        assert acc.layout.batched_solve and not cpu.layout.batched_solve
+    np.testing.assert_array_equal(acc.answer, cpu.answer)
+    np.testing.assert_array_equal(acc.pulls, cpu.pulls)
+    np.testing.assert_array_equal(acc.samples, cpu.samples)
+    assert np.all(cpu.samples <= 320) and cpu.correct.mean() > 0
