@@ -577,47 +577,50 @@ def _xy_block(b, carry, Xp, Zp, pair, arm_ok, *, n: int, step: float, d: int):
     Ainv = kern.gauss_jordan_inverse(A)
     XA, ZA = kern.matmul(Xp, Ainv), kern.matmul(Zp, Ainv)
     first = (1 + b * _XY_REFRESH).astype(jnp.int32)
-    lam, _, _, _, rho = jax.lax.fori_loop(
+    lam, _, _, _, _, rho = jax.lax.fori_loop(
         0, _XY_REFRESH, lambda i, c: _xy_iteration(i, c, pair, arm_ok, first, n=n, step=step),
-        (lam, kern.matmul_t(XA, Xp), kern.matmul_t(XA, Zp), kern.matmul_t(ZA, Zp), rho))
+        (lam, kern.matmul_t(XA, Xp), kern.matmul_t(XA, Zp), kern.matmul_t(ZA, Zp), jnp.ones((), lam.dtype), rho))
     return lam, rho
 
 
 def _xy_iteration(i, carry, pair, arm_ok, first, *, n: int, step: float):
-    """Iteration ``first + i`` of :func:`xy_fixed_iterations` on its carry (lambda, X A^-1 X^T,
-    X A^-1 Z^T, Z A^-1 Z^T, rho): jnp that Pallas also lowers to Triton, with exact reductions only
-    (max, min, and sums of one nonzero term), so every form computes the same bits."""
-    lam, Hxx, Hxz, Hzz, rho_prev = carry
+    """Iteration ``first + i`` of :func:`xy_fixed_iterations` on its carry (lambda, the blocks of
+    H times S: X A^-1 X^T S, X A^-1 Z^T S, Z A^-1 Z^T S, the scalar S, rho).  S = prod (1 - eta) over
+    the block's steps so far: carrying H S instead of H saves a division per entry, and changes no
+    choice (every entry shares the positive factor).  jnp that Pallas also lowers to Triton, with
+    exact reductions only (max, min, and sums of one nonzero term), so every form computes the
+    same bits."""
+    lam, Hxx, Hxz, Hzz, S, rho_prev = carry
     K, M = Hxz.shape
     dt = lam.dtype
-    ik = jax.lax.broadcasted_iota(jnp.int32, (K,), 0)
-    im = jax.lax.broadcasted_iota(jnp.int32, (M,), 0)
+    ik, im = kern.iota(K), kern.iota(M)
     count = first + i
     # the pair of active items with the largest ||z_a - z_b||^2_{A^-1} (its first index, row-major)
     q = jnp.sum(jnp.where(im[:, None] == im[None, :], Hzz, 0.0), axis=1)
     norms = jnp.where(pair != 0, (q[:, None] + q[None, :]) - 2.0 * Hzz, -jnp.inf)
-    rho = jnp.max(norms)
-    flat = jnp.min(jnp.where(norms == rho, im[:, None] * M + im[None, :], M * M))
+    top = jnp.max(norms)
+    flat = jnp.min(jnp.where(norms == top, im[:, None] * M + im[None, :], M * M))
     a, b = flat // M, flat % M
     # the arm maximising (x^T A^-1 (z_a - z_b))^2 (its first index)
-    g = jnp.sum(jnp.where(im[None, :] == a, Hxz, 0.0), axis=1) - jnp.sum(jnp.where(im[None, :] == b, Hxz, 0.0), axis=1)
+    g = kern.column(Hxz, a) - kern.column(Hxz, b)
     g2 = jnp.where(arm_ok != 0, g * g, -jnp.inf)
     j = jnp.min(jnp.where(g2 == jnp.max(g2), ik, K))
     live = count <= n  # the last block's iterations past iters - 1 change nothing
     eta = jnp.where(live, step / (count.astype(dt) + 2.0), 0.0)
     # Sherman-Morrison for A <- (1 - eta) A + eta x_j x_j^T: with u = A^-1 x_j,
-    # A^-1 <- (A^-1 - u u^T / ((1 - eta) / eta + x_j^T u)) / (1 - eta), so each block W A^-1 V^T
-    # changes by the outer product of W u and V u (the column j of X A^-1 X^T, the row j of X A^-1 Z^T).
-    # No product is added to anything (no a * b + c): a compiler that contracts such a pair into a
-    # fused multiply-add (XLA:CPU and XLA:GPU both may, each by its own fusions) rounds the same.
-    xu = jnp.sum(jnp.where(ik[None, :] == j, Hxx, 0.0), axis=1)
-    zu = jnp.sum(jnp.where(ik[:, None] == j, Hxz, 0.0), axis=0)
-    denom = (1.0 - eta) / eta + jnp.sum(jnp.where(ik == j, xu, 0.0))  # +inf when eta = 0: no step
-    Hxx = (Hxx - (xu[:, None] * xu[None, :]) / denom) / (1.0 - eta)
-    Hxz = (Hxz - (xu[:, None] * zu[None, :]) / denom) / (1.0 - eta)
-    Hzz = (Hzz - (zu[:, None] * zu[None, :]) / denom) / (1.0 - eta)
+    # A^-1 <- (A^-1 - u u^T / ((1 - eta) / eta + x_j^T u)) / (1 - eta).  With A^-1 = G / S:
+    # G <- G - (G x_j)(G x_j)^T / (S (1 - eta) / eta + x_j^T G x_j) and S <- S (1 - eta); each block
+    # W G V^T changes by the outer product of W G x_j and V G x_j (the column j of the first block,
+    # the row j of the second).  No product is added to anything (no a * b + c): XLA:CPU contracts
+    # such a pair into a fused multiply-add, XLA:GPU and Triton do not, and they would round apart.
+    xu, zu = kern.column(Hxx, j), kern.row(Hxz, j)
+    S_next = S * (1.0 - eta)
+    denom = S_next / eta + kern.entry(xu, j)  # +inf when eta = 0: no step
+    Hxx = Hxx - (xu[:, None] * xu[None, :]) / denom
+    Hxz = Hxz - (xu[:, None] * zu[None, :]) / denom
+    Hzz = Hzz - (zu[:, None] * zu[None, :]) / denom
     lam = (lam + jnp.where(ik == j, eta / (1.0 - eta), 0.0).astype(dt)) * (1.0 - eta)
-    return lam, Hxx, Hxz, Hzz, jnp.where(live, rho, rho_prev)
+    return lam, Hxx, Hxz, Hzz, S_next, jnp.where(live, top / S, rho_prev)
 
 
 @partial(jax.jit, static_argnames=("method", "fixed_trips"))
