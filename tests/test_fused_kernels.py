@@ -97,3 +97,15 @@ def test_peace_accelerator_program_gives_the_cpu_program_s_replications(monkeypa
     np.testing.assert_array_equal(acc.pulls, cpu.pulls)
     np.testing.assert_array_equal(acc.samples, cpu.samples)
     assert np.all(cpu.samples <= 320) and cpu.correct.mean() > 0
+
+
+def test_fused_loop_runs_each_lane_s_own_trips():
+    """A traced trip count: under vmap each lane's program runs its own trips (none where its
+    result is not needed); the XLA loop refuses one (it would wait on the lanes' largest count)."""
+    body = lambda i, c: (c[0] * 2.0 + i.astype(c[0].dtype),)  # noqa: E731
+    trips = jnp.array([0, 3, 7, 1], jnp.int32)
+    got = jax.jit(jax.vmap(lambda t: kernels.fused_fori_loop(t, body, (jnp.ones(2),), kernels="interpret")[0]))(trips)
+    want = np.stack([np.asarray(kernels.fused_fori_loop(int(t), body, (jnp.ones(2),))[0]) for t in trips])
+    np.testing.assert_array_equal(np.asarray(got), want)
+    with pytest.raises(TypeError, match="traced trip count needs a fused kernel"):
+        kernels.fused_fori_loop(jnp.int32(3), body, (jnp.ones(2),), kernels="xla")

@@ -5,7 +5,9 @@ a host loop (its predicate is copied to the host and waited for, every iteration
 ``vmap`` it runs until the slowest lane is done.  Every algorithm's step is traced here as the
 engine traces it on an accelerator (vmapped over lanes, design solves batched); each remaining
 data-dependent ``while`` must be on the allow-list below, which says why it is still there.
-Fixed-trip loops (``fori_loop`` with static bounds, ``scan``) are not counted.
+Fixed-trip loops (``fori_loop`` with static bounds, ``scan``) are not counted, nor loops inside a
+fused kernel (``pallas_call``): there each program runs its own lane's trips, with no host in the
+loop.
 """
 import math
 import os
@@ -93,6 +95,8 @@ def _inner(jaxpr, where, inner, out):
         name = e.params.get("name") if e.primitive.name in ("pjit", "jit", "closed_call") else None
         if e.primitive.name == "while":
             out.append((w, inner))
+        if e.primitive.name == "pallas_call":  # one kernel: a lane's loop runs in its own program
+            continue
         for v in e.params.values():
             for x in (v if isinstance(v, (list, tuple)) else [v]):
                 if isinstance(x, jex.core.ClosedJaxpr):

@@ -46,15 +46,21 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
 
     ``carry`` and ``consts``: tuples of arrays whose dimensions are powers of two (0-d arrays are
     allowed; booleans are not: pass them as integers).  ``body(i, carry, *consts)`` returns the
-    new carry (same shapes and dtypes); ``i`` is an int32 counter from 0.  ``trips`` is a Python
-    int.  ``kernels`` as in the module docstring; ``num_warps``: the Triton program's warps (one
+    new carry (same shapes and dtypes); ``i`` is an int32 counter from 0.  ``trips``: a Python
+    int, or (fused kernels only) a traced int32 scalar, per lane under ``vmap``: a program then
+    runs its own lane's trips, and a lane whose result is not needed can run none.  ``kernels`` as in the module docstring; ``num_warps``: the Triton program's warps (one
     lane's arrays are small: one warp keeps them in registers).
     """
     check_kernels(kernels)
     carry, consts = tuple(jnp.asarray(c) for c in carry), tuple(jnp.asarray(c) for c in consts)
-    trips = int(trips)
     if kernels == "xla":
+        if not isinstance(trips, int):
+            raise TypeError("fused_fori_loop: a traced trip count needs a fused kernel (a loop of XLA "
+                            "operations would wait on the lanes' largest count)")
         return jax.lax.fori_loop(0, trips, lambda i, c: body(jnp.asarray(i, jnp.int32), c, *consts), carry)
+    dynamic = not isinstance(trips, int)
+    if dynamic:
+        consts = consts + (jnp.asarray(trips, jnp.int32),)
     for name, group in (("carry", carry), ("consts", consts)):
         for a in group:
             if a.dtype == jnp.bool_:
@@ -75,7 +81,8 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
         ins, outs = refs[:n_carry + len(consts)], refs[n_carry + len(consts):]
         vals = [load(r, s) for r, s in zip(ins, shapes)]
         c0, k = tuple(vals[:n_carry]), tuple(vals[n_carry:])
-        c = jax.lax.fori_loop(0, trips, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *k)), c0)
+        n, k = (k[-1], k[:-1]) if dynamic else (trips, k)
+        c = jax.lax.fori_loop(0, n, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *k)), c0)
         for ref, v, a in zip(outs, c, carry):
             ref[...] = jnp.reshape(v, (1,)) if a.shape == () else v
 

@@ -516,7 +516,7 @@ _XY_REFRESH = 128
 
 
 def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: float = 0.5,
-                        kernels: str = "xla"):
+                        kernels: str = "xla", needed=None):
     """(lambda, rho): the XY design of the released Peace codes' Frank-Wolfe (Katz-Samuels et al.
     2020's ``fw_XY``, as Xiong et al.'s ``algorithms/fw.py`` runs it): from the uniform design over
     every arm, ``iters - 1`` (999) iterations of lambda <- (1 - eta) lambda + eta e_j, eta = step / (k + 2)
@@ -540,7 +540,10 @@ def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: f
     (:func:`jaxbandits.design.kernels.fused_fori_loop`): "xla" (a loop of XLA operations), "triton"
     (one fused GPU kernel per block of iterations: a lane's three blocks of H stay in registers)
     or "interpret" (that kernel interpreted, on any backend); every one computes the same
-    iterations."""
+    iterations.  ``needed`` (a traced bool, per lane under ``vmap``; None: True): whether the
+    caller uses the result.  A fused kernel runs no iteration for a lane where it is False and
+    returns the uniform design there; the "xla" loop runs every lane (its trip count stays fixed,
+    with no loop that waits on data)."""
     check_kernels(kernels)
     X = as_float(X)
     Z = X if Z is None else as_float(Z)
@@ -558,6 +561,8 @@ def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: f
     arm_ok = (jnp.arange(Kp) < K).astype(jnp.int32)
     lam0 = jnp.zeros((Kp,), dt).at[:K].set(1.0 / K)
     blocks = -(-n // _XY_REFRESH)
+    if kernels != "xla" and needed is not None:
+        blocks = jnp.where(needed, blocks, 0).astype(jnp.int32)
     lam, rho = fused_fori_loop(blocks, partial(_xy_block, n=n, step=step, d=d), (lam0, jnp.zeros((), dt)),
                                (Xp, Zp, pair, arm_ok), kernels=kernels)
     few = jnp.sum(im) < 2

@@ -255,11 +255,12 @@ class Peace(Algorithm):
         accelerator ``init`` runs over every lane at each refill: a 999-iteration XY design)."""
         return with_cache(instances, map_instances(self, "initial_rho", instances))
 
-    def _design(self, X, Z, item_mask, arm_mask=None):
-        """(lambda, rho) of the XY design of the ``item_mask`` items over every arm."""
+    def _design(self, X, Z, item_mask, arm_mask=None, needed=None):
+        """(lambda, rho) of the XY design of the ``item_mask`` items over every arm; ``needed``: whether
+        the result is used (a fused kernel skips the lanes where it is not)."""
         if self.design == "released":
             return xy_fixed_iterations(X, Z, item_mask=item_mask, iters=int(self.design_iters),
-                                       kernels=self.policy.kernels)
+                                       kernels=self.policy.kernels, needed=needed)
         trips = int(self.design_iters) if self.policy.batched else None
         sol = design.xy_allocation(X, Z, item_mask=item_mask, arm_mask=arm_mask, tol=self.design_tol,
                                    max_iters=int(self.design_iters), fixed_trips=trips)
@@ -281,7 +282,8 @@ class Peace(Algorithm):
         X, Z = instance.arms, instance.items
         dt = X.dtype
         M = Z.shape[0]
-        lam, rho = self._design(X, Z, state.active, instance.arm_mask)
+        # a stopped replication's step is discarded by the engine: its designs need not run
+        lam, rho = self._design(X, Z, state.active, instance.arm_mask, needed=~state.stopped)
         last = state.epoch >= state.epochs - 1
         n = jnp.where(last, jnp.asarray(self.budget, jnp.int32) - state.length * state.epoch, state.length)
         counts = design.round_design(lam, n.astype(dt), arm_mask=instance.arm_mask,
@@ -297,8 +299,9 @@ class Peace(Algorithm):
         def bisect(_, bounds):
             lo, hi = bounds
             mid = (lo + hi) // 2
-            rho_mid = self._design(X, Z, state.active & (rank < mid), instance.arm_mask)[1]
             go = hi - lo > 1
+            rho_mid = self._design(X, Z, state.active & (rank < mid), instance.arm_mask,
+                                   needed=go & ~last & ~state.stopped)[1]
             return (jnp.where(go & (rho_mid <= threshold), mid, lo), jnp.where(go & (rho_mid > threshold), mid, hi))
 
         lo, _ = jax.lax.fori_loop(0, max(1, math.ceil(math.log2(max(M, 2)))), bisect,
