@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.batching import current_policy
+from jaxbandits.design.kernels import fused_fori_loop
 from jaxbandits.design.core import (SMALL_DIM, DesignSolution, add_jitter, first_max, full_mask, initial_design,
                                    inverse_design, ordered_sum, small_backward, small_cholesky, small_forward)
 
@@ -43,7 +44,7 @@ def c_optimal(X: jax.Array, y: jax.Array, *, arm_mask: Optional[jax.Array] = Non
     mask = full_mask(arm_mask, K)
     lam0 = initial_design(mask, init, dtype)
     if d <= SMALL_DIM and K <= SMALL_ARMS and current_policy().batched:
-        lam, a, b_all = _tiny_solve(X, y, mask, lam0, iters)
+        lam, a, b_all = _tiny_solve(X, y, mask, lam0, iters, current_policy().kernels)
     elif d <= SMALL_DIM:
         lam, a, b_all = _small_solve(X, y, mask, lam0, iters)
     else:
@@ -138,7 +139,7 @@ class _Entries:
         return self.rows[ij[0]][ij[1]]
 
 
-def _tiny_solve(X, y, mask, lam0, iters):
+def _tiny_solve(X, y, mask, lam0, iters, kernels: str = "xla"):
     """:func:`_small_solve` for few arms (K <= SMALL_ARMS) as well as small d: the arms are
     unrolled too (A(lambda) a sum of K terms in arm order, the argmax a chain of compares, x_j a
     chain of selects), so under ``vmap`` an iteration is elementwise over the lanes: no reduction,
@@ -147,11 +148,8 @@ def _tiny_solve(X, y, mask, lam0, iters):
     (:func:`c_optimal`); the CPU keeps :func:`_small_solve`, which is faster there and gives the same
     iterates up to the rounding of A(lambda)'s sum."""
     K, d = X.shape
-    Xs = [[X[k, i] for i in range(d)] for k in range(K)]
-    ys = [y[i] for i in range(d)]
-    ms = [mask[k] for k in range(K)]
 
-    def parts(lam):
+    def parts(lam, Xs, ys):
         rows = [[ordered_sum([(lam[k] * Xs[k][i]) * Xs[k][j] for k in range(K)]) for j in range(i + 1)]
                 for i in range(d)]
         tr = ordered_sum([rows[i][i] for i in range(d)])
@@ -163,9 +161,18 @@ def _tiny_solve(X, y, mask, lam0, iters):
         h = [ordered_sum([Xs[k][i] * u[i] for i in range(d)]) for k in range(K)]
         return (L, r), ordered_sum([zi * zi for zi in z]), [hk * hk for hk in h]
 
-    def body(_, lam):
-        (L, r), a, b_all = parts(lam)
-        j, b = first_max([jnp.where(ms[k], b_all[k], -jnp.inf) for k in range(K)])
+    def unpack(consts):
+        """(arms [K][d], y [d], mask [K]) from the loop's flat scalar constants."""
+        return ([list(consts[k * d:(k + 1) * d]) for k in range(K)], list(consts[K * d:K * d + d]),
+                list(consts[K * d + d:]))
+
+    consts = tuple(X[k, i] for k in range(K) for i in range(d)) + tuple(y[i] for i in range(d)) + tuple(
+        mask[k].astype(jnp.int32) for k in range(K))
+
+    def body(_, lam, *consts):
+        Xs, ys, ms = unpack(consts)
+        (L, r), a, b_all = parts(lam, Xs, ys)
+        j, b = first_max([jnp.where(ms[k] != 0, b_all[k], -jnp.inf) for k in range(K)])
         xj = [Xs[K - 1][i] for i in range(d)]
         for k in reversed(range(K - 1)):
             xj = [jnp.where(j == k, Xs[k][i], xj[i]) for i in range(d)]
@@ -174,6 +181,8 @@ def _tiny_solve(X, y, mask, lam0, iters):
         new = [(1.0 - g) * lk for lk in lam]
         return tuple(jnp.where(j == k, new[k] + g, new[k]) for k in range(K))
 
-    lam = jax.lax.fori_loop(0, iters, body, tuple(lam0[k] for k in range(K)), unroll=4)
-    _, a, b_all = parts(lam)
+    lam = fused_fori_loop(int(iters), body, tuple(lam0[k] for k in range(K)), consts, kernels=kernels,
+                          elementwise=True, unroll=4)
+    Xs, ys, _ = unpack(consts)
+    _, a, b_all = parts(lam, Xs, ys)
     return jnp.stack(lam), a, jnp.stack(b_all)

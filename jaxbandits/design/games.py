@@ -18,6 +18,7 @@ import jax.numpy as jnp
 
 from jaxbandits.batching import argmax_fast, current_policy
 from jaxbandits.design.core import first_max, ordered_sum
+from jaxbandits.design.kernels import fused_fori_loop
 from jaxbandits.design.simplex import matrix_game_exact  # noqa: F401 (the exact game, by the simplex method)
 
 
@@ -106,11 +107,12 @@ def _hedge_entries(Gm, rows, eta, iters: int, with_q: bool):
     picks the same best responses but at ties to rounding."""
     P, K = Gm.shape
     dt = Gm.dtype
-    g = [[Gm[p, k] for k in range(K)] for p in range(P)]
-    on = [rows[p] for p in range(P)]
 
-    def body(_, carry):
-        loss, counts, qsum = carry
+    def body(_, carry, *consts):
+        g = [list(consts[p * K:(p + 1) * K]) for p in range(P)]
+        on = [c != 0 for c in consts[P * K:P * K + P]]
+        eta = consts[-1]
+        loss, counts, qsum = carry[:P], carry[P:P + K], carry[P + K:]
         low = functools.reduce(jnp.minimum, [jnp.where(on[p], loss[p], jnp.inf) for p in range(P)])
         logits = [jnp.where(on[p], -eta * (loss[p] - low), -jnp.inf) for p in range(P)]
         top = functools.reduce(jnp.maximum, logits, jnp.asarray(-jnp.inf, dt))
@@ -124,11 +126,14 @@ def _hedge_entries(Gm, rows, eta, iters: int, with_q: bool):
         counts = tuple(counts[k] + (j == k).astype(dt) for k in range(K))
         if with_q:
             qsum = tuple(qsum[p] + q[p] for p in range(P))
-        return loss, counts, qsum
+        return loss + counts + qsum
 
     zero = jnp.zeros((), dt)
-    init = ((zero,) * P, (zero,) * K, (zero,) * P if with_q else ())
-    _, counts, qsum = jax.lax.fori_loop(0, iters, body, init, unroll=8)
+    consts = tuple(Gm[p, k] for p in range(P) for k in range(K)) + tuple(rows[p].astype(jnp.int32) for p in range(P)) + (
+        jnp.asarray(eta, dt),)
+    out = fused_fori_loop(int(iters), body, (zero,) * (P + K + (P if with_q else 0)), consts,
+                          kernels=current_policy().kernels, elementwise=True, unroll=8)
+    counts, qsum = out[P:P + K], out[P + K:]
     return jnp.stack(counts), (jnp.stack(qsum) if with_q else None)
 
 

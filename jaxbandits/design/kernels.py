@@ -41,15 +41,22 @@ def power_of_two(n: int) -> int:
 
 
 def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = (), *, kernels: str = "xla",
-                    num_warps: int = 1):
+                    num_warps: int = 1, elementwise: bool = False, unroll: int = 1):
     """``lax.fori_loop(0, trips, lambda i, c: body(i, c, *consts), carry)``, fused on request.
 
     ``carry`` and ``consts``: tuples of arrays whose dimensions are powers of two (0-d arrays are
     allowed; booleans are not: pass them as integers).  ``body(i, carry, *consts)`` returns the
     new carry (same shapes and dtypes); ``i`` is an int32 counter from 0.  ``trips``: a Python
     int, or (fused kernels only) a traced int32 scalar, per lane under ``vmap``: a program then
-    runs its own lane's trips, and a lane whose result is not needed can run none.  ``kernels`` as in the module docstring; ``num_warps``: the Triton program's warps (one
-    lane's arrays are small: one warp keeps them in registers).
+    runs its own lane's trips, and a lane whose result is not needed can run none.  ``kernels``
+    as in the module docstring; ``num_warps``: the Triton program's warps (one lane's arrays are
+    small: one warp keeps them in registers).
+
+    ``elementwise``: every carry and const is a scalar and the body is elementwise in them (the
+    entry-by-entry forms of :mod:`jaxbandits.design.copt` and :mod:`jaxbandits.design.games`).
+    A program then runs ``LANE_BLOCK`` lanes, one a thread, instead of one lane a warp (a scalar
+    body would leave 31 of a warp's 32 threads idle); the trip count must be a Python int.
+    ``unroll``: the XLA loop's unrolling (the same iterates).
     """
     check_kernels(kernels)
     carry, consts = tuple(jnp.asarray(c) for c in carry), tuple(jnp.asarray(c) for c in consts)
@@ -57,7 +64,10 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
         if not isinstance(trips, int):
             raise TypeError("fused_fori_loop: a traced trip count needs a fused kernel (a loop of XLA "
                             "operations would wait on the lanes' largest count)")
-        return jax.lax.fori_loop(0, trips, lambda i, c: body(jnp.asarray(i, jnp.int32), c, *consts), carry)
+        return jax.lax.fori_loop(0, trips, lambda i, c: body(jnp.asarray(i, jnp.int32), c, *consts), carry,
+                                 unroll=int(unroll))
+    if elementwise:
+        return _elementwise_loop(trips, body, carry, consts, kernels)
     dynamic = not isinstance(trips, int)
     if dynamic:
         consts = consts + (jnp.asarray(trips, jnp.int32),)
@@ -97,6 +107,63 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
                               compiler_params=plt.CompilerParams(num_warps=int(num_warps), num_stages=1))
     out = call(*(as_1d(c) for c in carry), *(as_1d(c) for c in consts))
     return tuple(o.reshape(()) if c.shape == () else o for o, c in zip(out, carry))
+
+
+#: lanes a program of an elementwise fused loop runs (one a thread: 4 warps)
+LANE_BLOCK = 128
+
+
+def _elementwise_loop(trips, body, carry, consts, kernels):
+    """:func:`fused_fori_loop` of a scalar, elementwise body: one program a block of LANE_BLOCK
+    lanes (a custom batching rule; unbatched, a block of one)."""
+    if not isinstance(trips, int):
+        raise TypeError("fused_fori_loop: an elementwise loop needs a Python int trip count")
+    for name, group in (("carry", carry), ("consts", consts)):
+        for a in group:
+            if a.shape != ():
+                raise ValueError(f"fused_fori_loop: an elementwise loop takes scalars, got a {name} array of "
+                                 f"shape {a.shape}")
+            if a.dtype == jnp.bool_:
+                raise TypeError(f"fused_fori_loop: boolean {name} arrays are not supported; pass integers")
+    from jax.custom_batching import custom_vmap
+    from jax.experimental import pallas as pl
+
+    n_carry, n_const = len(carry), len(consts)
+
+    def kernel(*refs):
+        vals = [r[...] for r in refs[:n_carry + n_const]]
+        c = jax.lax.fori_loop(0, trips, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *vals[n_carry:])),
+                              tuple(vals[:n_carry]))
+        for ref, v in zip(refs[n_carry + n_const:], c):
+            ref[...] = v
+
+    def run(args, block):
+        """The kernel over [L] arrays (L a multiple of ``block``)."""
+        L = args[0].shape[0]
+        spec = pl.BlockSpec((block,), lambda i: (i,))
+        kw = dict(out_shape=tuple(jax.ShapeDtypeStruct((L,), c.dtype) for c in carry), grid=(L // block,),
+                  in_specs=[spec] * len(args), out_specs=tuple(spec for _ in carry))
+        if kernels == "interpret":
+            return pl.pallas_call(kernel, interpret=True, **kw)(*args)
+        from jax.experimental.pallas import triton as plt
+
+        return pl.pallas_call(kernel, compiler_params=plt.CompilerParams(num_warps=LANE_BLOCK // 32, num_stages=1),
+                              **kw)(*args)
+
+    @custom_vmap
+    def loop(*args):
+        return tuple(o.reshape(()) for o in run([a.reshape((1,)) for a in args], 1))
+
+    @loop.def_vmap
+    def _batched(axis_size, in_batched, *args):
+        L = int(axis_size)
+        Lp = -(-L // LANE_BLOCK) * LANE_BLOCK
+        full = [a if b else jnp.broadcast_to(a, (L,) + a.shape) for a, b in zip(args, in_batched)]
+        padded = [jnp.concatenate([a, jnp.broadcast_to(a[:1], (Lp - L,))]) if Lp > L else a for a in full]
+        out = run(padded, LANE_BLOCK)
+        return tuple(o[:L] for o in out), (True,) * n_carry
+
+    return loop(*carry, *consts)
 
 
 # Small-matrix arithmetic a fused loop's body can use: Triton has no gather and no small matrix
@@ -150,5 +217,5 @@ def gauss_jordan_inverse(A: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, n, sweep, A)
 
 
-__all__ = ["KERNELS", "check_kernels", "column", "entry", "fused_fori_loop", "gauss_jordan_inverse", "matmul",
+__all__ = ["KERNELS", "LANE_BLOCK", "check_kernels", "column", "entry", "fused_fori_loop", "gauss_jordan_inverse", "matmul",
            "matmul_t", "power_of_two", "row"]
