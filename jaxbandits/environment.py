@@ -91,6 +91,55 @@ def _unit_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
     return jax.lax.bitcast_convert_type(fb, dtype) - jnp.array(1.0, dtype)
 
 
+#: threefry2x32's rotations (Salmon et al. 2011, Threefry-2x32 with 20 rounds, as JAX runs it)
+_THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def threefry2x32(k0, k1, x0, x1):
+    """JAX's threefry2x32 hash of the counter words (x0, x1) under the key words (k0, k1), written
+    out in uint32 arithmetic (adds, rotations, xors) so that it runs where JAX's primitive has no
+    lowering (a Pallas kernel); bit for bit the primitive's (``tests/test_fused_kernels.py``)."""
+    u32 = jnp.uint32
+    k0, k1, x0, x1 = (jnp.asarray(v).astype(u32) for v in (k0, k1, x0, x1))
+    ks = (k0, k1, k0 ^ k1 ^ jnp.asarray(0x1BD11BDA, u32))
+    x0, x1 = x0 + ks[0], x1 + ks[1]
+    for i in range(5):
+        for r in _THREEFRY_ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = jax.lax.shift_left(x1, jnp.asarray(r, u32)) | jax.lax.shift_right_logical(x1, jnp.asarray(32 - r, u32))
+            x1 = x0 ^ x1
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + jnp.asarray(i + 1, u32)
+    return x0, x1
+
+
+def unit_from_words(b1, b2, dtype) -> jax.Array:
+    """:func:`_unit_at`'s float in [0, 1) from threefry's two output words."""
+    dtype = jnp.dtype(dtype)
+    finfo = jnp.finfo(dtype)
+    nbits, nmant = finfo.bits, finfo.nmant
+    if nbits == 64:
+        u64 = jnp.uint64
+        bits = jax.lax.shift_left(b1.astype(u64), jnp.asarray(32, u64)) | b2.astype(u64)
+        udt = u64
+    else:
+        bits, udt = b1 ^ b2, jnp.uint32
+    fb = jax.lax.shift_right_logical(bits, jnp.asarray(nbits - nmant, udt))
+    fb = jax.lax.bitwise_or(fb, jnp.asarray(np.array(1.0, dtype).view(udt), udt))
+    return jax.lax.bitcast_convert_type(fb, dtype) - jnp.array(1.0, dtype)
+
+
+def uniform_at_words(k0, k1, idx, dtype) -> jax.Array:
+    """:func:`uniform_at` from the key's two words, by :func:`threefry2x32` written out: the same
+    bits, in code a Pallas kernel can hold."""
+    dtype = jnp.dtype(dtype)
+    idx = jnp.asarray(idx).astype(jnp.uint32)
+    b1, b2 = threefry2x32(k0, k1, jnp.zeros_like(idx), idx)
+    floats = unit_from_words(b1, b2, dtype)
+    lo, hi = jnp.zeros((), dtype), jnp.ones((), dtype)
+    return jax.lax.max(lo, floats * (hi - lo) + lo)
+
+
 def uniform_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
     """Entries ``idx`` (flat indices) of ``jax.random.uniform(key, shape, dtype)``, for any shape,
     computing only those entries (:func:`_unit_at`; bit for bit where :func:`draws_at_exact`

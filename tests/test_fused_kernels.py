@@ -111,26 +111,28 @@ def test_fused_loop_runs_each_lane_s_own_trips():
         kernels.fused_fori_loop(jnp.int32(3), body, (jnp.ones(2),), kernels="xla")
 
 
-@pytest.mark.parametrize("name", ["FWS", "TopTwo"])
-def test_elementwise_fused_loops_give_the_cpu_program_s_replications(name, monkeypatch):
-    """Top Two's c-optimal Frank-Wolfe and FWS's Hedge, one fused kernel a loop on a GPU (a program
-    a block of lanes, one lane a thread): the accelerator program with the kernels interpreted on
-    the CPU gives the CPU program's replications on Soare's d = 5 instance (omega = 0.1), every
-    sample count and answer equal."""
+@pytest.mark.parametrize("name", ["FWS", "TopTwo", "XYAdaptive"])
+def test_fused_loops_give_the_cpu_program_s_replications(name, monkeypatch):
+    """Top Two's c-optimal Frank-Wolfe and FWS's Hedge (one fused kernel a loop on a GPU, a program
+    a block of lanes, one lane a thread) and XY-adaptive's pulls (one kernel a step, a program a
+    lane): the accelerator program with the kernels interpreted on the CPU gives the CPU program's
+    replications on Soare's d = 5 instance (omega = 0.1), every sample count and answer equal
+    (XY-adaptive's replications capped at 400 steps: its states at the cap)."""
     from jaxbandits import algorithms as A
     from jaxbandits.engine import simulate
 
-    alg = {"FWS": A.FWS(delta=0.05), "TopTwo": A.TopTwo(delta=0.05)}[name]
+    alg = {"FWS": A.FWS(delta=0.05), "TopTwo": A.TopTwo(delta=0.05), "XYAdaptive": A.XYAdaptive(delta=0.05)}[name]
     inst = seeds.soare_benchmark(5, omega=0.1)
-    cpu = simulate(alg, inst, jax.random.key(11), 12, 10**6, record_pulls=False)
+    cap = 400 if name == "XYAdaptive" else 10**6
+    cpu = simulate(alg, inst, jax.random.key(11), 12, cap, record_pulls=False)
     with monkeypatch.context() as mp:
         mp.setattr(batching, "solve_for", lambda platform, lanes: batching.SolvePolicy(
             batched=True, capacity=max(1, int(lanes)), kernels="interpret"))
-        acc = simulate(alg, inst, jax.random.key(11), 12, 10**6, record_pulls=False)
+        acc = simulate(alg, inst, jax.random.key(11), 12, cap, record_pulls=False)
         assert acc.layout.batched_solve and not cpu.layout.batched_solve
     np.testing.assert_array_equal(acc.samples, cpu.samples)
     np.testing.assert_array_equal(acc.answer, cpu.answer)
-    assert cpu.stopped.all()
+    assert cpu.stopped.all() or name == "XYAdaptive"
 
 
 def test_elementwise_loop_interpreted_is_the_xla_loop():
@@ -150,3 +152,49 @@ def test_elementwise_loop_interpreted_is_the_xla_loop():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     with pytest.raises(ValueError, match="elementwise loop takes scalars"):
         kernels.fused_fori_loop(3, lambda i, c: c, (jnp.zeros(4),), kernels="interpret", elementwise=True)
+
+
+def test_threefry_written_out_is_jax_s():
+    """The tie-breaking uniforms inside a fused kernel: threefry2x32 in uint32 arithmetic gives
+    JAX's primitive's words, and uniform_at_words uniform_at's floats, bit for bit."""
+    from jax.extend.random import threefry2x32_p
+
+    from jaxbandits import environment as E
+
+    key = jax.random.key(123)
+    kd = jax.random.key_data(key)
+    x0 = jnp.asarray(np.random.default_rng(0).integers(0, 2**32, 2000), jnp.uint32)
+    for a, b in zip(threefry2x32_p.bind(kd[0], kd[1], x0, x0[::-1]), E.threefry2x32(kd[0], kd[1], x0, x0[::-1])):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    idx = jnp.arange(5000, dtype=jnp.uint32)
+    np.testing.assert_array_equal(np.asarray(E.uniform_at(key, idx, jnp.float64)),
+                                  np.asarray(jax.jit(E.uniform_at_words, static_argnums=3)(kd[0], kd[1], idx, jnp.float64)))
+
+
+def test_xy_adaptive_fused_pulls_are_the_rows_form_pulls():
+    """XY-adaptive's step of greedy pulls as one kernel (interpreted): on 64 lanes of random H,
+    active pairs, padded arms and thresholds, 32 pulls each with random ties, the counts, n, rho
+    and the going flag equal the rows form's bit for bit (H padded to [8, 8] and [8, 16])."""
+    from jaxbandits.algorithms.fixed_confidence import xy
+
+    rng = np.random.default_rng(0)
+    L, K, P, S = 64, 6, 15, 32
+
+    def one():
+        X, Y = rng.normal(size=(5, K)), rng.normal(size=(5, P))
+        G, C = 2.0 * X.T @ X, 2.0 * X.T @ Y
+        return np.block([[G, C], [np.diag(G)[None], 2.0 * np.sum(Y * Y, 0)[None]]])
+
+    H = jnp.asarray(np.stack([one() for _ in range(L)]))
+    pair_on = jnp.asarray(rng.random((L, P)) < 0.7).at[:, 0].set(True)
+    arm_ok = jnp.ones((L, K), bool).at[:, 5].set(jnp.asarray(rng.random(L) < 0.5))
+    bar = jnp.asarray(rng.random(L) * 0.1)
+    counts = jnp.asarray(rng.integers(1, 5, (L, K)).astype(float))
+    carry = (counts, counts.sum(1), jnp.full(L, 10.0), jnp.ones(L, bool))
+    keys = jax.random.split(jax.random.key(7), L)
+    rows = jax.jit(jax.vmap(lambda H, po, b, ao, c, k: xy._greedy_pulls_rows(H, po, b, ao, c, k, S)))
+    fused = jax.jit(jax.vmap(lambda H, po, b, ao, c, k: xy._greedy_pulls_fused(H, po, b, ao, c, k, S, "interpret")))
+    a, b = rows(H, pair_on, bar, arm_ok, carry, keys), fused(H, pair_on, bar, arm_ok, carry, keys)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert float(jnp.sum(a[0] - counts)) > L * S / 2   # pulls were made

@@ -100,11 +100,12 @@ def _hedge_entries(Gm, rows, eta, iters: int, with_q: bool):
     iterations on the masked payoffs ``Gm`` [P, K], every quantity a scalar per entry: the
     softmax's normaliser and the column payoffs q^T G are sums in row order, the best response
     the first largest (a chain of compares), its column a chain of selects.  Under ``vmap`` an
-    iteration is elementwise over the lanes and fuses with its neighbours: FWS's 64 iterations on
-    Soare's d = 5 instance are about 40 kernels on a GPU instead of 144 (H100 model, 16,384 lanes),
-    and the sums' order is fixed rather than left to XLA.  The accelerator program's form (for
-    games of at most :data:`SMALL_GAME` entries); on a CPU the array form is about 8x faster and
-    picks the same best responses but at ties to rounding."""
+    iteration is elementwise over the lanes; on a GPU the whole loop is one fused kernel
+    (:func:`jaxbandits.design.kernels.fused_fori_loop`, elementwise), where XLA launched about 40
+    kernels for FWS's 64 iterations on Soare's d = 5 instance (H100 model, 16,384 lanes: FWS
+    95.7 -> 54.7 kernels a step); the sums' order is fixed rather than left to XLA.  The
+    accelerator program's form (for games of at most :data:`SMALL_GAME` entries); on a CPU the
+    array form is about 8x faster and picks the same best responses but at ties to rounding."""
     P, K = Gm.shape
     dt = Gm.dtype
 

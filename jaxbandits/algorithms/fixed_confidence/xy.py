@@ -74,7 +74,8 @@ from jaxbandits.algorithms import common
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
                                               whiten_items)
 from jaxbandits.design.core import SMALL_DIM, first_max, small_pivots_exceed
-from jaxbandits.environment import binomial, draws_at_exact, pull_counts, uniform_at
+from jaxbandits.design import kernels as kern
+from jaxbandits.environment import binomial, draws_at_exact, pull_counts, uniform_at, uniform_at_words
 from jaxbandits.instances.base import Instance
 
 
@@ -466,6 +467,58 @@ def _greedy_pulls(H, pair_on, bar, arm_ok, carry, pick, tb0, S: int):
     return counts, n, rho, going
 
 
+def _greedy_pulls_fused(H, pair_on, bar, arm_ok, carry, key, S: int, kernels: str):
+    """:func:`_greedy_pulls_rows`'s pulls as one fused kernel a step (GPUs: ``kernels`` "triton";
+    "interpret" runs that kernel on any backend): a lane's H (as its arm and pair columns, padded
+    to powers of two), counts and scalars stay in one program's registers for the step's ``S``
+    pulls, and the tie-breaking uniforms are :func:`~jaxbandits.environment.uniform_at_words`
+    (threefry written out: the same bits as :func:`~jaxbandits.environment.uniform_at`).  The same
+    operations on the same numbers as the rows form, so the same pulls (a tie within 16 ulps is
+    tested with ``m + 16 eps |m|``, which XLA:CPU may round as a fused multiply-add)."""
+    R, W = H.shape
+    K = R - 1
+    P = W - K
+    dt = H.dtype
+    Rp, Pp = kern.power_of_two(R), kern.power_of_two(P)
+    Ha = jnp.zeros((Rp, Rp), dt).at[:R, :K].set(H[:, :K])
+    Hp = jnp.zeros((Rp, Pp), dt).at[:R, :P].set(H[:, K:])
+    on = jnp.zeros((Pp,), jnp.int32).at[:P].set(pair_on.astype(jnp.int32))
+    ok = jnp.zeros((Rp,), jnp.int32).at[:K].set(arm_ok.astype(jnp.int32))
+    counts, n, rho, going = carry
+    kd = jax.random.key_data(key)
+    out = kern.fused_fori_loop(
+        S, functools.partial(_pull_fused, K=K, S=S),
+        (Ha, Hp, jnp.zeros((Rp,), dt).at[:K].set(counts), n, rho, going.astype(jnp.int32)),
+        (on, ok, jnp.asarray(bar, dt), kd[0], kd[1]), kernels=kernels)
+    return out[2][:K], out[3], out[4], out[5] != 0
+
+
+def _pull_fused(i, carry, on, ok, bar, k0, k1, *, K: int, S: int):
+    """One pull of :func:`_greedy_pulls_fused` (the body of :func:`_greedy_pulls_rows`' loop on
+    arrays: rows 0..K-1 are the arms, row K the diagonal of G and ||y||^2_{A^-1})."""
+    Ha, Hp, counts, n, rho, going = carry
+    Rp = Ha.shape[0]
+    dt = Ha.dtype
+    ir = kern.iota(Rp)
+    go = (going != 0) & (rho / n >= bar)
+    yn, g_diag = kern.row(Hp, K), kern.row(Ha, K)
+    score = yn[None, :] - Hp ** 2 / (1.0 + g_diag)[:, None]
+    worst = jnp.where(ok != 0, jnp.max(jnp.where(on[None, :] != 0, score, -jnp.inf), axis=1), jnp.inf)
+    m = jnp.min(worst)
+    tie = m + 16.0 * jnp.finfo(dt).eps * jnp.abs(m)
+    u = uniform_at_words(k0, k1, ir.astype(jnp.uint32) * jnp.asarray(S, jnp.uint32) + i.astype(jnp.uint32), dt)
+    cand = jnp.where((worst <= tie) & (ir < K), u, -1.0)
+    k = jnp.min(jnp.where(cand == jnp.max(cand), ir, Rp))   # the first largest uniform (_tie_draw)
+    rowa, rowp = kern.row(Ha, k), kern.row(Hp, k)
+    den = 1.0 + kern.entry(rowa, k)
+    upd = go.astype(dt)
+    last = ir[:, None] == K
+    Ha = Ha - upd * jnp.where(last, rowa[None, :] * rowa[None, :], rowa[:, None] * rowa[None, :]) / den
+    Hp = Hp - upd * jnp.where(last, rowp[None, :] * rowp[None, :], rowa[:, None] * rowp[None, :]) / den
+    counts = counts + upd * (ir == k).astype(dt)
+    return Ha, Hp, counts, n + upd, jnp.where(go, m, rho), go.astype(jnp.int32)
+
+
 #: most arms for which :func:`_greedy_pulls_rows` unrolls H's rows
 ROWS_K = 16
 #: most lanes a device (the accelerator policy's ``capacity``) for which the accelerator program
@@ -613,7 +666,10 @@ class XYAdaptive(Algorithm):
             # round trip); each pull draws its own tie-breaking uniforms inside its fused kernels
             # (or the step's [S, K] table where those draws would not be exact)
             lanes = self.policy.capacity
-            if draws_at_exact("uniform", jnp.dtype(X.dtype).name) and K <= ROWS_K and lanes is not None \
+            if draws_at_exact("uniform", jnp.dtype(X.dtype).name) and self.policy.kernels != "xla":
+                counts, n, rho, going = _greedy_pulls_fused(H, pair_on, bar, arm_ok, carry0, k_ties, S,
+                                                            self.policy.kernels)
+            elif draws_at_exact("uniform", jnp.dtype(X.dtype).name) and K <= ROWS_K and lanes is not None \
                     and lanes <= ROWS_MAX_LANES:
                 counts, n, rho, going = _greedy_pulls_rows(H, pair_on, bar, arm_ok, carry0, k_ties, S)
             elif draws_at_exact("uniform", jnp.dtype(X.dtype).name):
