@@ -1,7 +1,10 @@
 """Fused loops (:mod:`jaxbandits.design.kernels`): the Pallas kernel of a fixed-trip loop, run by
 Pallas's interpreter on the CPU, computes the XLA loop's bits; Peace's released Frank-Wolfe, one
 fused kernel a design on a GPU, gives the CPU program's replications under the accelerator policy
-with the kernel interpreted; the small-matrix arithmetic of kernel bodies; bad inputs.
+with the kernel interpreted; XY-adaptive's fused pulls are the rows form's; the small-matrix
+arithmetic and the threefry of kernel bodies; bad inputs.  (Top Two's and FWS's fused loops
+through simulate: tests/test_entrywise_kernels.py; XY-adaptive's fused steps against the CPU's:
+tests/test_xy.py.)
 """
 from __future__ import annotations
 
@@ -109,30 +112,6 @@ def test_fused_loop_runs_each_lane_s_own_trips():
     np.testing.assert_array_equal(np.asarray(got), want)
     with pytest.raises(TypeError, match="traced trip count needs a fused kernel"):
         kernels.fused_fori_loop(jnp.int32(3), body, (jnp.ones(2),), kernels="xla")
-
-
-@pytest.mark.parametrize("name", ["FWS", "TopTwo", "XYAdaptive"])
-def test_fused_loops_give_the_cpu_program_s_replications(name, monkeypatch):
-    """Top Two's c-optimal Frank-Wolfe and FWS's Hedge (one fused kernel a loop on a GPU, a program
-    a block of lanes, one lane a thread) and XY-adaptive's pulls (one kernel a step, a program a
-    lane): the accelerator program with the kernels interpreted on the CPU gives the CPU program's
-    replications on Soare's d = 5 instance (omega = 0.1), every sample count and answer equal
-    (XY-adaptive's replications capped at 400 steps: its states at the cap)."""
-    from jaxbandits import algorithms as A
-    from jaxbandits.engine import simulate
-
-    alg = {"FWS": A.FWS(delta=0.05), "TopTwo": A.TopTwo(delta=0.05), "XYAdaptive": A.XYAdaptive(delta=0.05)}[name]
-    inst = seeds.soare_benchmark(5, omega=0.1)
-    cap = 400 if name == "XYAdaptive" else 10**6
-    cpu = simulate(alg, inst, jax.random.key(11), 12, cap, record_pulls=False)
-    with monkeypatch.context() as mp:
-        mp.setattr(batching, "solve_for", lambda platform, lanes: batching.SolvePolicy(
-            batched=True, capacity=max(1, int(lanes)), kernels="interpret"))
-        acc = simulate(alg, inst, jax.random.key(11), 12, cap, record_pulls=False)
-        assert acc.layout.batched_solve and not cpu.layout.batched_solve
-    np.testing.assert_array_equal(acc.samples, cpu.samples)
-    np.testing.assert_array_equal(acc.answer, cpu.answer)
-    assert cpu.stopped.all() or name == "XYAdaptive"
 
 
 def test_elementwise_loop_interpreted_is_the_xla_loop():

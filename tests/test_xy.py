@@ -53,7 +53,8 @@ def test_xy_adaptive_cpu_and_accelerator_paths_agree():
     # accelerator policy every pull draws its uniforms (jax.random.uniform's entries, computed one
     # row at a time) and every step computes the phase end.  8 lanes, 40 steps of 8 pulls from the
     # start on Soare's d = 4 instance (ties, phase ends and eliminations all happen there): the
-    # same states.
+    # same states, with the accelerator's pulls as XLA loops and as the GPU's fused kernel
+    # (interpreted; its uniforms by threefry written out).
     from jaxbandits import batching
     from jaxbandits.algorithms.base import with_batching
     from jaxbandits.environment import uniform_at
@@ -77,15 +78,19 @@ def test_xy_adaptive_cpu_and_accelerator_paths_agree():
         return jax.jit(run)
 
     cpu, n_active = make_run()(keys)
-    with batching.policy(batching.solve_for("cpu", 8)):  # the caller's context is not the kernels' policy
-        acc, _ = make_run(with_batching(alg, batching.solve_for("gpu", 8)))(keys)
     assert int(jnp.max(cpu.phase)) > 2 and int(jnp.min(jnp.sum(cpu.active, axis=1))) < 3
     # on a CPU, lanes with two active items (one pair) pull on H narrowed to that pair and the
     # others over every pair: steps with both kinds of lanes occur here
     mixed = jnp.any(n_active == 2, axis=1) & jnp.any(n_active > 2, axis=1)
     assert int(jnp.sum(mixed)) > 0
-    for a, b in zip(cpu, acc):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # the accelerator program with its pulls as XLA loops (TPUs) and as the GPU's fused kernel,
+    # interpreted
+    for kernels in ("xla", "interpret"):
+        gpu = dataclasses.replace(batching.solve_for("gpu", 8), kernels=kernels)
+        with batching.policy(batching.solve_for("cpu", 8)):  # the caller's context is not the kernels' policy
+            acc, _ = make_run(with_batching(alg, gpu))(keys)
+        for a, b in zip(cpu, acc):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_certified_best_needs_separation():
