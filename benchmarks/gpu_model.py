@@ -122,6 +122,13 @@ BANDWIDTH = 0.8 * 3.35e12
 #: 0.45 ms a call (0.19 ns per lane and d^2); XY-static, XY-oracle and Oracle (5 calls, d = 5) 6.4
 #: to 7.5 ms, 1.3 to 1.5 ms a call (0.20 to 0.23 ns).  The launch of such a call is in T_KERNEL.
 T_SOLVER = 0.2e-9
+#: element operations a second charged for the arithmetic of fused kernels (Pallas ``pallas_call``s,
+#: ``jaxbandits.design.kernels``): an H100 SXM's float64 rate outside its tensor cores (33.5 TFLOP/s
+#: counting a fused multiply-add as two), each element operation of a kernel's body (selects,
+#: compares and integer operations included) charged as one float64 instruction.  The rest of the
+#: model charges launches and memory traffic, which a fused kernel all but removes; its
+#: arithmetic is what is left.  Not fitted: no fused kernel has run on a GPU yet.
+FP64_OPS = 16.7e12
 #: lane efficiency assumed for the predictions (refilled lanes, block tail); measured on an H100
 #: with 4 tasks per lane: 0.34 (RAGE), 0.57 (m-LinGapE), 0.61 (LT&S),
 #: docs/measurements/2026-11-26-h100-device-run.md
@@ -414,6 +421,57 @@ def karmed_workloads() -> list:
     return out
 
 
+#: primitives of a kernel body that move or relabel data rather than compute
+_NO_OP = {"get", "swap", "load", "store", "broadcast_in_dim", "reshape", "squeeze", "iota", "convert_element_type",
+          "expand_dims", "program_id", "num_programs"}
+
+
+def kernel_ops(jaxpr, inside: bool = False) -> float:
+    """Element operations a lane of the fused kernels (``pallas_call`` bodies) in ``jaxpr``: each
+    equation of a body counted at its largest output's size, times the trips of the loops around
+    it; a ``cond`` counted at its costlier branch, so a loop whose trips are a lane's own
+    (``max_trips``, branching over the body past them) is charged all its trips: an upper bound."""
+    total = 0.0
+    for e in jaxpr.eqns:
+        name = e.primitive.name
+        if name == "pallas_call":
+            total += kernel_ops(e.params["jaxpr"], True)
+            continue
+        if name == "scan":
+            total += e.params["length"] * kernel_ops(e.params["jaxpr"].jaxpr, inside)
+            continue
+        if name == "cond":
+            total += max(kernel_ops(b.jaxpr, inside) for b in e.params["branches"])
+            continue
+        subs = [getattr(v, "jaxpr", v) for v in e.params.values() if hasattr(getattr(v, "jaxpr", v), "eqns")]
+        subs += [getattr(x, "jaxpr", x) for v in e.params.values() if isinstance(v, (tuple, list))
+                 for x in v if hasattr(getattr(x, "jaxpr", x), "eqns")]
+        if subs:  # a while outside a kernel (the step's own loops), a jit, a custom batching rule
+            total += sum(kernel_ops(j, inside) for j in subs)
+            continue
+        if inside and name not in _NO_OP:
+            total += max([math.prod(v.aval.shape) for v in e.outvars if hasattr(v.aval, "shape")] + [1])
+    return total
+
+
+def fused_ops_per_step(w) -> float:
+    """Element operations a lane of ``w``'s step runs in fused kernels (:func:`kernel_ops` of the
+    step traced for one lane under a GPU's policy)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbandits import batching
+    from jaxbandits.algorithms.base import with_batching
+    from jaxbandits.engine import instance_at
+    from jaxbandits.instances.base import as_batch
+
+    alg = with_batching(w.algorithm, batching.solve_for("gpu", 1))
+    one = jax.eval_shape(lambda b: instance_at(alg.prepare(b), jnp.zeros((), jnp.int32)), as_batch(w.instance))
+    key = jax.random.key(0)
+    state = jax.eval_shape(alg.init, key, one)
+    return kernel_ops(jax.make_jaxpr(alg.step)(key, state, one).jaxpr)
+
+
 def steps_per_rep(w, reps: int) -> float:
     """Mean steps per replication from a short CPU run."""
     import jax
@@ -435,12 +493,14 @@ def occupied_steps(steps: float, block_steps: int = 1) -> float:
     return steps + (S - 1) / 2
 
 
-def predict(per_step: Cost, lanes: int, steps: float, dim: int = 0, block_steps: int = 1) -> float:
+def predict(per_step: Cost, lanes: int, steps: float, dim: int = 0, block_steps: int = 1,
+            fused_ops: float = 0.0) -> float:
     """Replications per second: ``lanes x EFFICIENCY / (occupied steps x step time)``
-    (:func:`occupied_steps`), the step time from its kernels, host syncs, HBM bytes and its
-    solver calls on ``dim`` x ``dim`` matrices."""
+    (:func:`occupied_steps`), the step time from its kernels, host syncs, HBM bytes, its solver
+    calls on ``dim`` x ``dim`` matrices and the ``fused_ops`` element operations a lane of its
+    fused kernels (:func:`fused_ops_per_step`, at ``FP64_OPS``)."""
     t = (per_step.kernels * T_KERNEL + per_step.syncs * T_SYNC + per_step.bytes / BANDWIDTH
-         + per_step.solver_calls * lanes * dim**2 * T_SOLVER)
+         + per_step.solver_calls * lanes * dim**2 * T_SOLVER + fused_ops * lanes / FP64_OPS)
     return lanes * EFFICIENCY / (occupied_steps(steps, block_steps) * t)
 
 
@@ -490,7 +550,7 @@ def main(argv=None) -> int:
                 c = Cost(row["kernels_per_step"], row["syncs_per_step"], row["hbm_bytes_per_step"],
                          solver_calls=row.get("solver_calls_per_step", 0.0))
                 row["predicted_reps_per_s"] = predict(c, row["lanes"], row["steps_per_rep"], row.get("dim", 0),
-                                                     row.get("block_steps", 1))
+                                                     row.get("block_steps", 1), row.get("fused_ops_per_step", 0.0))
                 row["prediction_is_upper_bound"] = bool(row["loops_left"])
                 if args.study and row["name"] in study:
                     row.update(study_prediction(row, study[row["name"]], STUDY_REPS))
@@ -520,7 +580,8 @@ def main(argv=None) -> int:
         per_step, _ = step_cost(text, info["block_steps"], args.unknown_trips)
         row.update(info, kernels_per_step=per_step.kernels, syncs_per_step=per_step.syncs,
                    solver_calls_per_step=per_step.solver_calls, dim=int(w.instance.dim),
-                   hbm_bytes_per_step=per_step.bytes, loops_left=sorted(set(per_step.loops)))
+                   hbm_bytes_per_step=per_step.bytes, loops_left=sorted(set(per_step.loops)),
+                   fused_ops_per_step=fused_ops_per_step(w))
         row.pop("error", None)
         if args.reps:
             row["steps_per_rep"] = steps_per_rep(w, args.reps)
@@ -531,7 +592,7 @@ def main(argv=None) -> int:
         if row.get("steps_per_rep"):
             # with data-dependent loops left, each counted once: an upper bound
             row["predicted_reps_per_s"] = predict(per_step, info["lanes"], row["steps_per_rep"], row["dim"],
-                                                  info["block_steps"])
+                                                  info["block_steps"], row["fused_ops_per_step"])
             row["prediction_is_upper_bound"] = bool(per_step.loops)
         if args.study:
             row.update(study_prediction(row, study[w.name], args.tasks))

@@ -152,3 +152,26 @@ def test_gpu_model_counts_solver_calls_and_charges_them():
     t0 = lanes * gpu_model.EFFICIENCY / (steps * gpu_model.predict(base, lanes, steps, d))
     t1 = lanes * gpu_model.EFFICIENCY / (steps * gpu_model.predict(with_calls, lanes, steps, d))
     assert abs((t1 - t0) - 2 * lanes * d**2 * gpu_model.T_SOLVER) < 1e-12
+
+
+def test_gpu_model_charges_the_fused_kernels_arithmetic():
+    """``gpu_model.kernel_ops``: a fused loop's body is charged per element operation, times its
+    trips; data movement is free; a lane's own trips (a ``cond`` past them) are charged in full; and
+    the charge enters the predicted step time at ``FP64_OPS``."""
+    import jax
+    import jax.numpy as jnp
+
+    import gpu_model
+    from jaxbandits.design.kernels import fused_fori_loop
+
+    body = lambda i, c, k: (c[0] * k + 1.0,)  # noqa: E731  (a multiply and an add on 16 entries)
+    loop = lambda x, k, kern, n: fused_fori_loop(n, body, (x,), (k,), kernels=kern, max_trips=10)  # noqa: E731
+    x = jnp.zeros(16)
+    ops = {kern: gpu_model.kernel_ops(jax.make_jaxpr(lambda x, k: loop(x, k, kern, 10))(x, x).jaxpr)
+           for kern in ("xla", "triton")}
+    assert ops == {"xla": 0.0, "triton": 10 * 2 * 16}
+    dyn = jax.make_jaxpr(lambda x, k, n: loop(x, k, "triton", n))(x, x, jnp.int32(3)).jaxpr
+    assert gpu_model.kernel_ops(dyn) >= 10 * 2 * 16
+    c = gpu_model.Cost(kernels=0.0)
+    t = 1000 / gpu_model.predict(c, 1000, 1.0, fused_ops=gpu_model.FP64_OPS * 1e-3) * gpu_model.EFFICIENCY
+    assert abs(t - 1.0) < 1e-9   # 1e-3 s of arithmetic a lane-step, 1000 lanes: 1 s a step

@@ -107,7 +107,8 @@ def test_fused_loop_runs_each_lane_s_own_trips():
     result is not needed); the XLA loop refuses one (it would wait on the lanes' largest count)."""
     body = lambda i, c: (c[0] * 2.0 + i.astype(c[0].dtype),)  # noqa: E731
     trips = jnp.array([0, 3, 7, 1], jnp.int32)
-    got = jax.jit(jax.vmap(lambda t: kernels.fused_fori_loop(t, body, (jnp.ones(2),), kernels="interpret")[0]))(trips)
+    got = jax.jit(jax.vmap(lambda t: kernels.fused_fori_loop(t, body, (jnp.ones(2),), kernels="interpret",
+                                                             max_trips=8)[0]))(trips)
     want = np.stack([np.asarray(kernels.fused_fori_loop(int(t), body, (jnp.ones(2),))[0]) for t in trips])
     np.testing.assert_array_equal(np.asarray(got), want)
     with pytest.raises(TypeError, match="traced trip count needs a fused kernel"):

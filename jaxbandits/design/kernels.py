@@ -41,14 +41,16 @@ def power_of_two(n: int) -> int:
 
 
 def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = (), *, kernels: str = "xla",
-                    num_warps: int = 1, elementwise: bool = False, unroll: int = 1):
+                    num_warps: int = 1, elementwise: bool = False, unroll: int = 1, max_trips: int | None = None):
     """``lax.fori_loop(0, trips, lambda i, c: body(i, c, *consts), carry)``, fused on request.
 
     ``carry`` and ``consts``: tuples of arrays whose dimensions are powers of two (0-d arrays are
     allowed; booleans are not: pass them as integers).  ``body(i, carry, *consts)`` returns the
     new carry (same shapes and dtypes); ``i`` is an int32 counter from 0.  ``trips``: a Python
-    int, or (fused kernels only) a traced int32 scalar, per lane under ``vmap``: a program then
-    runs its own lane's trips, and a lane whose result is not needed can run none.  ``kernels``
+    int, or (fused kernels only) a traced int32 scalar of at most ``max_trips`` (a Python int),
+    per lane under ``vmap``: a program then runs its own lane's trips (``max_trips`` trips of which
+    those past its count branch over the body, inside the kernel), and a lane whose result is not
+    needed can run none.  ``kernels``
     as in the module docstring; ``num_warps``: the Triton program's warps (one lane's arrays are
     small: one warp keeps them in registers).
 
@@ -70,6 +72,8 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
         return _elementwise_loop(trips, body, carry, consts, kernels)
     dynamic = not isinstance(trips, int)
     if dynamic:
+        if not isinstance(max_trips, int):
+            raise TypeError("fused_fori_loop: a traced trip count needs max_trips, a Python int")
         consts = consts + (jnp.asarray(trips, jnp.int32),)
     for name, group in (("carry", carry), ("consts", consts)):
         for a in group:
@@ -91,8 +95,12 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
         ins, outs = refs[:n_carry + len(consts)], refs[n_carry + len(consts):]
         vals = [load(r, s) for r, s in zip(ins, shapes)]
         c0, k = tuple(vals[:n_carry]), tuple(vals[n_carry:])
-        n, k = (k[-1], k[:-1]) if dynamic else (trips, k)
-        c = jax.lax.fori_loop(0, n, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *k)), c0)
+        if dynamic:
+            n, k = k[-1], k[:-1]
+            step = lambda i, c: jax.lax.cond(i < n, lambda c: tuple(body(i, c, *k)), lambda c: c, c)  # noqa: E731
+            c = jax.lax.fori_loop(0, max_trips, lambda i, c: step(jnp.asarray(i, jnp.int32), c), c0)
+        else:
+            c = jax.lax.fori_loop(0, trips, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *k)), c0)
         for ref, v, a in zip(outs, c, carry):
             ref[...] = jnp.reshape(v, (1,)) if a.shape == () else v
 

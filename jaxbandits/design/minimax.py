@@ -564,7 +564,7 @@ def xy_fixed_iterations(X, Z=None, *, item_mask=None, iters: int = 1000, step: f
     if kernels != "xla" and needed is not None:
         blocks = jnp.where(needed, blocks, 0).astype(jnp.int32)
     lam, rho = fused_fori_loop(blocks, partial(_xy_block, n=n, step=step, d=d), (lam0, jnp.zeros((), dt)),
-                               (Xp, Zp, pair, arm_ok), kernels=kernels)
+                               (Xp, Zp, pair, arm_ok), kernels=kernels, max_trips=-(-n // _XY_REFRESH))
     few = jnp.sum(im) < 2
     return jnp.where(few, lam0[:K], lam[:K]), jnp.where(few, 0.0, rho)
 
