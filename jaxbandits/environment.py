@@ -74,21 +74,10 @@ def _unit_at(key: jax.Array, idx: jax.Array, dtype) -> jax.Array:
     """
     from jax.extend.random import threefry2x32_p
 
-    dtype = jnp.dtype(dtype)
     kd = jax.random.key_data(key)
     lo_count = idx.astype(jnp.uint32)
     b1, b2 = threefry2x32_p.bind(kd[0], kd[1], jnp.zeros_like(lo_count), lo_count)
-    finfo = jnp.finfo(dtype)
-    nbits, nmant = finfo.bits, finfo.nmant
-    if nbits == 64:
-        u64 = jnp.uint64
-        bits = jax.lax.shift_left(b1.astype(u64), jnp.asarray(32, u64)) | b2.astype(u64)
-        udt = u64
-    else:
-        bits, udt = b1 ^ b2, jnp.uint32
-    fb = jax.lax.shift_right_logical(bits, jnp.asarray(nbits - nmant, udt))
-    fb = jax.lax.bitwise_or(fb, jnp.asarray(np.array(1.0, dtype).view(udt), udt))
-    return jax.lax.bitcast_convert_type(fb, dtype) - jnp.array(1.0, dtype)
+    return unit_from_words(b1, b2, dtype)
 
 
 #: threefry2x32's rotations (Salmon et al. 2011, Threefry-2x32 with 20 rounds, as JAX runs it)
