@@ -153,9 +153,9 @@ def test_xy_adaptive_pulls_by_rows_are_the_array_pulls():
 @pytest.mark.parametrize("name", ["FWS", "TopTwo", "XYAdaptive"])
 def test_accelerator_program_gives_the_cpu_program_s_replications(name, monkeypatch):
     """The accelerator program (the accelerator policy traced on the CPU: the entry-by-entry
-    forms above, as XLA loops and as the GPU's fused kernels interpreted) against the CPU program,
-    through simulate, on Soare's d = 5 instance (omega = 0.1) and for Top Two on 12 random unit
-    arms in R^5: every replication's samples and answer equal."""
+    forms above, as the GPU's fused kernels interpreted on Soare's d = 5 instance (omega = 0.1),
+    as XLA loops for Top Two on 12 random unit arms in R^5 and for XY-adaptive) against the CPU
+    program, through simulate: every replication's samples and answer equal."""
     from jaxbandits import algorithms as A
     from jaxbandits.engine import simulate
     from jaxbandits.instances import seeds
@@ -171,16 +171,16 @@ def test_accelerator_program_gives_the_cpu_program_s_replications(name, monkeypa
     n = 8 if name == "FWS" else 12
     for i, inst in enumerate(instances):
         cpu = simulate(alg, inst, jax.random.key(11), n, 10**6, record_pulls=False)
-        # the loops as XLA operations (TPUs), and (on Soare's instance) as the GPU's fused kernels,
-        # interpreted
-        for kernels in ("xla", "interpret") if i == 0 else ("xla",):
-            with monkeypatch.context() as mp:
-                mp.setattr(batching, "solve_for", lambda platform, lanes, k=kernels: batching.SolvePolicy(
-                    batched=True, capacity=max(1, int(lanes)), kernels=k))
-                acc = simulate(alg, inst, jax.random.key(11), n, 10**6, record_pulls=False)
-                assert acc.layout.batched_solve and not cpu.layout.batched_solve
-            np.testing.assert_array_equal(acc.samples, cpu.samples)
-            np.testing.assert_array_equal(acc.answer, cpu.answer)
+        # the loops as the GPU's fused kernels, interpreted (FWS, Top Two on Soare's instance), and as
+        # XLA operations (TPUs; XY-adaptive's fused pulls: tests/test_xy.py)
+        kernels = "interpret" if (i == 0 and name != "XYAdaptive") else "xla"
+        with monkeypatch.context() as mp:
+            mp.setattr(batching, "solve_for", lambda platform, lanes: batching.SolvePolicy(
+                batched=True, capacity=max(1, int(lanes)), kernels=kernels))
+            acc = simulate(alg, inst, jax.random.key(11), n, 10**6, record_pulls=False)
+            assert acc.layout.batched_solve and not cpu.layout.batched_solve
+        np.testing.assert_array_equal(acc.samples, cpu.samples)
+        np.testing.assert_array_equal(acc.answer, cpu.answer)
         assert cpu.stopped.all()
 
 
