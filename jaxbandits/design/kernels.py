@@ -15,10 +15,14 @@ The loop body is ordinary ``jax.numpy`` on unbatched arrays.  The same body runs
 * ``kernels="interpret"``: as the same ``pallas_call`` run by Pallas's interpreter on any backend,
   which checks on a CPU that the kernel's program computes the loop's results.
 
-Each iteration computes the same IEEE operations in all three (no reassociation: the bodies that
-use it reduce only with ``max``, ``min`` and sums with a single nonzero term, which are exact in
-any order).  The body's arrays must have power-of-two dimensions (Triton's blocks): the caller
-pads.  Under ``vmap`` Pallas adds the lanes as the kernel's grid, one program a lane.
+Each iteration computes the same operations in the same order in all three.  They round alike
+where a body reduces only exactly (``max``, ``min``, sums with a single nonzero term) and adds no
+product to anything: XLA:CPU contracts ``a * b + c`` into a fused multiply-add where XLA:GPU and
+Triton round the product first, so such a pair can differ in its last bit between a CPU and a GPU
+(Peace's design avoids it; the entry-by-entry bodies of Top Two and FWS do not, and give the same
+replications).  The body's arrays must have power-of-two dimensions (Triton's blocks): the caller
+pads.  Under ``vmap`` Pallas adds the lanes as the kernel's grid, one program a lane
+(``elementwise``: a block of lanes a program).
 """
 from __future__ import annotations
 
