@@ -20,16 +20,19 @@ from test_fws_toptwo import _exact_quadratic  # exact rational y^T (A + eps I)^-
 GPU = lambda lanes: batching.SolvePolicy(batched=True, capacity=lanes)  # noqa: E731
 
 
-def _primitives(jaxpr) -> set:
-    """Primitive names of a jaxpr and of every jaxpr nested in its equations."""
+def _primitives(jaxpr, enter_kernels: bool = True) -> set:
+    """Primitive names of a jaxpr and of every jaxpr nested in its equations (``enter_kernels``
+    False: not those inside a ``pallas_call``'s kernel)."""
     out = set()
     for eqn in jaxpr.eqns:
         out.add(eqn.primitive.name)
+        if eqn.primitive.name == "pallas_call" and not enter_kernels:
+            continue
         for v in eqn.params.values():
             for sub in (v if isinstance(v, (tuple, list)) else (v,)):
                 inner = getattr(sub, "jaxpr", None)
                 if inner is not None:
-                    out |= _primitives(getattr(inner, "jaxpr", inner))
+                    out |= _primitives(getattr(inner, "jaxpr", inner), enter_kernels)
     return out
 
 
@@ -150,18 +153,20 @@ def test_xy_adaptive_pulls_by_rows_are_the_array_pulls():
         assert float(jnp.sum(a[0] - carry[0])) > L   # pulls were made
 
 
-@pytest.mark.parametrize("name", ["FWS", "TopTwo", "XYAdaptive"])
+@pytest.mark.parametrize("name", ["FWS", "TopTwo", "XYAdaptive", "ALBA", "XYStatic"])
 def test_accelerator_program_gives_the_cpu_program_s_replications(name, monkeypatch):
     """The accelerator program (the accelerator policy traced on the CPU: the entry-by-entry
     forms above, as the GPU's fused kernels interpreted on Soare's d = 5 instance (omega = 0.1),
-    as XLA loops for Top Two on 12 random unit arms in R^5 and for XY-adaptive) against the CPU
-    program, through simulate: every replication's samples and answer equal."""
+    as XLA loops for Top Two on 12 random unit arms in R^5 and for XY-adaptive; ALBA with its
+    fused G-optimal solve and binomial draws, XY-static with its fused binomial draws) against
+    the CPU program, through simulate: every replication's samples and answer equal."""
     from jaxbandits import algorithms as A
     from jaxbandits.engine import simulate
     from jaxbandits.instances import seeds
     from jaxbandits.instances.base import make_instance
 
-    alg = {"FWS": A.FWS(delta=0.05), "TopTwo": A.TopTwo(delta=0.05), "XYAdaptive": A.XYAdaptive(delta=0.05)}[name]
+    alg = {"FWS": A.FWS(delta=0.05), "TopTwo": A.TopTwo(delta=0.05), "XYAdaptive": A.XYAdaptive(delta=0.05),
+           "ALBA": A.ALBA(delta=0.05), "XYStatic": A.XYStatic(delta=0.05)}[name]
     instances = [seeds.soare_benchmark(5, omega=0.1)]
     if name == "TopTwo":
         rng = np.random.default_rng(7)

@@ -5,6 +5,8 @@ random stream of any run changes), follow the binomial law (a chi-square test ag
 pmf, with a mutation it must catch), keep their stated failure bound (the one-try acceptance of
 the rejection branch), and report a draw that did not finish.
 """
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -75,8 +77,48 @@ def test_binomial_follows_the_policy():
 
     key = jax.random.key(0)
     assert "while" in str(jax.make_jaxpr(lambda k: binomial(k, 50.0, 0.3))(key))
-    with batching.policy(batching.solve_for("gpu", 8)):
+    with batching.policy(dataclasses.replace(batching.solve_for("gpu", 8), kernels="xla")):
         assert "while" not in str(jax.make_jaxpr(lambda k: binomial(k, 50.0, 0.3))(key))
+    with batching.policy(batching.solve_for("gpu", 8)):   # the loops run inside one fused kernel
+        from test_entrywise_kernels import _primitives
+
+        names = _primitives(jax.make_jaxpr(jax.vmap(lambda k: binomial(k, 50.0, 0.3)))(jax.random.split(key, 8)).jaxpr,
+                            enter_kernels=False)
+        assert "pallas_call" in names and "while" not in names
+
+
+
+_EDGE_P = (0.0, 1.0, 0.5, 1e-4, 0.999, 0.3, float("nan"), -0.1)
+
+
+@pytest.mark.parametrize("tries", [64, 2])
+def test_fused_binomial_is_jax_binomial(tries):
+    """The GPU's binomial kernel (interpreted) gives jax.random.binomial's draws bit for bit on
+    counts and probabilities of both of its branches (inversion: n min(p, 1 - p) <= 10; BTRS
+    beyond), edge probabilities and invalid inputs included, and with 2 tries the same draws and
+    unfinished flags as the fixed-trip XLA form."""
+    from jaxbandits import batching
+
+    rng = np.random.default_rng(1)
+    L = 1024
+    n = np.concatenate([rng.integers(0, 30, L // 4), rng.integers(0, 5000, L // 4), rng.integers(0, 100, L // 4),
+                        np.full(L // 4, 7)]).astype(float)
+    p = np.concatenate([rng.random(L // 4), rng.random(L // 4), rng.choice(_EDGE_P, L // 4), rng.random(L // 4)])
+    n[::97] = -1.0
+    keys = jax.random.split(jax.random.key(5), L)
+    run = lambda: jax.jit(jax.vmap(lambda k, n, p: binomial(k, n, p, tries=tries)))(keys, n, p)  # noqa: E731
+    with batching.policy(dataclasses.replace(batching.solve_for("gpu", L), kernels="xla")):
+        xla, xla_ok = run()
+    with batching.policy(dataclasses.replace(batching.solve_for("gpu", L), kernels="interpret")):
+        fused, fused_ok = run()
+    np.testing.assert_array_equal(np.asarray(fused), np.asarray(xla))
+    np.testing.assert_array_equal(np.asarray(fused_ok), np.asarray(xla_ok))
+    if tries == 64:
+        ref = jax.vmap(lambda k, n, p: jax.random.binomial(k, n, p, dtype=jnp.float64))(keys, n, p)
+        np.testing.assert_array_equal(np.asarray(fused), np.asarray(ref))
+        assert bool(jnp.all(fused_ok))
+    else:
+        assert not bool(jnp.all(fused_ok))   # 2 tries leave some draws unfinished
 
 
 # one try, 4000 lanes: (draws, finished); shared by the two tests below

@@ -149,8 +149,9 @@ def test_multinomial_on_support():
     for i in range(3):
         np.testing.assert_array_equal(c[i], reference(keys[i], 50.0, p))
     from jaxbandits import batching
-    with batching.policy(batching.solve_for("gpu", 400)):   # fixed-trip binomials: the same counts
-        np.testing.assert_array_equal(np.asarray(draw(keys[:50], 50.0, P[:50])), c[:50])
+    for kernels in ("xla", "interpret"):   # fixed-trip binomials, as XLA loops and as the GPU's fused kernels
+        with batching.policy(dataclasses.replace(batching.solve_for("gpu", 400), kernels=kernels)):
+            np.testing.assert_array_equal(np.asarray(draw(keys[:50], 50.0, P[:50])), c[:50])
 
 
 # ------------------------------------------------------------------------------------------------

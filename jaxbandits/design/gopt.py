@@ -18,8 +18,10 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.batching import fixed_trip_while
+from jaxbandits.design import kernels as kern
 from jaxbandits.design.core import (DesignSolution, as_float, full_mask, initial_design, inverse_design,
                                     masked_argmax, masked_argmin, null_projector, quad_norms)
+from jaxbandits.design.kernels import check_kernels, fused_fori_loop, power_of_two
 
 _REFRESH = 32  # recompute A^-1 from scratch every this many rank-one updates (float64 drift ~1e-15)
 
@@ -117,6 +119,114 @@ def _fw_loop(X, mask, lam0, perp, r, tol, max_iters, step_rule: str, fixed_trips
     return lam, k
 
 
+
+def _fw_fused(X, mask, lam0, perp, r, tol, max_iters: int, kernels: str, needed=None):
+    """:func:`_fw_loop` with the exact step, as one fused kernel (:func:`fused_fori_loop`): the
+    blocks of ``_REFRESH`` iterations, each starting from A(lambda)^-1 afresh, run inside one
+    program a lane, the matrices in registers.  ``ceil(max_iters / 32) + 1`` blocks at most, as
+    the fixed-trip loop; a block after the stopping test holds branches over (no arithmetic), and
+    a lane whose ``needed`` is False runs none and returns ``lam0``.
+
+    The same iterates as :func:`_fw_loop` up to rounding: A(lambda)^-1 by Gauss-Jordan instead of
+    Cholesky (with the same jitter, :func:`jaxbandits.design.core.add_jitter`), products and sums
+    as loops in index order (:mod:`jaxbandits.design.kernels`' helpers), so the kernel and its
+    interpretation perform the same operations in the same order; a product added to a sum may
+    still be contracted into a fused multiply-add by XLA:CPU (the interpreted kernel) and not by
+    Triton (the module docstring of :mod:`jaxbandits.design.kernels`)."""
+    K, d = X.shape
+    dt = X.dtype
+    Kp, dp = power_of_two(K), power_of_two(d)
+    Xp = jnp.zeros((Kp, dp), dt).at[:K, :d].set(X)
+    ids = jnp.arange(dp)
+    # A's constant part: the projector off the active arms' span, the identity on padded coordinates
+    P = jnp.zeros((dp, dp), dt).at[:d, :d].set(perp) + jnp.diag((ids >= d).astype(dt))
+    maskp = jnp.zeros((Kp,), jnp.int32).at[:K].set(mask.astype(jnp.int32))
+    lamp = jnp.zeros((Kp,), dt).at[:K].set(lam0)
+    blocks = -(-int(max_iters) // _REFRESH) + 1
+    trips = blocks if needed is None else jnp.where(needed, blocks, 0).astype(jnp.int32)
+    consts = (Xp, P, maskp, jnp.asarray(r, dt), jnp.asarray(tol, dt))
+    lam, k, _ = fused_fori_loop(trips, partial(_fw_block, max_iters=int(max_iters), d=d),
+                                (lamp, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)), consts,
+                                kernels=kernels, max_trips=blocks)
+    return lam[:K], k
+
+
+def _ordered_total(v):
+    """sum(v) as v[0] + v[1] + ..., in index order (exact gathers: :func:`kern.entry`)."""
+    return jax.lax.fori_loop(1, v.shape[0], lambda i, s: s + kern.entry(v, i), kern.entry(v, 0))
+
+
+def _fw_block(b, carry, Xp, P, maskp, r, tol, *, max_iters: int, d: int):
+    """A block of :func:`_fw_fused`: nothing once the stopping test has held, else A^-1 and the
+    norms afresh, then ``_REFRESH`` iterations of :func:`_fw_loop`'s exact step."""
+    lam, k, done = carry
+    Kp, dp = Xp.shape
+    dt = lam.dtype
+    ik, idd = kern.iota(Kp), kern.iota(dp)
+    mask = maskp != 0
+
+    def run(carry):
+        lam, k, _ = carry
+        A = jax.lax.fori_loop(0, Kp, lambda i, A: A + (kern.entry(lam, i) * kern.row(Xp, i))[:, None]
+                              * kern.row(Xp, i)[None, :], P)
+        # add_jitter's 1e-13 tr(A) / d on the d real coordinates
+        tr = _ordered_total(jnp.where(idd < d, jnp.sum(jnp.where(idd[:, None] == idd[None, :], A, 0.0), axis=1),
+                                      0.0))
+        A = A + jnp.where((idd[:, None] == idd[None, :]) & (idd[:, None] < d), 1e-13 * tr / d, 0.0)
+        Ainv = kern.gauss_jordan_inverse(A)
+        XA = kern.matmul(Xp, Ainv)
+        g = jax.lax.fori_loop(1, dp, lambda l, s: s + kern.column(XA, l) * kern.column(Xp, l),
+                              kern.column(XA, 0) * kern.column(Xp, 0))
+        lam, _, _, k, done = jax.lax.fori_loop(0, _REFRESH, lambda i, c: _fw_iteration(c, Xp, mask, r, tol,
+                                                                                     max_iters),
+                                               (lam, Ainv, g, k, jnp.zeros((), jnp.int32)))
+        return lam, k, done
+
+    return jax.lax.cond(done != 0, lambda c: c, run, (lam, k, done))
+
+
+def _first(v, mask, K):
+    """The first index of the largest entry of v among mask (:func:`masked_argmax`)."""
+    v = jnp.where(mask, v, -jnp.inf)
+    return jnp.min(jnp.where(v == jnp.max(v), kern.iota(K), K))
+
+
+def _fw_iteration(carry, Xp, mask, r, tol, max_iters: int):
+    """One exact step of :func:`_fw_loop`'s ``one_step`` on a lane's padded arrays."""
+    lam, Ainv, g, k, done = carry
+    Kp, dp = Xp.shape
+    ik = kern.iota(Kp)
+    gmax = jnp.max(jnp.where(mask, g, -jnp.inf))
+    stop = (done != 0) | (gmax - r <= tol * r) | (k >= max_iters)
+    j = _first(g, mask, Kp)
+    a = _first(-g, mask & (lam > 0), Kp)
+    ga = kern.entry(g, a)
+    toward = (gmax - r) >= (r - ga)
+    t = jnp.where(toward, j, a)
+    gt = kern.entry(g, t)
+    alpha_star = (gt - r) / (r * (gt - 1.0))
+    lam_t = kern.entry(lam, t)
+    alpha_min = -lam_t / (1.0 - lam_t)
+    alpha_away = jnp.where(gt <= 1.0, alpha_min, jnp.maximum(alpha_star, alpha_min))
+    alpha = jnp.where(toward, jnp.clip(alpha_star, 0.0, 1.0 - 1e-12), alpha_away)
+    alpha = jnp.where(~toward & (lam_t >= 1.0 - 1e-15), 0.0, alpha)
+    drop = (~toward) & (alpha <= alpha_min)
+    alpha = jnp.where(stop, 0.0, alpha)
+    x = kern.row(Xp, t)
+    u = jax.lax.fori_loop(1, dp, lambda l, s: s + kern.column(Ainv, l) * kern.entry(x, l),
+                          kern.column(Ainv, 0) * kern.entry(x, 0))
+    denom = (1.0 - alpha) + alpha * gt
+    c = jax.lax.fori_loop(1, dp, lambda l, s: s + kern.column(Xp, l) * kern.entry(u, l),
+                          kern.column(Xp, 0) * kern.entry(u, 0))
+    g_new = (g - alpha * c * c / denom) / (1.0 - alpha)
+    Ainv_new = (Ainv - alpha * (u[:, None] * u[None, :]) / denom) / (1.0 - alpha)
+    lam_new = (1.0 - alpha) * lam + jnp.where(ik == t, alpha, 0.0)
+    lam_new = jnp.where(drop & ~stop & (ik == t), 0.0, lam_new)
+    lam_new = jnp.where(mask, jnp.maximum(lam_new, 0.0), 0.0)
+    lam_new = lam_new / _ordered_total(lam_new)
+    return lam_new, Ainv_new, g_new, k + jnp.where(stop, 0, 1), stop.astype(jnp.int32)
+
+
 def _finish(lam, k, X, mask, perp, r, tol):
     value, _ = _g_value(lam, X, mask, perp)
     rr = r.astype(value.dtype)
@@ -124,9 +234,9 @@ def _finish(lam, k, X, mask, perp, r, tol):
     return DesignSolution(allocation=lam, value=value, gap=gap, iterations=k, converged=gap <= tol * rr)
 
 
-@partial(jax.jit, static_argnames=("max_iters", "fixed_trips"))
+@partial(jax.jit, static_argnames=("max_iters", "fixed_trips", "kernels"))
 def g_optimal(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int = 10_000,
-              fixed_trips: bool = False) -> DesignSolution:
+              fixed_trips: bool = False, kernels: str = "xla", needed=None) -> DesignSolution:
     """G-optimal design by D-optimal Frank-Wolfe (Fedorov-Wynn) with exact line search.
 
     Solves min_lambda max_{x active} ||x||^2_{A(lambda)^-1} (seed 002 Sec 6 / App C; seed 001
@@ -145,11 +255,21 @@ def g_optimal(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int 
       fixed_trips: run with a trip count known at compile time (no loop asks the host whether
         to go on; the same result; ``max_iters`` must be a Python int): every block of the cap is
         paid for, so this suits solves that run rarely, under :func:`jaxbandits.batching.solve_where`.
+      kernels: how the Frank-Wolfe loop runs (:func:`jaxbandits.design.kernels.fused_fori_loop`):
+        "xla" (a loop of XLA operations), "triton" (the whole solve one fused GPU kernel a lane,
+        its trip count known at compile time as with ``fixed_trips``) or "interpret" (that kernel
+        interpreted, on any backend).  The fused forms compute the same iterates up to rounding
+        (:func:`_fw_fused`).
+      needed: a bool (traced; per lane under ``vmap``; None: True): whether the caller uses the
+        result.  Where False the solution is the starting design with 0 iterations, and a fused
+        kernel runs no iteration for that lane (so a solve that few lanes need at a step costs
+        the others nothing); the "xla" loop still runs.
     Returns:
       DesignSolution; value = max_x ||x||^2_{A^-1} (-> r = dim span of the active arms, d when
       they span R^d); gap = value - r is exact.  The value's gradient w.r.t. X is the envelope
       derivative (zero: the optimum is r for all X).
     """
+    check_kernels(kernels)
     X = as_float(X)
     K = X.shape[0]
     mask = full_mask(arm_mask, K)
@@ -157,7 +277,13 @@ def g_optimal(X, *, arm_mask=None, init=None, tol: float = 1e-6, max_iters: int 
     rr = r.astype(X.dtype)
     Xs = jax.lax.stop_gradient(X)
     lam0 = initial_design(mask, init, X.dtype)
-    lam, k = _fw_loop(Xs, mask, lam0, perp, rr, tol, max_iters, "exact", fixed_trips)
+    if kernels == "xla":
+        lam, k = _fw_loop(Xs, mask, lam0, perp, rr, tol, max_iters, "exact", fixed_trips)
+    else:
+        lam, k = _fw_fused(Xs, mask, lam0, perp, rr, tol, max_iters, kernels, needed)
+    if needed is not None:
+        needed = jnp.asarray(needed, bool)
+        lam, k = jnp.where(needed, lam, lam0), jnp.where(needed, k, 0)
     return _finish(lam, k, X, mask, perp, r, tol)
 
 

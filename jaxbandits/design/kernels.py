@@ -126,56 +126,78 @@ LANE_BLOCK = 128
 
 
 def _elementwise_loop(trips, body, carry, consts, kernels):
-    """:func:`fused_fori_loop` of a scalar, elementwise body: one program a block of LANE_BLOCK
-    lanes (a custom batching rule; unbatched, a block of one)."""
+    """:func:`fused_fori_loop` of a scalar, elementwise body (:func:`fused_elementwise`)."""
     if not isinstance(trips, int):
         raise TypeError("fused_fori_loop: an elementwise loop needs a Python int trip count")
-    for name, group in (("carry", carry), ("consts", consts)):
-        for a in group:
-            if a.shape != ():
-                raise ValueError(f"fused_fori_loop: an elementwise loop takes scalars, got a {name} array of "
-                                 f"shape {a.shape}")
-            if a.dtype == jnp.bool_:
-                raise TypeError(f"fused_fori_loop: boolean {name} arrays are not supported; pass integers")
+    n_carry = len(carry)
+
+    def fn(*vals):
+        return jax.lax.fori_loop(0, trips, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *vals[n_carry:])),
+                                 tuple(vals[:n_carry]))
+
+    return fused_elementwise(fn, tuple(carry) + tuple(consts), kernels, name="fused_fori_loop")
+
+
+def fused_elementwise(fn: Callable, args: tuple, kernels: str, name: str = "fused_elementwise") -> tuple:
+    """``fn(*args)`` for scalar ``args`` (0-d arrays, no booleans) and a ``fn`` that is elementwise
+    in them (its operations act entry by entry, and a reduction over its arguments' entries may
+    only decide how long a loop runs: a ``while_loop`` over a block of lanes runs until its last
+    lane is done, a lane that is done leaving its values unchanged), returning a tuple of scalars.
+
+    ``kernels`` "xla": ``fn`` itself.  Otherwise one ``pallas_call`` (Triton, or ``"interpret"``):
+    under ``vmap`` a custom batching rule gives each program ``LANE_BLOCK`` lanes, one a thread,
+    and ``fn`` runs on the block's [LANE_BLOCK] arrays; unbatched, a block of one."""
+    check_kernels(kernels)
+    args = tuple(jnp.asarray(a) for a in args)
+    for a in args:
+        if a.shape != ():
+            raise ValueError(f"{name}: an elementwise kernel takes scalars, got an array of shape {a.shape}")
+        if a.dtype == jnp.bool_:
+            raise TypeError(f"{name}: boolean arrays are not supported; pass integers")
+    if kernels == "xla":
+        return tuple(fn(*args))
     from jax.custom_batching import custom_vmap
     from jax.experimental import pallas as pl
 
-    n_carry, n_const = len(carry), len(consts)
+    n_in = len(args)
+    outs = jax.eval_shape(lambda *a: tuple(fn(*a)), *args)
+    for o in outs:
+        if o.shape != ():
+            raise ValueError(f"{name}: an elementwise kernel returns scalars, got shape {o.shape}")
+    n_out = len(outs)
 
     def kernel(*refs):
-        vals = [r[...] for r in refs[:n_carry + n_const]]
-        c = jax.lax.fori_loop(0, trips, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *vals[n_carry:])),
-                              tuple(vals[:n_carry]))
-        for ref, v in zip(refs[n_carry + n_const:], c):
+        res = fn(*[r[...] for r in refs[:n_in]])
+        for ref, v in zip(refs[n_in:], res):
             ref[...] = v
 
-    def run(args, block):
+    def run(ins, block):
         """The kernel over [L] arrays (L a multiple of ``block``)."""
-        L = args[0].shape[0]
+        L = ins[0].shape[0]
         spec = pl.BlockSpec((block,), lambda i: (i,))
-        kw = dict(out_shape=tuple(jax.ShapeDtypeStruct((L,), c.dtype) for c in carry), grid=(L // block,),
-                  in_specs=[spec] * len(args), out_specs=tuple(spec for _ in carry))
+        kw = dict(out_shape=tuple(jax.ShapeDtypeStruct((L,), o.dtype) for o in outs), grid=(L // block,),
+                  in_specs=[spec] * len(ins), out_specs=tuple(spec for _ in outs))
         if kernels == "interpret":
-            return pl.pallas_call(kernel, interpret=True, **kw)(*args)
+            return pl.pallas_call(kernel, interpret=True, **kw)(*ins)
         from jax.experimental.pallas import triton as plt
 
         return pl.pallas_call(kernel, compiler_params=plt.CompilerParams(num_warps=LANE_BLOCK // 32, num_stages=1),
-                              **kw)(*args)
+                              **kw)(*ins)
 
     @custom_vmap
-    def loop(*args):
-        return tuple(o.reshape(()) for o in run([a.reshape((1,)) for a in args], 1))
+    def call(*a):
+        return tuple(o.reshape(()) for o in run([x.reshape((1,)) for x in a], 1))
 
-    @loop.def_vmap
-    def _batched(axis_size, in_batched, *args):
+    @call.def_vmap
+    def _batched(axis_size, in_batched, *a):
         L = int(axis_size)
         Lp = -(-L // LANE_BLOCK) * LANE_BLOCK
-        full = [a if b else jnp.broadcast_to(a, (L,) + a.shape) for a, b in zip(args, in_batched)]
-        padded = [jnp.concatenate([a, jnp.broadcast_to(a[:1], (Lp - L,))]) if Lp > L else a for a in full]
+        full = [x if b else jnp.broadcast_to(x, (L,) + x.shape) for x, b in zip(a, in_batched)]
+        padded = [jnp.concatenate([x, jnp.broadcast_to(x[:1], (Lp - L,))]) if Lp > L else x for x in full]
         out = run(padded, LANE_BLOCK)
-        return tuple(o[:L] for o in out), (True,) * n_carry
+        return tuple(o[:L] for o in out), (True,) * n_out
 
-    return loop(*carry, *consts)
+    return call(*args)
 
 
 # Small-matrix arithmetic a fused loop's body can use: Triton has no gather and no small matrix
@@ -229,5 +251,5 @@ def gauss_jordan_inverse(A: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, n, sweep, A)
 
 
-__all__ = ["KERNELS", "LANE_BLOCK", "check_kernels", "column", "entry", "fused_fori_loop", "gauss_jordan_inverse", "matmul",
+__all__ = ["KERNELS", "LANE_BLOCK", "check_kernels", "column", "entry", "fused_elementwise", "fused_fori_loop", "gauss_jordan_inverse", "matmul",
            "matmul_t", "power_of_two", "row"]

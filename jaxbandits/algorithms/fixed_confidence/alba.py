@@ -150,19 +150,21 @@ class ALBA(Algorithm):
                          theta_hat=jnp.zeros((d,), dt), unfinished_draws=jnp.zeros((), jnp.int32),
                          design=self.initial_design(instance) if cached is None else cached)
 
-    def _design(self, X, active, arm_mask, tol, cutoff):
+    def _design(self, X, active, arm_mask, tol, cutoff, needed=None):
         """The G-optimal design on the active arms and the arms in their span, weights below the
         cutoff moved to the largest one (released code).  It depends on the active set alone, so
         a step solves it only when that set changes (under
         :func:`jaxbandits.batching.solve_where`); under an accelerator policy with a trip count
         known at compile time (``g_optimal(fixed_trips=True)``, the same design).  ``tol`` and
         ``cutoff`` are ``design_tol`` and ``design_cutoff``, passed in rather than read from
-        ``self`` because they may be traced and ``solve_where`` sees only its arguments."""
+        ``self`` because they may be traced and ``solve_where`` sees only its arguments.  With
+        fused kernels (the policy's ``kernels``; GPUs) the solve is one kernel that every lane
+        enters and only the lanes with ``needed`` run (no ``solve_where``)."""
         smask = span_mask(X, active)
         if arm_mask is not None:
             smask = smask & arm_mask
         lam = g_optimal(X, arm_mask=smask, tol=tol, max_iters=int(self.design_iters),
-                        fixed_trips=self.policy.batched).allocation
+                        fixed_trips=self.policy.batched, kernels=self.policy.kernels, needed=needed).allocation
         small = lam < cutoff
         dropped = jnp.sum(jnp.where(small, lam, 0.0))
         lam = jnp.where(small, 0.0, lam)
@@ -230,10 +232,14 @@ class ALBA(Algorithm):
         # the solver to compile (ALBA on Soare d = 5 at 262,144 lanes, compiled for an H100: 17.8
         # CPU seconds with buffers growing by 64, 14.5 by 4,096; the same results,
         # docs/measurements/2026-11-29-short-runs-and-peace-solver-calls.md)
-        design = solve_where(jnp.any(removed) & (jnp.sum(active) > 1),
-                             self._design,
-                             (X, active, instance.arm_mask, jnp.asarray(self.design_tol, X.dtype),
-                              jnp.asarray(self.design_cutoff, X.dtype)), lam, bucket_factor=DESIGN_BUCKET_FACTOR)
+        changed = jnp.any(removed) & (jnp.sum(active) > 1)
+        args = (X, active, instance.arm_mask, jnp.asarray(self.design_tol, X.dtype),
+                jnp.asarray(self.design_cutoff, X.dtype))
+        if self.policy.kernels == "xla":
+            design = solve_where(changed, self._design, args, lam, bucket_factor=DESIGN_BUCKET_FACTOR)
+        else:
+            # one fused kernel over every lane, in which only the lanes whose set changed iterate
+            design = jnp.where(changed, self._design(*args, needed=changed), lam)
         return ALBAState(active=active, round=r, iteration=s, round_active=n_r,
                          pulls=state.pulls + counts, samples=state.samples + jnp.sum(counts),
                          theta_hat=theta, unfinished_draws=state.unfinished_draws + unfinished,
