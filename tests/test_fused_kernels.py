@@ -81,15 +81,18 @@ def test_peace_design_is_one_kernel_with_no_solver_call():
         assert len(calls) == (1 if kern == "triton" else 0)
 
 
-def test_peace_accelerator_program_gives_the_cpu_program_s_replications(monkeypatch):
-    """Peace (fixed budget, the released design) through simulate: the accelerator program with its
-    fused kernel interpreted on the CPU against the CPU program, every replication's answer and
-    pulls equal (static d = 16, B = 320; a run stops early with one survivor)."""
+@pytest.mark.parametrize("name", ["Peace", "GSE", "ODLinBAI"])
+def test_fixed_budget_accelerator_program_gives_the_cpu_program_s_replications(name, monkeypatch):
+    """Peace (the released design), GSE and OD-LinBAI (the G-optimal Frank-Wolfe) through
+    simulate: the accelerator program with its fused kernels interpreted on the CPU against the
+    CPU program, every replication's answer and pulls equal (static d = 16, B = 320; a Peace run
+    stops early with one survivor)."""
     from jaxbandits import algorithms as A
     from jaxbandits.engine import simulate
 
     inst = seeds.static_basis(0.3, d=16, noise=np.sqrt(10.0))
-    alg = A.Peace(budget=320, design_iters=200)
+    alg = {"Peace": A.Peace(budget=320, design_iters=200), "GSE": A.GSE(budget=320),
+           "ODLinBAI": A.ODLinBAI(budget=320)}[name]
     cpu = simulate(alg, inst, jax.random.key(5), 32, alg.steps_needed(inst))
     with monkeypatch.context() as mp:
         mp.setattr(batching, "solve_for", lambda platform, lanes: batching.SolvePolicy(

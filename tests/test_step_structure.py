@@ -29,9 +29,6 @@ from jaxbandits.instances.base import as_batch
 #: where a data-dependent loop may stay ("file.py:function" of the code that starts it, matched as
 #: a prefix) -> why it is still there
 ALLOWED = {
-    "gopt.py:_fw_loop":
-        "G-optimal design by Frank-Wolfe until its certified gap (GSE and OD-LinBAI), once per "
-        "stage of a fixed-budget run",
     "stages.py:round_allocation":
         "the efficient rounding (Pukelsheim 2006, ch. 12) of the fixed-budget stages, once per stage",
     "environment.py:pull_counts":

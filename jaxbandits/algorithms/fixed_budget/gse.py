@@ -81,14 +81,17 @@ def design_counts(design: str, key: jax.Array, X: jax.Array, alive: jax.Array, n
 
 def design_and_counts(design: str, key: jax.Array, X: jax.Array, alive: jax.Array, n: jax.Array,
                       max_n: int | None = None, *, design_iters: int = 1000, design_tol: float = 1e-2,
-                      init: jax.Array | None = None):
+                      init: jax.Array | None = None, kernels: str = "xla"):
     """(design [K], pulls [K]) of one stage; ``init`` warm-starts the "fwg" solver.
 
     n (the stage budget) may be traced; ``max_n``, an optional static cap on n, only bounds the
     "greedy" loop (None: it runs until n pulls are placed).
 
     The design is the continuous allocation before rounding (the counts / n for "uniform" and
-    "greedy", which have none).
+    "greedy", which have none).  ``kernels``: the form of the "fwg" solver's Frank-Wolfe loop
+    (:func:`jaxbandits.design.gopt.g_optimal`; the policy's, :attr:`jaxbandits.batching.SolvePolicy.kernels`):
+    "xla" runs it as a ``while_loop``, a fused form as one kernel of a trip count known at compile
+    time.
     """
     dt = X.dtype
     if design == "uniform":
@@ -98,7 +101,7 @@ def design_and_counts(design: str, key: jax.Array, X: jax.Array, alive: jax.Arra
         c = greedy_allocation(X, n, arm_mask=alive, max_n=max_n).astype(dt)
         return c / jnp.maximum(jnp.sum(c), 1.0), c
     if design == "fwg":
-        sol = g_optimal(X, arm_mask=alive, init=init, tol=design_tol, max_iters=design_iters)
+        sol = g_optimal(X, arm_mask=alive, init=init, tol=design_tol, max_iters=design_iters, kernels=kernels)
     elif design == "fwg_g":
         sol = _fwg_literal(X, arm_mask=alive, tol=design_tol, max_iters=design_iters)
     elif design == "wynn":
@@ -225,7 +228,8 @@ class GSE(Algorithm):
         alive = state.alive
         lam, counts = design_and_counts(self.design, k_design, X, alive, n, None,
                                         design_iters=self.iters, design_tol=self.design_tol,
-                                        init=state.design if self.warm_start else None)
+                                        init=state.design if self.warm_start else None,
+                                        kernels=self.policy.kernels)
         sums = pull_counts(k_pull, instance, counts)
         tot_counts, tot_sums = state.pulls + counts, state.sums + sums
         c_fit, s_fit = (tot_counts, tot_sums) if self.memory else (counts, sums)

@@ -121,7 +121,8 @@ class ODLinBAI(Algorithm):
         m = (jnp.asarray(self.budget) - c1 - c2) / R
         r = state.phase
         alive = state.alive
-        sol = g_optimal(X, arm_mask=alive, tol=self.design_tol, max_iters=self.design_iters)
+        sol = g_optimal(X, arm_mask=alive, tol=self.design_tol, max_iters=self.design_iters,
+                        kernels=self.policy.kernels)
         pi = jnp.where(alive, sol.allocation, 0.0)
         counts = jnp.where(alive & (pi > 0), jnp.ceil(pi * m - 1e-9), 0.0)
         cap = (jnp.floor(m) + jnp.asarray(extra)[r]).astype(dt)
