@@ -454,8 +454,8 @@ STUDY = (
     StudyRow("SphereBAI, sphere basis d=3", 55.0),
     StudyRow("GSE, static d=16 B=320", 55.0),
     StudyRow("OD-LinBAI, static d=16 B=320", 55.0),
-    # 115,685 kernels a step (5 fixed-iteration XY solves an epoch): 3,079 replications/s
-    # predicted at 262,144 lanes, a first wave of 85 s; at 32,768 lanes about 11 s
+    # 32,768 lanes: its design kernel's arithmetic, 37.5 M operations a lane a step, is the
+    # step's cost (33 s end to end predicted there, docs/measurements/2026-11-29-fused-peace-kernel.md)
     StudyRow("Peace, static d=16 B=320", 50.0, lanes=32_768),
     StudyRow("BayesGap, static d=16 B=320", 30.0),
     StudyRow("LinUCB, static d=16 B=320", 30.0),

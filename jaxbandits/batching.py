@@ -231,6 +231,73 @@ def split_chain(key: jax.Array, n: int, parts: int, carry: int = 0, block: int =
 #: one pass on the smallest buffer holding them (with ``batched_solve=True``)
 ALL_LANES = 2**31 - 1
 
+#: lanes a program of an elementwise fused kernel runs (one a thread: 4 warps;
+#: :func:`fused_elementwise`)
+LANE_BLOCK = 128
+
+
+def fused_elementwise(fn: Callable, args: tuple, kernels: str, name: str = "fused_elementwise") -> tuple:
+    """``fn(*args)`` for scalar ``args`` (0-d arrays, no booleans) and a ``fn`` that is elementwise
+    in them (its operations act entry by entry, and a reduction over its arguments' entries may
+    only decide how long a loop runs: a ``while_loop`` over a block of lanes runs until its last
+    lane is done, a lane that is done leaving its values unchanged), returning a tuple of scalars.
+
+    ``kernels`` "xla": ``fn`` itself.  Otherwise one ``pallas_call`` (Triton, or ``"interpret"``):
+    under ``vmap`` a custom batching rule gives each program ``LANE_BLOCK`` lanes, one a thread,
+    and ``fn`` runs on the block's [LANE_BLOCK] arrays; unbatched, a block of one."""
+    if kernels not in KERNELS:
+        raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
+    args = tuple(jnp.asarray(a) for a in args)
+    for a in args:
+        if a.shape != ():
+            raise ValueError(f"{name}: an elementwise kernel takes scalars, got an array of shape {a.shape}")
+        if a.dtype == jnp.bool_:
+            raise TypeError(f"{name}: boolean arrays are not supported; pass integers")
+    if kernels == "xla":
+        return tuple(fn(*args))
+    from jax.experimental import pallas as pl
+
+    n_in = len(args)
+    outs = jax.eval_shape(lambda *a: tuple(fn(*a)), *args)
+    for o in outs:
+        if o.shape != ():
+            raise ValueError(f"{name}: an elementwise kernel returns scalars, got shape {o.shape}")
+    n_out = len(outs)
+
+    def kernel(*refs):
+        res = fn(*[r[...] for r in refs[:n_in]])
+        for ref, v in zip(refs[n_in:], res):
+            ref[...] = v
+
+    def run(ins, block):
+        """The kernel over [L] arrays (L a multiple of ``block``)."""
+        L = ins[0].shape[0]
+        spec = pl.BlockSpec((block,), lambda i: (i,))
+        kw = dict(out_shape=tuple(jax.ShapeDtypeStruct((L,), o.dtype) for o in outs), grid=(L // block,),
+                  in_specs=[spec] * len(ins), out_specs=tuple(spec for _ in outs))
+        if kernels == "interpret":
+            return pl.pallas_call(kernel, interpret=True, **kw)(*ins)
+        from jax.experimental.pallas import triton as plt
+
+        return pl.pallas_call(kernel, compiler_params=plt.CompilerParams(num_warps=LANE_BLOCK // 32, num_stages=1),
+                              **kw)(*ins)
+
+    @custom_vmap
+    def call(*a):
+        return tuple(o.reshape(()) for o in run([x.reshape((1,)) for x in a], 1))
+
+    @call.def_vmap
+    def _batched(axis_size, in_batched, *a):
+        L = int(axis_size)
+        Lp = -(-L // LANE_BLOCK) * LANE_BLOCK
+        full = [x if b else jnp.broadcast_to(x, (L,) + x.shape) for x, b in zip(a, in_batched)]
+        padded = [jnp.concatenate([x, jnp.broadcast_to(x[:1], (Lp - L,))]) if Lp > L else x for x in full]
+        out = run(padded, LANE_BLOCK)
+        return tuple(o[:L] for o in out), (True,) * n_out
+
+    return call(*args)
+
+
 #: buffer sizes of a batched one-pass solve grow by this factor (the buffer is at most this many
 #: times the lanes that need a solve)
 SOLVE_BUCKET_FACTOR = 8

@@ -236,6 +236,55 @@ def _uniforms(key: jax.Array, tries: int, parts: int, shape, dtype) -> list[jax.
 INVERSION_MAX_COUNT = 20
 
 
+def _binomial_inputs(count, prob):
+    """``jax.random.binomial``'s preparation of a draw, in its order of operations: (count
+    floored, q = min(p, 1 - p) with 0.01 where p is invalid, p < 1/2, count NaN or negative, count
+    infinite, q NaN, q negative, whether the inversion draws)."""
+    p_lt_half = prob < 0.5
+    q = jnp.where(p_lt_half, prob, 1.0 - prob)
+    count_bad = jnp.isnan(count) | (count < 0.0)
+    count_inf = jnp.isinf(count)
+    q_nan = jnp.isnan(q)
+    q_neg = q < 0.0
+    q = jnp.where(q_nan | q_neg, jnp.full_like(q, 0.01), q)
+    use_inversion = count_bad | (count * q <= 10.0)
+    return jnp.floor(count), q, p_lt_half, count_bad, count_inf, q_nan, q_neg, use_inversion
+
+
+def _btrs_setup(use_inversion, count, q):
+    """The constants of Hormann's BTRS as ``jax.random.binomial`` computes them (count 1e4 and
+    q = 1/2 where the inversion draws instead): (count, q, a, b, c, v_r, r, alpha, m)."""
+    c_b = jnp.where(use_inversion, 1e4, count)
+    q_b = jnp.where(use_inversion, 0.5, q)
+    stddev = jnp.sqrt(c_b * q_b * (1 - q_b))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * q_b
+    c = c_b * q_b + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = q_b / (1 - q_b)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = jnp.floor((c_b + 1) * q_b)
+    return c_b, q_b, a, b, c, v_r, r, alpha, m
+
+
+def _btrs_candidate(u, v, setup, stirling):
+    """(candidate, accepted) of one BTRS iteration from its two uniforms, as
+    ``jax.random.binomial`` computes them; ``stirling``: :func:`_stirling_tail` or its select
+    form."""
+    c_b, _, a, b, c, v_r, r, alpha, m = setup
+    u = u - 0.5
+    us = 0.5 - jnp.abs(u)
+    accept1 = (us >= 0.07) & (v <= v_r)
+    k = jnp.floor((2 * a / us + b) * u + c)
+    reject = (k < 0) | (k > c_b)
+    v = jnp.log(v * alpha / (a / (us * us) + b))
+    ub = ((m + 0.5) * jnp.log((m + 1) / (r * (c_b - m + 1)))
+          + (c_b + 1) * jnp.log((c_b - m + 1) / (c_b - k + 1))
+          + (k + 0.5) * jnp.log(r * (c_b - k + 1) / (k + 1))
+          + stirling(m) + stirling(c_b - m) - stirling(k) - stirling(c_b - k))
+    return k, accept1 | (~reject & (v <= ub))
+
+
 def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
              tries: int = BINOMIAL_TRIES, fixed: bool | None = None,
              max_count: int | None = None) -> tuple[jax.Array, jax.Array]:
@@ -287,24 +336,16 @@ def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
     kernels = current_policy().kernels
     if kernels != "xla" and shape == () and max_count is None:
         # one fused kernel: JAX's loops themselves, each stopping at its draw (at most `tries`)
-        from jaxbandits.design.kernels import fused_elementwise
+        from jaxbandits.batching import fused_elementwise
 
         kd = jax.random.key_data(key)
         draw, finished = fused_elementwise(
             lambda k0, k1, n_, p_: _binomial_lanes(k0, k1, n_, p_, int(tries), p.dtype),
             (kd[0], kd[1], jnp.asarray(n).astype(p.dtype), p), kernels, name="binomial")
         return draw.astype(dtype), finished != 0
-    count = jnp.broadcast_to(jnp.asarray(n).astype(p.dtype), shape)
     prob = jnp.broadcast_to(p, shape)
-    p_lt_half = prob < 0.5
-    q = jnp.where(p_lt_half, prob, 1.0 - prob)
-    count_bad = jnp.isnan(count) | (count < 0.0)
-    count_inf = jnp.isinf(count)
-    q_nan = jnp.isnan(q)
-    q_neg = q < 0.0
-    q = jnp.where(q_nan | q_neg, jnp.full_like(q, 0.01), q)
-    use_inversion = count_bad | (count * q <= 10.0)
-    count = jnp.floor(count)
+    count, q, p_lt_half, count_bad, count_inf, q_nan, q_neg, use_inversion = _binomial_inputs(
+        jnp.broadcast_to(jnp.asarray(n).astype(p.dtype), shape), prob)
     inversion_only = max_count is not None and max_count <= INVERSION_MAX_COUNT
     if inversion_only:
         tries = int(max_count) + 1
@@ -323,28 +364,8 @@ def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
 
     # BTRS: the first accepted candidate (JAX's loop over an array keeps the last candidate
     # accepted before every entry has one; for one draw, the first)
-    c_b = jnp.where(use_inversion, 1e4, count)
-    q_b = jnp.where(use_inversion, 0.5, q)
-    stddev = jnp.sqrt(c_b * q_b * (1 - q_b))
-    b = 1.15 + 2.53 * stddev
-    a = -0.0873 + 0.0248 * b + 0.01 * q_b
-    c = c_b * q_b + 0.5
-    v_r = 0.92 - 4.2 / b
-    r = q_b / (1 - q_b)
-    alpha = (2.83 + 5.1 / b) * stddev
-    m = jnp.floor((c_b + 1) * q_b)
     u, v = _uniforms(key, tries, 3, shape, prob.dtype)
-    u = u - 0.5
-    us = 0.5 - jnp.abs(u)
-    accept1 = (us >= 0.07) & (v <= v_r)
-    k = jnp.floor((2 * a / us + b) * u + c)
-    reject = (k < 0) | (k > c_b)
-    v = jnp.log(v * alpha / (a / (us * us) + b))
-    ub = ((m + 0.5) * jnp.log((m + 1) / (r * (c_b - m + 1)))
-          + (c_b + 1) * jnp.log((c_b - m + 1) / (c_b - k + 1))
-          + (k + 0.5) * jnp.log(r * (c_b - k + 1) / (k + 1))
-          + _stirling_tail(m) + _stirling_tail(c_b - m) - _stirling_tail(k) - _stirling_tail(c_b - k))
-    accept = accept1 | (~reject & (v <= ub))
+    k, accept = _btrs_candidate(u, v, _btrs_setup(use_inversion, count, q), _stirling_tail)
     it = jnp.arange(tries).reshape((tries,) + (1,) * len(shape))
     first = jnp.min(jnp.where(accept, it, tries), axis=0)
     ran = jnp.max(first)
@@ -360,23 +381,14 @@ def binomial(key: jax.Array, n: jax.Array, p: jax.Array, dtype=None,
 
 def _binomial_lanes(k0, k1, n, p, tries: int, dtype):
     """(draw, finished) of :func:`binomial` for scalars, elementwise (the body of its fused kernel,
-    :func:`jaxbandits.design.kernels.fused_elementwise`): ``jax.random.binomial``'s two loops as
+    :func:`jaxbandits.batching.fused_elementwise`): ``jax.random.binomial``'s two loops as
     it writes them, from the key's words ``k0``, ``k1`` (the keys of its chain and its uniforms by
     :func:`threefry2x32`, as ``jax.random.split`` and ``jax.random.uniform`` compute them), each
     stopping when its draw is found or after ``tries`` iterations.  Over a block of lanes a loop
     runs until the block's last lane is done; a lane that is done keeps its values, as under
     ``vmap`` of JAX's loop."""
-    prob = p.astype(dtype)
-    count = n.astype(dtype)
-    p_lt_half = prob < 0.5
-    q = jnp.where(p_lt_half, prob, 1.0 - prob)
-    count_bad = jnp.isnan(count) | (count < 0.0)
-    count_inf = jnp.isinf(count)
-    q_nan = jnp.isnan(q)
-    q_neg = q < 0.0
-    q = jnp.where(q_nan | q_neg, jnp.full_like(q, 0.01), q)
-    use_inversion = count_bad | (count * q <= 10.0)
-    count = jnp.floor(count)
+    count, q, p_lt_half, count_bad, count_inf, q_nan, q_neg, use_inversion = _binomial_inputs(
+        n.astype(dtype), p.astype(dtype))
     u32 = jnp.uint32
     zero, one, two = (jnp.zeros_like(k0, u32) + u32(i) for i in (0, 1, 2))
     any_ = lambda b: jnp.max(b.astype(jnp.int32)) > 0  # noqa: E731 (no reduce_or in Triton)
@@ -402,16 +414,7 @@ def _binomial_lanes(k0, k1, n, p, tries: int, dtype):
 
     # BTRS: `key, subkey_0, subkey_1 = split(key, 3)`, a candidate from uniform(subkey_0) and
     # uniform(subkey_1), the first accepted one kept
-    c_b = jnp.where(use_inversion, 1e4, count)
-    q_b = jnp.where(use_inversion, 0.5, q)
-    stddev = jnp.sqrt(c_b * q_b * (1 - q_b))
-    b = 1.15 + 2.53 * stddev
-    a = -0.0873 + 0.0248 * b + 0.01 * q_b
-    cc = c_b * q_b + 0.5
-    v_r = 0.92 - 4.2 / b
-    r = q_b / (1 - q_b)
-    alpha = (2.83 + 5.1 / b) * stddev
-    m = jnp.floor((c_b + 1) * q_b)
+    setup = _btrs_setup(use_inversion, count, q)
 
     def btrs_body(c):
         i, k_out, accepted, a0, a1 = c
@@ -419,26 +422,15 @@ def _binomial_lanes(k0, k1, n, p, tries: int, dtype):
         n0, n1 = threefry2x32(a0, a1, zero, zero)
         s0, s1 = threefry2x32(a0, a1, zero, one)
         t0, t1 = threefry2x32(a0, a1, zero, two)
-        u = uniform_at_words(s0, s1, zero, dtype)
-        v = uniform_at_words(t0, t1, zero, dtype)
-        u = u - 0.5
-        us = 0.5 - jnp.abs(u)
-        accept1 = (us >= 0.07) & (v <= v_r)
-        k = jnp.floor((2 * a / us + b) * u + cc)
-        reject = (k < 0) | (k > c_b)
-        v = jnp.log(v * alpha / (a / (us * us) + b))
-        ub = ((m + 0.5) * jnp.log((m + 1) / (r * (c_b - m + 1)))
-              + (c_b + 1) * jnp.log((c_b - m + 1) / (c_b - k + 1))
-              + (k + 0.5) * jnp.log(r * (c_b - k + 1) / (k + 1))
-              + _stirling_tail_select(m) + _stirling_tail_select(c_b - m) - _stirling_tail_select(k)
-              - _stirling_tail_select(c_b - k))
-        accept = live & (accept1 | (~reject & (v <= ub)))
+        k, accept = _btrs_candidate(uniform_at_words(s0, s1, zero, dtype), uniform_at_words(t0, t1, zero, dtype),
+                                    setup, _stirling_tail_select)
+        accept = live & accept
         return (i + 1, jnp.where(accept, k, k_out), jnp.where(accept, 1, accepted),
                 jnp.where(live, n0, a0), jnp.where(live, n1, a1))
 
     _, k_btrs, accepted, _, _ = jax.lax.while_loop(
         lambda c: (c[0] < tries) & any_((c[2] == 0) & ~use_inversion), btrs_body,
-        (jnp.zeros((), jnp.int32), zf - 1.0, jnp.zeros_like(k0, jnp.int32), k0, k1))
+        (jnp.zeros((), jnp.int32), jnp.zeros_like(q) - 1.0, jnp.zeros_like(k0, jnp.int32), k0, k1))
 
     finished = jnp.where(use_inversion, done_inv, accepted != 0)
     draw = jnp.where(use_inversion, k_inv, k_btrs)
