@@ -1,20 +1,23 @@
 """The fused kernels against the XLA loops they replace, on one device: speed and identity.
 
-On a GPU the engine runs Peace's released Frank-Wolfe, Top Two's c-optimal design, FWS's Hedge
-and XY-adaptive's greedy pulls as fused Pallas (Triton) kernels (``jaxbandits.design.kernels``).
+On a GPU the engine runs Peace's released Frank-Wolfe, Top Two's c-optimal design, FWS's Hedge,
+XY-adaptive's greedy pulls, ALBA's G-optimal design and the binomial draws of ALBA's and
+XY-static's multinomials as fused Pallas (Triton) kernels (``jaxbandits.design.kernels``,
+``jaxbandits.batching.fused_elementwise``).
 This script runs each of those workloads twice on the same device, with the same key and lanes:
 once as the engine does (fused) and once with the loops as XLA operations
 (``SolvePolicy.kernels = "xla"``), and reports for each the compile seconds, the run's seconds
 (compilation excluded), replication-steps per second, the speed-up and whether every
 replication's sample count, answer and pulls are equal.  Top Two, FWS and XY-adaptive
 replications take 10^4 steps and more on Soare's instance: they run capped at ``--steps`` steps
-(the states at the cap are compared).
+(the states at the cap are compared); Peace, ALBA and XY-static run ``--full-reps`` whole
+replications.
 
 On a CPU the fused form is the kernel interpreted (``kernels = "interpret"``): a check of the
 script and of the kernels' results, not of their speed.
 
-    PYTHONPATH=. python3 benchmarks/fused_kernels.py --json fused.json          # on a GPU, about 3 minutes
-    python benchmarks/fused_kernels.py --lanes 16 --reps 16 --steps 40 --peace-reps 16   # CPU smoke test
+    PYTHONPATH=. python3 benchmarks/fused_kernels.py --json fused.json          # on a GPU, about 4 minutes
+    python benchmarks/fused_kernels.py --lanes 16 --reps 16 --steps 40 --full-reps 16   # CPU smoke test
 """
 from __future__ import annotations
 
@@ -35,10 +38,12 @@ def workloads():
 
     soare = seeds.soare_benchmark(5, omega=0.1)
     static = seeds.static_basis(0.3, d=16, noise=math.sqrt(10.0))
-    return [("Peace, static d=16 B=320", A.Peace(budget=320), static, None),
+    return [("Peace, static d=16 B=320", A.Peace(budget=320), static, "budget"),
             ("Top Two, Soare d=5", A.TopTwo(), soare, "capped"),
             ("FWS, Soare d=5", A.FWS(), soare, "capped"),
-            ("XY-adaptive, Soare d=5", A.XYAdaptive(), soare, "capped")]
+            ("XY-adaptive, Soare d=5", A.XYAdaptive(), soare, "capped"),
+            ("ALBA, Soare d=5", A.ALBA(), soare, "full"),
+            ("XY-static, Soare d=5", A.XYStatic(), soare, "full")]
 
 
 def run(alg, inst, form: str, lanes: int, reps: int, steps: int):
@@ -70,7 +75,8 @@ def main(argv=None) -> int:
     p.add_argument("--lanes", type=int, default=16_384)
     p.add_argument("--reps", type=int, default=16_384, help="replications of the capped rows (Top Two, FWS)")
     p.add_argument("--steps", type=int, default=2_000, help="the cap of the capped rows")
-    p.add_argument("--peace-reps", type=int, default=65_536)
+    p.add_argument("--full-reps", type=int, default=65_536, help="replications of the rows run whole "
+                   "(Peace, ALBA, XY-static)")
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -80,11 +86,11 @@ def main(argv=None) -> int:
     dev = jax.devices()[0]
     print(f"# {dev.platform} {getattr(dev, 'device_kind', '')}, jax {jax.__version__}", flush=True)
     rows = []
-    for name, alg, inst, capped in workloads():
+    for name, alg, inst, kind in workloads():
         if args.only and not any(o in name for o in args.only):
             continue
-        reps = args.reps if capped else args.peace_reps
-        steps = args.steps if capped else alg.steps_needed(inst)
+        reps = args.reps if kind == "capped" else args.full_reps
+        steps = {"capped": args.steps, "budget": None, "full": 10**6}[kind] or alg.steps_needed(inst)
         out = {}
         for form in ("fused", "xla"):
             res, total = run(alg, inst, form, args.lanes, reps, steps)
