@@ -207,3 +207,22 @@ def test_g_optimal_fused_kernel_is_the_xla_loop():
     assert np.all(np.asarray(b.iterations)[~need] == 0)
     with pytest.raises(ValueError, match="kernels must be one of"):
         g_optimal(X[0], kernels="cuda")
+
+
+def test_round_allocation_fused_kernel_gives_the_while_loop_s_counts():
+    """The efficient rounding's corrections as one fused kernel (interpreted) give the
+    ``while_loop``'s counts bit for bit: K not a power of two, designs with ties and off-support
+    arms, masked arms, budgets from 1 to 400."""
+    from jaxbandits.algorithms.stages import round_allocation
+
+    rng = np.random.default_rng(0)
+    for K in (3, 7, 21):
+        lam = rng.dirichlet(np.ones(K), 200)
+        lam[::5, :K // 2] = 0.0
+        lam[::7] = np.round(lam[::7] * 8) / 8
+        mask = rng.random((200, K)) < 0.9
+        n = rng.integers(1, 400, 200).astype(float)
+        run = lambda kernels: jax.jit(jax.vmap(lambda l, b, m: round_allocation(l, b, m, kernels)))(lam, n, mask)  # noqa: E731
+        loop, fused = np.asarray(run("xla")), np.asarray(run("interpret"))
+        np.testing.assert_array_equal(fused, loop)
+        assert (loop.sum(1) == n).mean() > 0.9

@@ -27,15 +27,8 @@ from jaxbandits.instances import garivier_kaufmann_2016, k_armed, seeds
 from jaxbandits.instances.base import as_batch
 
 #: where a data-dependent loop may stay ("file.py:function" of the code that starts it, matched as
-#: a prefix) -> why it is still there
-ALLOWED = {
-    "stages.py:round_allocation":
-        "the efficient rounding (Pukelsheim 2006, ch. 12) of the fixed-budget stages, once per stage",
-    "environment.py:pull_counts":
-        "JAX's binomial for a phase's Bernoulli sums, once per phase of Successive Rejects and "
-        "Sequential Halving (K - 1 or ceil(log2 K) steps a run): the fixed-trip binomial cost more "
-        "there (H100 model, 262,144 lanes: 12.7 against 0.7 GB a step, compile 12.7 against 5.4 s)",
-}
+#: a prefix) -> why it is still there; none is left under the GPU policy
+ALLOWED: dict[str, str] = {}
 
 
 def _cases():

@@ -45,13 +45,19 @@ def stage_budget(budget, stages: int, t) -> jax.Array:
     return B // stages + (jnp.asarray(t) >= stages - extra).astype(B.dtype)
 
 
-def round_allocation(lam: jax.Array, n: jax.Array, mask: jax.Array) -> jax.Array:
+def round_allocation(lam: jax.Array, n: jax.Array, mask: jax.Array, kernels: str = "xla") -> jax.Array:
     """Integer allocation of n pulls from a design lam (efficient apportionment, Pukelsheim 2006).
 
     m_i = ceil((n - p/2) lam_i) on the support (size p), then single pulls are added to
     argmin m_i / lam_i or removed from argmax (m_i - 1) / lam_i until the total is n (at most p
     corrections).  Seed 002 Alg 2 line 9 (ROUND); seed 001 App B uses the same procedure.
     Returns float counts [K] summing to n (jit/vmap safe, n may be traced).
+
+    ``kernels`` (the policy's :attr:`jaxbandits.batching.SolvePolicy.kernels`): "xla", a
+    ``while_loop`` of the corrections; a fused form (GPUs), the K passes as one kernel a lane
+    (:func:`jaxbandits.design.kernels.fused_fori_loop`), a pass once the total is n changing
+    nothing.  Its sums add integers and its choices compare the same quotients, so both forms
+    give the same counts, bit for bit.
     """
     dt = lam.dtype
     lam = jnp.where(mask, jnp.maximum(lam, 0.0), 0.0)
@@ -75,9 +81,39 @@ def round_allocation(lam: jax.Array, n: jax.Array, mask: jax.Array) -> jax.Array
         m = m + jnp.where((tot < n) & (idx == i_up), 1.0, 0.0) - jnp.where((tot > n) & (idx == i_dn), 1.0, 0.0)
         return m, k + 1
 
+    if kernels != "xla":
+        return _round_fused(m, n, supp, safe, kernels)
     # sum(m) starts within p/2 of n, so at most ~p/2 corrections: loop until the total is n
     # (bounded by K) instead of always K times -- the same result, p/2 << K passes at large K.
     return jax.lax.while_loop(lambda c: (jnp.sum(c[0]) != n) & (c[1] < K), fix, (m, 0))[0]
+
+
+def _round_fused(m, n, supp, safe, kernels: str):
+    """:func:`round_allocation`'s corrections as one fused kernel of K passes (arrays padded to a
+    power of two with entries off the support, which are never chosen): ``jnp.argmin`` /
+    ``jnp.argmax`` as the first index of the extreme value (of a NaN first, as they pick)."""
+    from jaxbandits.design.kernels import fused_fori_loop, iota, power_of_two
+
+    K = m.shape[0]
+    Kp = power_of_two(K)
+    pad = lambda v, fill: jnp.full((Kp,), fill, v.dtype).at[:K].set(v)  # noqa: E731
+
+    def first(v, best):
+        return jnp.min(jnp.where((v == best) | jnp.isnan(v), iota(Kp), Kp))
+
+    def body(_, c, on, safe, n):
+        (m,) = c
+        idx = iota(Kp)
+        tot = jnp.sum(m)
+        up = jnp.where(on != 0, m / safe, jnp.inf)
+        down = jnp.where((on != 0) & (m > 0), (m - 1.0) / safe, -jnp.inf)
+        i_up = jnp.minimum(first(up, jnp.min(up)), K - 1)
+        i_dn = jnp.minimum(first(down, jnp.max(down)), K - 1)
+        return (m + jnp.where((tot < n) & (idx == i_up), 1.0, 0.0) - jnp.where((tot > n) & (idx == i_dn), 1.0, 0.0),)
+
+    (out,) = fused_fori_loop(K, body, (pad(m, 0.0),), (pad(supp.astype(jnp.int32), 0), pad(safe, 1.0), n),
+                             kernels=kernels)
+    return out[:K]
 
 
 _PAIRWISE_RANK_MAX_K = 128  # below this, O(K^2) comparisons beat a vmapped sort on CPU

@@ -89,9 +89,10 @@ def design_and_counts(design: str, key: jax.Array, X: jax.Array, alive: jax.Arra
 
     The design is the continuous allocation before rounding (the counts / n for "uniform" and
     "greedy", which have none).  ``kernels``: the form of the "fwg" solver's Frank-Wolfe loop
-    (:func:`jaxbandits.design.gopt.g_optimal`; the policy's, :attr:`jaxbandits.batching.SolvePolicy.kernels`):
-    "xla" runs it as a ``while_loop``, a fused form as one kernel of a trip count known at compile
-    time.
+    (:func:`jaxbandits.design.gopt.g_optimal`) and of the rounding's corrections
+    (:func:`jaxbandits.algorithms.stages.round_allocation`), the policy's
+    (:attr:`jaxbandits.batching.SolvePolicy.kernels`): "xla" runs them as ``while_loop`` s, a
+    fused form as kernels of trip counts known at compile time.
     """
     dt = X.dtype
     if design == "uniform":
@@ -108,7 +109,7 @@ def design_and_counts(design: str, key: jax.Array, X: jax.Array, alive: jax.Arra
         sol = wynn(X, arm_mask=alive, tol=design_tol, max_iters=design_iters)
     else:
         raise ValueError(f"unknown design {design!r}; expected one of {DESIGNS}")
-    return sol.allocation, round_allocation(sol.allocation, n, alive)
+    return sol.allocation, round_allocation(sol.allocation, n, alive, kernels)
 
 
 # ------------------------------------------------------------------------------------------------

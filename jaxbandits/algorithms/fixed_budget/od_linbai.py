@@ -126,7 +126,7 @@ class ODLinBAI(Algorithm):
         pi = jnp.where(alive, sol.allocation, 0.0)
         counts = jnp.where(alive & (pi > 0), jnp.ceil(pi * m - 1e-9), 0.0)
         cap = (jnp.floor(m) + jnp.asarray(extra)[r]).astype(dt)
-        counts = jnp.where(jnp.sum(counts) <= cap, counts, round_allocation(pi, cap, alive))
+        counts = jnp.where(jnp.sum(counts) <= cap, counts, round_allocation(pi, cap, alive, self.policy.kernels))
         sums = pull_counts(key, instance, counts)
         theta = projected_least_squares(X, counts, sums, alive, "span")
         new_alive = keep_top(X @ theta, alive, jnp.asarray(keep)[r])

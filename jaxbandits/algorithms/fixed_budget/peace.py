@@ -175,7 +175,7 @@ class HalvingPeace(Algorithm):
         k_md, k_pull = jax.random.split(key)
         lam = peace_allocation(k_md, X, state.alive, state.theta, iters=self.md_iters,
                                samples=self.md_samples, b=self.b)
-        counts = round_allocation(lam, n, state.alive)
+        counts = round_allocation(lam, n, state.alive, self.policy.kernels)
         sums = pull_counts(k_pull, instance, counts)
         theta = projected_least_squares(X, counts, sums, state.alive, "span")
         alive = keep_top(X @ theta, state.alive, jnp.asarray(sizes[1:])[t])
