@@ -119,7 +119,6 @@ def _fw_loop(X, mask, lam0, perp, r, tol, max_iters, step_rule: str, fixed_trips
     return lam, k
 
 
-
 def _fw_fused(X, mask, lam0, perp, r, tol, max_iters: int, kernels: str, needed=None):
     """:func:`_fw_loop` with the exact step, as one fused kernel (:func:`fused_fori_loop`): the
     blocks of ``_REFRESH`` iterations, each starting from A(lambda)^-1 afresh, run inside one
@@ -161,8 +160,7 @@ def _fw_block(b, carry, Xp, P, maskp, r, tol, *, max_iters: int, d: int):
     norms afresh, then ``_REFRESH`` iterations of :func:`_fw_loop`'s exact step."""
     lam, k, done = carry
     Kp, dp = Xp.shape
-    dt = lam.dtype
-    ik, idd = kern.iota(Kp), kern.iota(dp)
+    idd = kern.iota(dp)
     mask = maskp != 0
 
     def run(carry):
