@@ -204,13 +204,16 @@ def normal_where(key: jax.Array, where: jax.Array, dtype) -> jax.Array:
 BINOMIAL_TRIES = 64
 
 
+#: log k! - Stirling's approximation of it for k = 0, ..., 9 (``jax.random.binomial``'s table)
+_STIRLING_TABLE = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                   0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                   0.00925546218271273, 0.00833056343336287)
+
+
 def _stirling_tail(k: jax.Array) -> jax.Array:
     """log k! - Stirling's approximation of it, the correction of the BTRS bound (Hormann 1993;
     tabulated for k <= 9, series beyond), as ``jax.random.binomial`` computes it."""
-    table = jnp.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
-                       0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
-                       0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
-                       0.00833056343336287], dtype=k.dtype)
+    table = jnp.array(_STIRLING_TABLE, dtype=k.dtype)
     small = k <= 9
     kc = jnp.clip(k, 0.0, 9.0)
     kp1sq = (kc + 1) * (kc + 1)
@@ -437,11 +440,6 @@ def _binomial_lanes(k0, k1, n, p, tries: int, dtype):
     draw = jnp.where(finished, draw, jnp.floor((count + 1) * q))
     draw, finished = _binomial_finish(draw, finished, count, p_lt_half, q_neg, q_nan, count_bad, count_inf, dtype)
     return draw, finished.astype(jnp.int32)
-
-
-_STIRLING_TABLE = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
-                   0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
-                   0.00925546218271273, 0.00833056343336287)
 
 
 def _stirling_tail_select(k: jax.Array) -> jax.Array:
