@@ -146,6 +146,36 @@ def test_fixed_trips_below_the_iteration_cap_is_refused():
         minimax.oracle_allocation(X, X, theta, fixed_trips=10)
 
 
+def test_lts_fused_solves_give_the_one_step_update_runs(monkeypatch):
+    """The GPU program's paused solves as one fused kernel a step
+    (:func:`jaxbandits.design.app_f.incremental_trips_fused`, interpreted on the CPU): the pulls,
+    stopping times and answers of the CPU's one-step update, replication by replication, on the
+    paper's text and on the released code with a padded instance (K = 13 in the bucket 16); the
+    steps those of the XLA form of the same program."""
+    from jaxbandits import batching, engine
+    from jaxbandits.algorithms import LazyTrackAndStop
+    from jaxbandits.instances.base import Buckets
+    from jaxbandits.instances import seeds
+
+    solve_for = batching.solve_for
+    key = jax.random.key(0)
+    cases = [(LazyTrackAndStop.paper(delta=0.1), seeds.many_arms_code(key, 12), None),
+             (LazyTrackAndStop.released_code(delta=0.1, averaging=False), seeds.many_arms_code(key, 13), Buckets())]
+    for alg, inst, buckets in cases:
+        runs = {}
+        for platform, kernels in (("cpu", "xla"), ("gpu", "xla"), ("gpu", "interpret")):
+            monkeypatch.setattr(batching, "solve_for", lambda _, lanes, p=platform, k=kernels: dataclasses.replace(
+                solve_for(p, lanes), kernels=k))
+            runs[platform, kernels] = engine.simulate(alg, inst, jax.random.key(3), 16, 10**6, record_pulls=True,
+                                                      lanes=8, buckets=buckets)
+        cpu, xla, fused = runs["cpu", "xla"], runs["gpu", "xla"], runs["gpu", "interpret"]
+        np.testing.assert_array_equal(fused.samples, cpu.samples)
+        np.testing.assert_array_equal(fused.answer, cpu.answer)
+        np.testing.assert_array_equal(fused.pulls, cpu.pulls)
+        np.testing.assert_array_equal(fused.steps, xla.steps)
+        assert np.all(fused.steps > fused.samples)
+
+
 def test_lts_paused_solves_give_the_one_step_update_runs(monkeypatch):
     """Under the accelerator policy an LT&S lane pauses for its allocation update
     (``pause_trips`` Frank-Wolfe iterations per step, no round played until the run ends)
@@ -158,7 +188,8 @@ def test_lts_paused_solves_give_the_one_step_update_runs(monkeypatch):
     from jaxbandits.instances.base import Buckets
     from jaxbandits.instances import seeds
 
-    real = batching.solve_for
+    solve_for = batching.solve_for  # the XLA form of the accelerator program (its fused kernels: the test below)
+    real = lambda p, lanes: dataclasses.replace(solve_for(p, lanes), kernels="xla")  # noqa: E731
     key = jax.random.key(0)
     cases = [(LazyTrackAndStop.paper(delta=0.1), seeds.many_arms_code(key, 12), None),
              (LazyTrackAndStop.released_code(delta=0.1), seeds.many_arms_code(key, 13), Buckets()),

@@ -226,3 +226,58 @@ def test_round_allocation_fused_kernel_gives_the_while_loop_s_counts():
         loop, fused = np.asarray(run("xla")), np.asarray(run("interpret"))
         np.testing.assert_array_equal(fused, loop)
         assert (loop.sum(1) == n).mean() > 0.9
+
+
+def test_app_f_fused_trips_are_the_xla_iterations(trips=8):
+    """LT&S's paused App F iterations as one fused kernel (interpreted): from uniform and from a
+    carried run, on random plug-in parameters with masked (padded) arms and items, d = 2 (K = 13)
+    and d = 3 (K = 20): the weights v, the scale c and the iteration counts are the XLA loop's bit
+    for bit, ||lambda||^2, A, A^-1 and the relative change equal to rounding; a lane with
+    ``go`` False is returned as it came, and the kernel has no matrix product or gather."""
+    from jaxbandits.design import app_f
+
+    rng = np.random.default_rng(4)
+    for K, d in ((13, 2), (20, 3)):
+        X = rng.normal(size=(K, d))
+        arm_mask = jnp.asarray(np.arange(K) < K - 2)
+        item_mask = jnp.asarray(np.arange(K) < K - 1)
+        thetas = jnp.asarray(rng.normal(size=(6, d)))
+        go = jnp.asarray([True, True, True, True, True, False])
+        X = jnp.asarray(X)
+
+        def run(theta, g, kern):
+            st = app_f.incremental_start(X, None, arm_mask)
+            outs = []
+            for _ in range(4):  # four steps of a paused run (past a refactorisation at trips = 8)
+                if kern == "xla":
+                    Y, Yq, ym = app_f.oracle_fw_directions(X, theta, item_mask, X.dtype)
+                    new = app_f.incremental_trips(X, Y, Yq, ym, arm_mask, st, 1000, trips)
+                    st = tuple(jnp.where(g, a, b) for a, b in zip(new, st))
+                else:
+                    st = app_f.incremental_trips_fused(X, X, theta, item_mask, arm_mask, st, g, 1000, trips, kern)
+                outs.append(st)
+            return outs
+
+        ref = jax.jit(jax.vmap(lambda t, g: run(t, g, "xla")))(thetas, go)
+        got = jax.jit(jax.vmap(lambda t, g: run(t, g, "interpret")))(thetas, go)
+        for a, b in zip(ref, got):
+            for i in (0, 1, 5):   # v, c, k
+                np.testing.assert_array_equal(np.asarray(b[i]), np.asarray(a[i]))
+            for i in (2, 3, 4, 6):
+                np.testing.assert_allclose(np.asarray(b[i]), np.asarray(a[i]), rtol=1e-12, atol=1e-14)
+        start = app_f.incremental_start(X, None, arm_mask)
+        for i in range(7):  # the lane with go False: untouched
+            np.testing.assert_array_equal(np.asarray(got[-1][i][-1]), np.asarray(start[i]))
+        assert np.all(np.asarray(got[-1][5][:5]) > min(4 * trips, 40) - 1)
+        assert np.all(np.asarray(got[-1][0])[:, -2:] == 0.0)   # masked arms never get weight
+        jaxpr = jax.make_jaxpr(lambda t: app_f.incremental_trips_fused(X, X, t, item_mask, arm_mask, start, True,
+                                                                       1000, trips, "triton"))(thetas[0])
+        kernel = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "pallas_call"]
+        assert len(kernel) == 1
+        inner = _primitives(kernel[0].params["jaxpr"])
+        assert not inner & {"dot_general", "gather", "scatter", "scatter-add", "dynamic_slice"}, inner
+    with pytest.raises(ValueError, match="kernels must be 'triton' or 'interpret'"):
+        app_f.incremental_trips_fused(X, X, thetas[0], None, None, start, True, 1000, 8, "xla")
+    with pytest.raises(ValueError, match=r"d <= 8, got d = 9"):
+        app_f.incremental_trips_fused(jnp.ones((4, 9)), jnp.ones((4, 9)), jnp.ones(9), None, None,
+                                      app_f.incremental_start(jnp.eye(9)[:4], None, None), True, 1000, 8, "triton")

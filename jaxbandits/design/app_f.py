@@ -33,7 +33,7 @@ import numpy as np
 
 from jaxbandits.batching import argmax_fast, columns_dot, current_policy, fixed_trip_while, solve_where
 from jaxbandits.design.core import (SMALL_DIM, add_jitter, design_matrix, initial_design, inverse_design, masked_argmax,
-                                   oracle_directions, small_cholesky, small_inverse_factor)
+                                   oracle_directions, small_cholesky, small_forward, small_inverse_factor)
 
 
 # -- the rule -------------------------------------------------------------------------------------
@@ -55,17 +55,27 @@ def trip_bound(num_arms: int) -> int:
     return int(math.ceil(200.0 * math.sqrt(2.0 * num_arms)))
 
 
-def finish(X, lam, perp=None):
+def finish(X, lam, perp=None, gram=design_matrix):
     """App F's cutoff: lambda < 1e-5 set to 0 and renormalised, unless the thresholded design lost
     invertibility (the paper's pinv would then give a design that cannot estimate every
     direction; the unthresholded one is kept instead).  ``perp``: the null-space projector of
-    arms that do not span R^d (None: they do)."""
+    arms that do not span R^d (None: they do); ``gram``: how A(lambda) is summed
+    (:func:`gram_sum` in the fused program)."""
     thr = jnp.where(lam < 1e-5, 0.0, lam)
     thr = thr / jnp.sum(thr)
-    A = design_matrix(thr, X)
+    A = gram(thr, X)
     if perp is not None:
         A = A + perp
     return jnp.where(factorable(A), thr, lam)
+
+
+def gram_sum(lam, X):
+    """A(lambda) = sum_x lambda_x x x^T as one reduction over the arms: under ``vmap`` on a GPU one
+    kernel reading X and lambda, where :func:`jaxbandits.design.core.design_matrix`'s product is
+    a transposed copy of lambda_x x and a batched matrix product.  The same matrix up to the
+    order of its sums (the fused program's solves use A(lambda) only in decisions: whether it
+    factorises, the Frank-Wolfe's argmaxes and stopping tests)."""
+    return jnp.sum(lam[:, None, None] * (X[:, :, None] * X[:, None, :]), axis=0)
 
 
 def factorable(A):
@@ -204,20 +214,20 @@ def oracle_fw_directions(Z, theta, item_mask, dtype):
     return Y, Yq, ym
 
 
-def incremental_start(X, init, arm_mask):
+def incremental_start(X, init, arm_mask, gram=design_matrix):
     """The Frank-Wolfe state (v, c, ||lambda||^2, A, A^-1, k, relative change) at ``init`` (None:
-    uniform over the unmasked arms)."""
+    uniform over the unmasked arms); ``gram`` as in :func:`finish`."""
     dtype = X.dtype
     mask = jnp.ones((X.shape[0],), bool) if arm_mask is None else arm_mask
     lam0 = initial_design(mask, init, dtype)
-    A0 = design_matrix(lam0, X)
+    A0 = gram(lam0, X)
     return (lam0, jnp.ones((), dtype), jnp.sum(lam0 * lam0), A0, exact_inverse(A0), jnp.zeros((), jnp.int32),
             jnp.asarray(jnp.inf, dtype))
 
 
-def incremental_allocation(X, v, c):
+def incremental_allocation(X, v, c, gram=design_matrix):
     """:func:`finish` of the incremental state's weights lambda = c v."""
-    return finish(X, c * v)
+    return finish(X, c * v, gram=gram)
 
 
 def exact_inverse(A):
@@ -376,3 +386,184 @@ def _fixed_trip_run(X, Y, Yq, ym, arm_mask, st, max_iters: int, first_trips: int
             return _fw_blocks(X, Y, Yq, ym, arm_mask, st, max_iters, blocks)
         st = solve_where(incremental_running(st, max_iters), more, (X, Y, Yq, ym, arm_mask, st), st)
     return st
+
+
+# -- the incremental form as one fused kernel a step (GPUs) ---------------------------------------
+def fused_trips_supported(d: int) -> bool:
+    """Whether :func:`incremental_trips_fused` takes arms of dimension ``d``: its exact
+    refactorisation is :func:`exact_inverse`'s unrolled Cholesky (d <= ``SMALL_DIM``)."""
+    return int(d) <= SMALL_DIM
+
+
+def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters: int, trips: int, kernels: str):
+    """:func:`incremental_trips` on the directions of ``theta`` (:func:`oracle_fw_directions` of
+    ``Z``, ``item_mask``), computed as one fused kernel (:mod:`jaxbandits.design.kernels`): under
+    ``vmap`` one program a lane, which does nothing where ``go`` is False and otherwise forms the
+    directions and makes the ``trips`` iterations in registers, each skipped after App F's stop,
+    A^-1 refactorised exactly where k + 1 is a multiple of ``REFACTOR`` (as in the
+    ``while_loop``).  ``st``: the state (v, c, ||lambda||^2, A, A^-1, k, relative change) the
+    lane continues from; returns the state after the trips (``st`` itself where ``go`` is False).
+
+    The iterates are those of :func:`incremental_trips` on every lane whose argmaxes and stopping
+    tests decide alike.  The directions, A, A^-1 and ||lambda||^2 enter the run only through
+    those decisions (the max direction, the arm given the step, whether the relative change is
+    below 1 %), and the weights v and the scale c are computed from the decisions alone, by the
+    same operations: so v and c are the XLA loop's bit for bit unless a decision falls within
+    rounding of a tie.  The kernel sums in index order and does not contract ``a * b + c`` into
+    a fused multiply-add (Triton; XLA:CPU does), so A and A^-1 can differ from the XLA loop's in
+    their last bits.  For d <= ``SMALL_DIM`` (:func:`fused_trips_supported`); ``kernels``:
+    "triton" (GPUs) or "interpret" (the same kernel run by Pallas's interpreter)."""
+    from jax.experimental import pallas as pl
+
+    from jaxbandits.design import kernels as kern
+
+    if kernels not in ("triton", "interpret"):
+        raise ValueError(f"kernels must be 'triton' or 'interpret' for the fused form, got {kernels!r}")
+    X, Z = jnp.asarray(X), jnp.asarray(Z)
+    (K, d), M = X.shape, Z.shape[0]
+    if not fused_trips_supported(d):
+        raise ValueError(f"the fused App F iterations need d <= {SMALL_DIM}, got d = {d}")
+    dtype = X.dtype
+    Kp, Mp, dp = kern.power_of_two(K), kern.power_of_two(M), kern.power_of_two(d)
+    arm_mask = jnp.ones((K,), bool) if arm_mask is None else arm_mask
+    item_mask = jnp.ones((M,), bool) if item_mask is None else item_mask
+    pad2 = lambda a, r, c: jnp.pad(a, ((0, r - a.shape[0]), (0, c - a.shape[1])))  # noqa: E731
+    pad1 = lambda a, n: jnp.pad(a, (0, n - a.shape[0]))  # noqa: E731
+    v, c, n2, A, Ainv, k, rel = st
+    one = lambda a: jnp.reshape(a, (1,))  # noqa: E731
+    carry = (pad1(v, Kp), one(c), one(n2), pad2(A, dp, dp), pad2(Ainv, dp, dp), one(k), one(rel))
+    consts = (pad2(X, Kp, dp), pad2(Z, Mp, dp), pad1(theta.astype(dtype), dp),
+              pad1(item_mask.astype(jnp.int32), Mp), pad1(arm_mask.astype(jnp.int32), Kp),
+              one(jnp.asarray(go).astype(jnp.int32)))
+    pairs = [(a, b) for a, b in zip(*np.triu_indices(d))]
+    ent = lambda B, i, j: kern.entry(kern.row(B, i), j)  # noqa: E731  B[i, j], exact
+
+    def cdot(B, u):
+        """:func:`jaxbandits.batching.columns_dot` over the first d columns: B @ u in column order."""
+        out = kern.column(B, 0) * kern.entry(u, 0)
+        for i in range(1, d):
+            out = out + kern.column(B, i) * kern.entry(u, i)
+        return out
+
+    def first_argmax(h):
+        """:func:`jaxbandits.batching.argmax_fast`: the first index of the maximum."""
+        m = jnp.max(h)
+        return jnp.min(jnp.where(h == m, kern.iota(h.shape[0]), h.shape[0]))
+
+    def inverse(A):
+        """:func:`exact_inverse`: (A + eps I)^-1 by the unrolled Cholesky factor."""
+        tr = ent(A, 0, 0)
+        for i in range(1, d):
+            tr = tr + ent(A, i, i)
+        eps = 1e-13 * tr / d
+        aj = lambda i, j: ent(A, i, j) + (eps if i == j else 0.0)  # noqa: E731
+        S = [[0.5 * (aj(i, j) + aj(j, i)) for j in range(d)] for i in range(d)]
+        L, r = small_cholesky(_Entries(S))
+        ids = kern.iota(dp)
+        z = small_forward(L, r, [jnp.where(ids == i, 1.0, 0.0).astype(dtype) for i in range(d)])
+        out = z[0][:, None] * z[0][None, :]
+        for zi in z[1:]:
+            out = out + zi[:, None] * zi[None, :]
+        return out
+
+    def vdot(cols, u):
+        """sum_i cols[i] u[i] in column order (:func:`jaxbandits.batching.columns_dot`)."""
+        out = cols[0] * kern.entry(u, 0)
+        for i in range(1, d):
+            out = out + cols[i] * kern.entry(u, i)
+        return out
+
+    def iteration(carry, xs, ys, ym, am):
+        v, c, n2, A, Ainv, k, rel = carry
+        ids_d = kern.iota(dp)
+        # the vertex (:func:`_fw_vertex`): the max direction's u = A^-1 y
+        g = None
+        for a, b in pairs:
+            q = ys[a] * ys[b] * (1.0 if a == b else 2.0)
+            g = q * ent(Ainv, a, b) if g is None else g + q * ent(Ainv, a, b)
+        g = jnp.where(ym != 0, g, -jnp.inf)
+        i_max = first_argmax(g)
+        y = sum(jnp.where(ids_d == a, kern.entry(ys[a], i_max), 0.0) for a in range(d))
+        u = cdot(Ainv, y)
+        # the step (:func:`_fw_step`, :func:`_fw_small`)
+        h = vdot(xs, u)
+        h = h * h
+        h = jnp.where(am != 0, h, -jnp.inf)
+        j = first_argmax(h)
+        x = sum(jnp.where(ids_d == a, kern.entry(xs[a], j), 0.0) for a in range(d))
+        vj = kern.entry(v, j)
+        gam = step_size(k, dtype)
+        lj = c * vj
+        rel = gam * jnp.sqrt(jnp.maximum(n2 - 2.0 * lj + 1.0, 0.0)) / jnp.sqrt(n2)
+        c_new = c * (1.0 - gam)
+        n2 = (1.0 - gam) ** 2 * n2 + 2.0 * gam * (1.0 - gam) * lj + gam * gam
+        A = (1.0 - gam) * A + gam * (x[:, None] * x[None, :])
+        ux = cdot(Ainv, x)
+        r = gam / (1.0 - gam)
+        xux = kern.entry(x, 0) * kern.entry(ux, 0)
+        for i in range(1, d):
+            xux = xux + kern.entry(x, i) * kern.entry(ux, i)
+        sm = (Ainv - (r / (1.0 + r * xux)) * (ux[:, None] * ux[None, :])) / (1.0 - gam)
+        k1 = k + 1
+        Ainv = jnp.where(k1 % REFACTOR == 0, inverse(A), 0.5 * (sm + sm.T))
+        v = jnp.where(kern.iota(v.shape[0]) == j, v + gam / c_new, v)
+        return v, c_new, n2, A, Ainv, k1, rel
+
+    def kernel(*refs):
+        n = len(carry)
+        ins, outs = refs[:n + len(consts)], refs[n + len(consts):]
+        go_ref = ins[-1]
+
+        @pl.when(go_ref[...][0] == 0)
+        def _():
+            for i, o in zip(ins[:n], outs):
+                o[...] = i[...]
+
+        @pl.when(go_ref[...][0] != 0)
+        def _():
+            vals = [r[...] for r in ins[:n]]
+            st0 = tuple(vals[:1]) + tuple(a[0] for a in vals[1:3]) + tuple(vals[3:5]) + tuple(a[0] for a in vals[5:])
+            Xv, Zv, th, im, am = (r[...] for r in ins[n:n + 5])
+            # the directions (:func:`oracle_fw_directions`): (z* - z) / (z* - z)^T theta
+            vals_z = cdot(Zv, th)
+            star = first_argmax(jnp.where(im != 0, vals_z, -jnp.inf))
+            diff = kern.row(Zv, star)[None, :] - Zv
+            gaps = cdot(diff, th)
+            ym = (im != 0) & (kern.iota(Mp) != star)
+            safe = jnp.where(ym & (gaps > 0), gaps, 1.0)
+            Y = diff / safe[:, None]
+            Y = jnp.where((ym & (gaps <= 0))[:, None], diff * 1e150, Y)
+            ymi = ym.astype(jnp.int32)
+            xs = [kern.column(Xv, i) for i in range(d)]  # the columns, once: an iteration reads no matrix
+            ys = [kern.column(Y, i) for i in range(d)]
+
+            def trip(_, s):
+                on = (s[5] < max_iters) & (s[6] >= 0.01)  # :func:`running`
+                return jax.lax.cond(on, lambda s: iteration(s, xs, ys, ymi, am), lambda s: s, s)
+
+            out = jax.lax.fori_loop(0, int(trips), trip, st0)
+            for ref, a in zip(outs, out):
+                ref[...] = a if a.ndim else jnp.reshape(a, (1,))
+
+    out_shape = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in carry)
+    if kernels == "interpret":
+        call = pl.pallas_call(kernel, out_shape=out_shape, interpret=True)
+    else:
+        from jax.experimental.pallas import triton as plt
+
+        warps = max(1, min(8, max(Kp, Mp) * dp // 256))
+        call = pl.pallas_call(kernel, out_shape=out_shape,
+                              compiler_params=plt.CompilerParams(num_warps=warps, num_stages=1))
+    v, c, n2, A, Ainv, k, rel = call(*carry, *consts)
+    return v[:K], c[0], n2[0], A[:d, :d], Ainv[:d, :d], k[0], rel[0]
+
+
+class _Entries:
+    """A nested list of scalars indexed as a matrix (``S[i, j]``), for :func:`small_cholesky`."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.shape = (len(rows), len(rows))
+
+    def __getitem__(self, ij):
+        return self.rows[ij[0]][ij[1]]

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import hyperparameter
-from jaxbandits.batching import current_policy, solve_where
+from jaxbandits.batching import KERNELS, current_policy, solve_where
 from jaxbandits.design import app_f, oracle_allocation
 from jaxbandits.design.app_f import paper_frank_wolfe
 from jaxbandits.instances.base import Instance
@@ -287,6 +287,7 @@ class LazyTracking(SamplingRule):
     solve_capacity: int | None = hyperparameter(None, count=1)
     pause_trips: int = hyperparameter(8, count=1)
     batched: bool = False
+    kernels: str = "xla"
 
     def __post_init__(self):
         if self.schedule not in SCHEDULES:
@@ -301,6 +302,8 @@ class LazyTracking(SamplingRule):
         if not (isinstance(trips, int) and not isinstance(trips, bool) and trips >= 1
                 and (app_f.REFACTOR % trips == 0 or trips % app_f.REFACTOR == 0)):
             raise ValueError(f"pause_trips must be a positive divisor or multiple of {app_f.REFACTOR}, got {trips!r}")
+        if self.kernels not in KERNELS:
+            raise ValueError(f"kernels must be one of {KERNELS}, got {self.kernels!r}")
 
     def pauses(self) -> bool:
         """Whether a lane is held for its allocation update (``pause_trips`` Frank-Wolfe iterations
@@ -419,17 +422,27 @@ class LazyTracking(SamplingRule):
         max_iters, trips = int(self.max_iters), int(self.pause_trips)
         carry = (old.v, old.c, old.n2, old.A, old.Ainv, old.k, old.rel)
 
-        def advance(X, Z, theta, w, carry, start, masks):  # no closed-over tracers (custom_vmap)
+        if self.kernels != "xla" and app_f.fused_trips_supported(X.shape[1]):
+            # one fused kernel over every lane (GPUs), in which only the lanes in a run iterate
             arm_mask, item_mask = masks
-            Y, Yq, ym = app_f.oracle_fw_directions(Z, theta, item_mask, dtype)
-            fresh = app_f.incremental_start(X, w if self.warm_start else None, arm_mask)
+            fresh = app_f.incremental_start(X, state.w if self.warm_start else None, arm_mask, app_f.gram_sum)
             st = tuple(jnp.where(start, a, b) for a, b in zip(fresh, carry))
-            st = app_f.incremental_trips(X, Y, Yq, ym, arm_mask, st, max_iters, trips)
-            return st, app_f.incremental_running(st, max_iters), app_f.incremental_allocation(X, st[0], st[1])
+            st = app_f.incremental_trips_fused(X, Z, belief.theta, item_mask, arm_mask, st, go, max_iters, trips,
+                                               self.kernels)
+            running = go & app_f.incremental_running(st, max_iters)
+            new = app_f.incremental_allocation(X, st[0], st[1], app_f.gram_sum)
+        else:
+            def advance(X, Z, theta, w, carry, start, masks):  # no closed-over tracers (custom_vmap)
+                arm_mask, item_mask = masks
+                Y, Yq, ym = app_f.oracle_fw_directions(Z, theta, item_mask, dtype)
+                fresh = app_f.incremental_start(X, w if self.warm_start else None, arm_mask)
+                st = tuple(jnp.where(start, a, b) for a, b in zip(fresh, carry))
+                st = app_f.incremental_trips(X, Y, Yq, ym, arm_mask, st, max_iters, trips)
+                return st, app_f.incremental_running(st, max_iters), app_f.incremental_allocation(X, st[0], st[1])
 
-        st, running, new = solve_where(
-            go, advance, (X, Z, belief.theta, state.w, carry, start, masks),
-            (carry, jnp.zeros((), bool), state.w), self.solve_capacity)
+            st, running, new = solve_where(
+                go, advance, (X, Z, belief.theta, state.w, carry, start, masks),
+                (carry, jnp.zeros((), bool), state.w), self.solve_capacity)
         fin = go & ~running
         # as the one-step update: a failed solve keeps the previous allocation; sum_{s <= t - 1} w(s)
         # with the old w, then w(t) = new

@@ -227,7 +227,8 @@ class LazyTrackAndStop(Composed):
         sampling = LazyTracking(averaging=self.averaging, schedule=self.schedule, factor=self.factor,
                                 period=self.period, first_update=self.first_update, method=self.method, tol=self.tol,
                                 max_iters=self.max_iters, warm_start=self.warm_start,
-                                solve_capacity=self.solve_capacity, pause_trips=self.pause_trips, batched=batched)
+                                solve_capacity=self.solve_capacity, pause_trips=self.pause_trips, batched=batched,
+                                kernels=self.policy.kernels)
         stopping = SpanningGLR(a0_prior=self.a0_prior, u=self.u, anytime=self.anytime, threshold=self.threshold,
                                batched=batched)
         return Composition(sampling, stopping, delta=self.delta, sigma=self.sigma, name=type(self).__name__)
