@@ -281,3 +281,54 @@ def test_app_f_fused_trips_are_the_xla_iterations(trips=8):
     with pytest.raises(ValueError, match=r"d <= 8, got d = 9"):
         app_f.incremental_trips_fused(jnp.ones((4, 9)), jnp.ones((4, 9)), jnp.ones(9), None, None,
                                       app_f.incremental_start(jnp.eye(9)[:4], None, None), True, 1000, 8, "triton")
+
+
+def test_xy_paper_run_fused_is_the_xla_run():
+    """RAGE's App F run over the pairs of items as one fused kernel (interpreted) against the XLA
+    iterations with the same trip bound: the designs and iteration counts bit for bit, on random
+    arms and items with masked (padded) items and arms, d = 5 (Soare's K = 6, M = 6) and d = 3
+    (K = 10, M = 12); a lane with ``go`` False is returned as it came."""
+    from jaxbandits.design import app_f, minimax
+
+    rng = np.random.default_rng(0)
+    for K, d, M in ((6, 5, 6), (10, 3, 12)):
+        L = 12
+        X = jnp.asarray(rng.normal(size=(K, d)))
+        Zs = jnp.asarray(rng.normal(size=(L, M, d)))
+        ims = jnp.asarray(rng.random((L, M)) < 0.8)
+        am = jnp.asarray(np.arange(K) < K - 1)
+        go = jnp.asarray(np.arange(L) < L - 1)
+        trips = min(1000, app_f.trip_bound(K))
+        start = lambda Z, im: minimax.xy_paper_start(X, Z, item_mask=im, arm_mask=am)  # noqa: E731
+        ref = jax.jit(jax.vmap(lambda Z, im: minimax.xy_paper_iterate(
+            X, Z, start(Z, im), item_mask=im, arm_mask=am, max_iters=1000, trips=trips)))(Zs, ims)
+        got = jax.jit(jax.vmap(lambda Z, im, g: minimax.xy_paper_run_fused(
+            X, Z, start(Z, im), g, item_mask=im, arm_mask=am, max_iters=1000, trips=trips,
+            kernels="interpret")))(Zs, ims, go)
+        np.testing.assert_array_equal(np.asarray(got.lam)[:-1], np.asarray(ref.lam)[:-1])
+        np.testing.assert_array_equal(np.asarray(got.k)[:-1], np.asarray(ref.k)[:-1])
+        assert np.all(np.asarray(got.k)[:-1] > 50) and int(got.k[-1]) == 0
+        np.testing.assert_array_equal(np.asarray(got.lam)[-1], np.asarray(start(Zs[-1], ims[-1]).lam))
+        assert np.all(np.asarray(got.lam)[:, -1] == 0.0)  # the masked arm
+    with pytest.raises(ValueError, match="kernels must be 'triton' or 'interpret'"):
+        minimax.xy_paper_run_fused(X, Zs[0], start(Zs[0], ims[0]), True, max_iters=10, trips=10, kernels="xla")
+
+
+def test_rage_accelerator_program_with_its_fused_run_gives_the_cpu_program_s_replications(monkeypatch):
+    """RAGE through simulate on Soare's d = 5 instance (omega = 0.1): the accelerator program with
+    App F's runs as fused kernels, interpreted on the CPU, against the CPU program, every
+    replication's answer, samples and pulls equal."""
+    from jaxbandits import algorithms as A
+    from jaxbandits.engine import simulate
+
+    inst = seeds.soare_benchmark(5, omega=0.1)
+    cpu = simulate(A.RAGE(), inst, jax.random.key(11), 24, 10**7, record_pulls=True, lanes=24)
+    with monkeypatch.context() as mp:
+        mp.setattr(batching, "solve_for", lambda platform, lanes: batching.SolvePolicy(
+            batched=True, capacity=max(1, int(lanes)), kernels="interpret"))
+        acc = simulate(A.RAGE(), inst, jax.random.key(11), 24, 10**7, record_pulls=True, lanes=24)
+        assert acc.layout.batched_solve and not cpu.layout.batched_solve
+    np.testing.assert_array_equal(acc.answer, cpu.answer)
+    np.testing.assert_array_equal(acc.pulls, cpu.pulls)
+    np.testing.assert_array_equal(acc.samples, cpu.samples)
+    assert cpu.correct.mean() > 0.9

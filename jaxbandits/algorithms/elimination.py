@@ -23,7 +23,7 @@ from jaxbandits.design.core import SMALL_DIM, pair_table
 from jaxbandits.instances.base import Instance
 
 def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=None, arm_mask=None,
-                        fixed_trips: bool = False):
+                        fixed_trips: bool = False, kernels: str = "xla"):
     """(lambda, rho) of the XY design over Y(Z_active) (:func:`jaxbandits.design.xy_allocation`),
     solved on the active items gathered into the smallest buffer of :func:`item_buckets` that
     holds them.
@@ -36,7 +36,9 @@ def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=N
     bucket, each lane's solve runs its own number of iterations, and a bucket no lane needs costs
     nothing.  ``arm_mask``: the real arms of a padded instance (padded ones get weight 0).
     ``fixed_trips``: App F's runs as loops of trip counts known at compile time (the caller's
-    accelerator policy, :attr:`jaxbandits.batching.SolvePolicy.batched`), the same designs.
+    accelerator policy, :attr:`jaxbandits.batching.SolvePolicy.batched`), the same designs;
+    ``kernels`` (the policy's :attr:`~jaxbandits.batching.SolvePolicy.kernels`): with fused
+    kernels (GPUs) each lane's App F run is one kernel (:func:`_paper_bucket`).
     """
     from jaxbandits.batching import solve_where
 
@@ -49,7 +51,7 @@ def compacted_xy_design(X, Z, active, init, *, tol, max_iters, method, buckets=N
     for B in buckets:
         if method == "paper" and B <= BATCHED_FW_MAX_ITEMS:
             out = _paper_bucket(X, Z, active, init, B, (count > lo) & (count <= B), max_iters, arm_mask, out,
-                                fixed_trips)
+                                fixed_trips, kernels)
             lo = B
             continue
 
@@ -72,7 +74,7 @@ BATCHED_FW_ITERS = 32
 BATCHED_FW_MAX_ITEMS = 64
 
 
-def _paper_bucket(X, Z, active, init, B, here, max_iters, arm_mask, out, fixed: bool):
+def _paper_bucket(X, Z, active, init, B, here, max_iters, arm_mask, out, fixed: bool, kernels: str = "xla"):
     """(lambda, rho) of App F's Frank-Wolfe over the active items gathered into a buffer of B,
     where ``here``, else ``out``: the XY design of :func:`compacted_xy_design` with
     ``method="paper"``, whose iteration count depends on the data.
@@ -89,7 +91,10 @@ def _paper_bucket(X, Z, active, init, B, here, max_iters, arm_mask, out, fixed: 
     certificate; :func:`jaxbandits.design.minimax.xy_paper_value`).  With ``fixed`` (the accelerator
     policy) both parts are loops of a trip count known at compile time: ``BATCHED_FW_ITERS`` iterations, then the continuation to the iteration by which
     the run has surely stopped (:func:`jaxbandits.design.app_f.trip_bound`), the
-    iterations after the stop leaving the design unchanged: the same designs.
+    iterations after the stop leaving the design unchanged: the same designs.  With fused kernels
+    (``kernels`` "triton" on GPUs, d <= 8) the whole run is one kernel over every lane instead
+    (:func:`jaxbandits.design.minimax.xy_paper_run_fused`: a lane with no solve here runs none,
+    the others each to their own stop, at most that bound), with no ``solve_where``.
     """
     from jaxbandits.batching import solve_where
     from jaxbandits.design import minimax
@@ -102,6 +107,11 @@ def _paper_bucket(X, Z, active, init, B, here, max_iters, arm_mask, out, fixed: 
     im = jnp.arange(B) < jnp.sum(active)
     st = minimax.xy_paper_start(X, Zb, item_mask=im, arm_mask=arm_mask, init=init)
     st = st._replace(rel=jnp.where(here, st.rel, 0.0))     # no solve in this bucket: stopped
+    if kernels != "xla" and app_f.fused_trips_supported(X.shape[1]):
+        st = minimax.xy_paper_run_fused(X, Zb, st, here, item_mask=im, arm_mask=arm_mask, max_iters=max_iters,
+                                        trips=first + rest, kernels=kernels)
+        lam, rho = minimax.xy_paper_value(X, Zb, st, item_mask=im, arm_mask=arm_mask)
+        return jnp.where(here, lam.astype(X.dtype), out[0]), jnp.where(here, rho.astype(X.dtype), out[1])
     st = minimax.xy_paper_iterate(X, Zb, st, item_mask=im, arm_mask=arm_mask, max_iters=first,
                                   trips=first if fixed else None)
 

@@ -436,35 +436,10 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
               pad1(item_mask.astype(jnp.int32), Mp), pad1(arm_mask.astype(jnp.int32), Kp),
               one(jnp.asarray(go).astype(jnp.int32)))
     pairs = [(a, b) for a, b in zip(*np.triu_indices(d))]
-    ent = lambda B, i, j: kern.entry(kern.row(B, i), j)  # noqa: E731  B[i, j], exact
-
-    def cdot(B, u):
-        """:func:`jaxbandits.batching.columns_dot` over the first d columns: B @ u in column order."""
-        out = kern.column(B, 0) * kern.entry(u, 0)
-        for i in range(1, d):
-            out = out + kern.column(B, i) * kern.entry(u, i)
-        return out
-
-    def first_argmax(h):
-        """:func:`jaxbandits.batching.argmax_fast`: the first index of the maximum."""
-        m = jnp.max(h)
-        return jnp.min(jnp.where(h == m, kern.iota(h.shape[0]), h.shape[0]))
-
-    def inverse(A):
-        """:func:`exact_inverse`: (A + eps I)^-1 by the unrolled Cholesky factor."""
-        tr = ent(A, 0, 0)
-        for i in range(1, d):
-            tr = tr + ent(A, i, i)
-        eps = 1e-13 * tr / d
-        aj = lambda i, j: ent(A, i, j) + (eps if i == j else 0.0)  # noqa: E731
-        S = [[0.5 * (aj(i, j) + aj(j, i)) for j in range(d)] for i in range(d)]
-        L, r = small_cholesky(_Entries(S))
-        ids = kern.iota(dp)
-        z = small_forward(L, r, [jnp.where(ids == i, 1.0, 0.0).astype(dtype) for i in range(d)])
-        out = z[0][:, None] * z[0][None, :]
-        for zi in z[1:]:
-            out = out + zi[:, None] * zi[None, :]
-        return out
+    ent = kernel_entry
+    cdot = lambda B, u: kernel_columns_dot(B, u, d)  # noqa: E731
+    first_argmax = kernel_first_argmax
+    inverse = lambda A: kernel_exact_inverse(A, d)  # noqa: E731
 
     def vdot(cols, u):
         """sum_i cols[i] u[i] in column order (:func:`jaxbandits.batching.columns_dot`)."""
@@ -556,6 +531,56 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
                               compiler_params=plt.CompilerParams(num_warps=warps, num_stages=1))
     v, c, n2, A, Ainv, k, rel = call(*carry, *consts)
     return v[:K], c[0], n2[0], A[:d, :d], Ainv[:d, :d], k[0], rel[0]
+
+
+# -- kernel arithmetic shared by the fused App F runs ---------------------------------------------
+def kernel_entry(B, i, j):
+    """B[i, j] inside a fused kernel (traced or static indices; exact)."""
+    from jaxbandits.design import kernels as kern
+
+    return kern.entry(kern.row(B, i), j)
+
+
+def kernel_columns_dot(B, u, d: int):
+    """:func:`jaxbandits.batching.columns_dot` over the first ``d`` columns of B, inside a fused
+    kernel: B @ u as the columns scaled by u's entries, added in column order."""
+    from jaxbandits.design import kernels as kern
+
+    out = kern.column(B, 0) * kern.entry(u, 0)
+    for i in range(1, d):
+        out = out + kern.column(B, i) * kern.entry(u, i)
+    return out
+
+
+def kernel_first_argmax(h):
+    """:func:`jaxbandits.batching.argmax_fast` inside a fused kernel: the first index of the
+    maximum (the length of h where none equals it: a NaN)."""
+    from jaxbandits.design import kernels as kern
+
+    m = jnp.max(h)
+    return jnp.min(jnp.where(h == m, kern.iota(h.shape[0]), h.shape[0]))
+
+
+def kernel_exact_inverse(A, d: int):
+    """:func:`exact_inverse` of the leading d x d block of A [dp, dp] inside a fused kernel:
+    (A + eps I)^-1 (eps = 1e-13 tr(A) / d), symmetrised, by :func:`small_cholesky`'s unrolled factor
+    and forward substitution, as L^-T L^-1 summed row by row; zero outside the block."""
+    from jaxbandits.design import kernels as kern
+
+    dp = A.shape[0]
+    tr = kernel_entry(A, 0, 0)
+    for i in range(1, d):
+        tr = tr + kernel_entry(A, i, i)
+    eps = 1e-13 * tr / d
+    aj = lambda i, j: kernel_entry(A, i, j) + (eps if i == j else 0.0)  # noqa: E731
+    S = [[0.5 * (aj(i, j) + aj(j, i)) for j in range(d)] for i in range(d)]
+    L, r = small_cholesky(_Entries(S))
+    ids = kern.iota(dp)
+    z = small_forward(L, r, [jnp.where(ids == i, 1.0, 0.0).astype(A.dtype) for i in range(d)])
+    out = z[0][:, None] * z[0][None, :]
+    for zi in z[1:]:
+        out = out + zi[:, None] * zi[None, :]
+    return out
 
 
 class _Entries:

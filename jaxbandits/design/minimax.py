@@ -39,7 +39,7 @@ import jax.numpy as jnp
 
 from jaxbandits.batching import fixed_trip_while
 from jaxbandits.design.app_f import PaperFW, dense_iterate, dense_solve, finish
-from jaxbandits.design.core import (DesignSolution, as_float, full_mask, initial_design,
+from jaxbandits.design.core import (SMALL_DIM, DesignSolution, as_float, full_mask, initial_design,
                                     inverse_design, masked_argmax, masked_argmin, null_projector, oracle_directions,  # noqa: F401
                                     pair_table, quad_norms)
 from jaxbandits.stats import kl_bernoulli
@@ -407,6 +407,124 @@ def xy_paper_value(X, Z, state: PaperFW, *, item_mask=None, arm_mask=None):
     X, mask, perp, dirs = _xy_setup(X, Z, item_mask, arm_mask)
     lam = finish(X, state.lam, perp)
     return lam, jnp.max(dirs.norms(inverse_design(lam, X, perp)))
+
+
+def xy_paper_run_fused(X, Z, state: PaperFW, go, *, item_mask=None, arm_mask=None, max_iters=5_000,
+                       trips: int, kernels: str) -> PaperFW:
+    """:func:`xy_paper_iterate` with ``trips`` (App F's iterations from ``state`` while they
+    run, at most ``trips``), computed as one fused kernel (:mod:`jaxbandits.design.kernels`):
+    under ``vmap`` one program a lane, which does nothing where ``go`` is False and otherwise makes
+    its own run in registers, the iterations after its stop branched over.  Each iteration forms
+    A(lambda) + P_perp summed over the arms in order, inverts it with
+    :func:`~jaxbandits.design.app_f.exact_inverse`'s jitter and unrolled Cholesky, takes the pair
+    of items of largest ||z_i - z_j||^2_{A^-1} (the pair table of :func:`_pairs`, differences first
+    and coordinates in order; its first maximiser in the same row-major order), the arm
+    maximising (x^T A^-1 y)^2 and App F's step.
+
+    The design enters the iteration's arithmetic only through its decisions (the pair, the arm,
+    the 1 % test), and lambda is computed from those decisions alone by the same operations
+    ((1 - gamma) lambda, then gamma added to the chosen arm): it is :func:`xy_paper_iterate`'s bit
+    for bit unless a decision falls within rounding of a tie.  ``state``: the run so far (k, the
+    relative change); ``kernels``: "triton" (GPUs) or "interpret" (Pallas's interpreter).  For
+    d <= ``SMALL_DIM``."""
+    from jax.experimental import pallas as pl
+
+    from jaxbandits.design.app_f import (fused_trips_supported, kernel_columns_dot, kernel_entry, kernel_exact_inverse,
+                                         kernel_first_argmax, step_size)
+
+    if kernels not in ("triton", "interpret"):
+        raise ValueError(f"kernels must be 'triton' or 'interpret' for the fused form, got {kernels!r}")
+    X, mask, perp, _ = _xy_setup(X, Z, item_mask, arm_mask)
+    Z = as_float(Z)
+    (K, d), M = X.shape, Z.shape[0]
+    if not fused_trips_supported(d):
+        raise ValueError(f"the fused App F run needs d <= {SMALL_DIM}, got d = {d}")
+    dtype = X.dtype
+    item_mask = full_mask(item_mask, M)
+    Kp, Mp, dp = power_of_two(K), power_of_two(M), power_of_two(d)
+    pad2 = lambda a, r, c: jnp.pad(a, ((0, r - a.shape[0]), (0, c - a.shape[1])))  # noqa: E731
+    pad1 = lambda a, n: jnp.pad(a, (0, n - a.shape[0]))  # noqa: E731
+    one = lambda a: jnp.reshape(a, (1,))  # noqa: E731
+    carry = (pad1(state.lam.astype(dtype), Kp), one(state.k.astype(jnp.int32)), one(state.rel.astype(dtype)))
+    consts = (pad2(X, Kp, dp), pad2(Z.astype(dtype), Mp, dp), pad2(perp.astype(dtype), dp, dp),
+              pad1(item_mask.astype(jnp.int32), Mp), pad1(mask.astype(jnp.int32), Kp),
+              one(jnp.asarray(go).astype(jnp.int32)))
+    n_trips = int(trips)
+
+    def iteration(carry, xs, xcols, Zv, zs, im, am, P):
+        lam, k, _ = carry
+        ids_d = kern.iota(dp)
+        # A(lambda) + P_perp (the arms in order), then (A + eps I)^-1
+        A = None
+        for a in range(K):
+            x = sum(jnp.where(ids_d == i, xs[i][a], 0.0) for i in range(d))
+            term = kern.entry(lam, a) * (x[:, None] * x[None, :])
+            A = term if A is None else A + term
+        Ainv = kernel_exact_inverse(A + P, d)
+        # the pair table of _pairs (w = A^-1 z; differences first, coordinates in order)
+        ws = [kernel_columns_dot(Zv, kern.row(Ainv, c), d) for c in range(d)]
+        G = None
+        for c in range(d):
+            term = (ws[c][:, None] - ws[c][None, :]) * (zs[c][:, None] - zs[c][None, :])
+            G = term if G is None else G + term
+        iu = kern.iota(Mp)
+        ok = (im[:, None] != 0) & (im[None, :] != 0) & (iu[:, None] < iu[None, :]) & (iu[None, :] < M)
+        G = jnp.where(ok, G, -jnp.inf)
+        m = jnp.max(G, axis=1)
+        cols = jnp.min(jnp.where(G == m[:, None], iu[None, :], M - 1), axis=1)
+        top = jnp.max(m)
+        i = jnp.minimum(jnp.min(jnp.where(m == top, iu, Mp - 1)), M - 1)
+        j = kern.entry(cols, i)
+        y = sum(jnp.where(ids_d == c, kern.entry(zs[c], i) - kern.entry(zs[c], j), 0.0) for c in range(d))
+        # the arm of largest (x^T A^-1 y)^2, and App F's step
+        u = kernel_columns_dot(Ainv, y, d)
+        h = None
+        for c in range(d):
+            term = xcols[c] * kern.entry(u, c)
+            h = term if h is None else h + term
+        h = jnp.where(am != 0, h * h, -jnp.inf)
+        arm = kernel_first_argmax(h)
+        gam = step_size(k, dtype)
+        new = (1.0 - gam) * lam
+        new = jnp.where(kern.iota(Kp) == arm, new + gam, new)
+        rel = jnp.sqrt(jnp.sum((new - lam) ** 2)) / jnp.sqrt(jnp.sum(lam ** 2))
+        return new, k + 1, rel
+
+    def kernel(*refs):
+        n = len(carry)
+        ins, outs = refs[:n + len(consts)], refs[n + len(consts):]
+
+        @pl.when(ins[-1][...][0] == 0)
+        def _():
+            for i, o in zip(ins[:n], outs):
+                o[...] = i[...]
+
+        @pl.when(ins[-1][...][0] != 0)
+        def _():
+            lam, k, rel = ins[0][...], ins[1][...][0], ins[2][...][0]
+            Xv, Zv, P, im, am = (r[...] for r in ins[n:n + 5])
+            xcols = [kern.column(Xv, c) for c in range(d)]
+            xs = [[kernel_entry(Xv, a, c) for a in range(K)] for c in range(d)]
+            zs = [kern.column(Zv, c) for c in range(d)]
+
+            def trip(_, s):
+                on = (s[1] < max_iters) & (s[2] >= 0.01)  # :func:`~jaxbandits.design.app_f.running`
+                return jax.lax.cond(on, lambda s: iteration(s, xs, xcols, Zv, zs, im, am, P), lambda s: s, s)
+
+            out = jax.lax.fori_loop(0, n_trips, trip, (lam, k, rel))
+            for ref, a in zip(outs, out):
+                ref[...] = a if a.ndim else jnp.reshape(a, (1,))
+
+    out_shape = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in carry)
+    if kernels == "interpret":
+        call = pl.pallas_call(kernel, out_shape=out_shape, interpret=True)
+    else:
+        from jax.experimental.pallas import triton as plt
+
+        call = pl.pallas_call(kernel, out_shape=out_shape,
+                              compiler_params=plt.CompilerParams(num_warps=1, num_stages=1))
+    lam, k, rel = call(*carry, *consts)
+    return PaperFW(lam[:K].astype(state.lam.dtype), k[0].astype(state.k.dtype), rel[0].astype(state.rel.dtype))
 
 
 def _check_fixed_trips(fixed_trips, max_iters, method):

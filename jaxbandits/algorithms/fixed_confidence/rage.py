@@ -169,7 +169,7 @@ class RAGE(Algorithm):
             need = state.active if cached is None else state.active & (state.phase > 1)
             need = need & (jnp.sum(state.active) > 1)
             alloc, rho = compacted_xy_design(X, Z, need, state.design, arm_mask=instance.arm_mask,
-                                             fixed_trips=self.policy.batched, **kw)
+                                             fixed_trips=self.policy.batched, kernels=self.policy.kernels, **kw)
         else:
             sol = design.xy_allocation(X, Z, item_mask=state.active, arm_mask=instance.arm_mask, init=state.design, **kw)
             alloc, rho = sol.allocation, sol.value
