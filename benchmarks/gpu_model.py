@@ -21,9 +21,10 @@ then read, per algorithm on its seed instance (``benchmarks/devices.py``'s workl
   (Cholesky, LU, eigendecompositions, triangular solves; not matrix products): on small matrices
   they cost a GPU far more than a kernel launch (:data:`T_SOLVER`);
 * **predicted replications/s**: ``lanes * efficiency / (steps per replication * step time)`` with
-  step time ``kernels * T_KERNEL + syncs * T_SYNC + HBM bytes / BANDWIDTH + solver calls * lanes *
-  d^2 * T_SOLVER`` (HBM bytes: operands and results of every kernel of a step; d the instance's
-  dimension).  Steps per replication come from a short CPU run
+  step time ``kernels * T_KERNEL + syncs * T_SYNC + HBM bytes / BANDWIDTH + solver entries *
+  T_SOLVER`` (HBM bytes: operands and results of every kernel of a step; solver entries: the
+  entries of the solver calls' matrices, lanes * d^2 for a call batched over the lanes, d^2 for
+  one on a matrix the lanes share).  Steps per replication come from a short CPU run
   (``--reps``); lane efficiency is taken as 0.9.
 
 The constants are fitted by hand to H100 measurements of 2026-11-23 (jax 0.11.2, the library at
@@ -235,13 +236,16 @@ class Cost:
     bytes: float = 0.0
     loops: list = dataclasses.field(default_factory=list)  # data-dependent whiles: labels
     solver_calls: float = 0.0  # of the kernels, batched solver library calls (:func:`solver_call`)
+    # the entries of those calls' matrices (their first operands', all of a batch): what a call costs
+    solver_entries: float = 0.0
 
     def __add__(self, o):
         return Cost(self.kernels + o.kernels, self.syncs + o.syncs, self.bytes + o.bytes, self.loops + o.loops,
-                    self.solver_calls + o.solver_calls)
+                    self.solver_calls + o.solver_calls, self.solver_entries + o.solver_entries)
 
     def __mul__(self, k):
-        return Cost(self.kernels * k, self.syncs * k, self.bytes * k, self.loops, self.solver_calls * k)
+        return Cost(self.kernels * k, self.syncs * k, self.bytes * k, self.loops, self.solver_calls * k,
+                    self.solver_entries * k)
 
 
 def cost(comps: dict, name: str, unknown_trips: float, memo=None) -> Cost:
@@ -270,8 +274,10 @@ def cost(comps: dict, name: str, unknown_trips: float, memo=None) -> Cost:
             c = c + cost(comps, i.called["to_apply"][0] if "to_apply" in i.called else i.called["calls"][0],
                          unknown_trips, memo)
         elif i.op not in _NO_KERNEL:
+            solver = i.op == "custom-call" and solver_call(i.target)
             c = c + Cost(kernels=1, bytes=i.out_bytes + sum(shapes.get(o, 0) for o in i.operands),
-                         solver_calls=1.0 if i.op == "custom-call" and solver_call(i.target) else 0.0)
+                         solver_calls=1.0 if solver else 0.0,
+                         solver_entries=shapes.get(i.operands[0], 0) / 8.0 if solver and i.operands else 0.0)
     memo[name] = c
     return c
 
@@ -499,8 +505,12 @@ def predict(per_step: Cost, lanes: int, steps: float, dim: int = 0, block_steps:
     (:func:`occupied_steps`), the step time from its kernels, host syncs, HBM bytes, its solver
     calls on ``dim`` x ``dim`` matrices and the ``fused_ops`` element operations a lane of its
     fused kernels (:func:`fused_ops_per_step`, at ``FP64_OPS``)."""
+    # a solver call is charged T_SOLVER an entry of its matrices: lanes x d^2 for a call batched
+    # over the lanes, d^2 for one on a matrix the lanes share (the instance's, computed once);
+    # rows written before the entries were counted charge every call lanes x d^2
+    entries = per_step.solver_entries if per_step.solver_entries else per_step.solver_calls * lanes * dim**2
     t = (per_step.kernels * T_KERNEL + per_step.syncs * T_SYNC + per_step.bytes / BANDWIDTH
-         + per_step.solver_calls * lanes * dim**2 * T_SOLVER + fused_ops * lanes / FP64_OPS)
+         + entries * T_SOLVER + fused_ops * lanes / FP64_OPS)
     return lanes * EFFICIENCY / (occupied_steps(steps, block_steps) * t)
 
 
@@ -548,7 +558,8 @@ def main(argv=None) -> int:
                 row["steps_per_rep"] = next((v for k, v in STEPS_PER_REP.items() if row["name"].startswith(k)), None)
             if row.get("steps_per_rep"):
                 c = Cost(row["kernels_per_step"], row["syncs_per_step"], row["hbm_bytes_per_step"],
-                         solver_calls=row.get("solver_calls_per_step", 0.0))
+                         solver_calls=row.get("solver_calls_per_step", 0.0),
+                         solver_entries=row.get("solver_entries_per_step", 0.0))
                 row["predicted_reps_per_s"] = predict(c, row["lanes"], row["steps_per_rep"], row.get("dim", 0),
                                                      row.get("block_steps", 1), row.get("fused_ops_per_step", 0.0))
                 row["prediction_is_upper_bound"] = bool(row["loops_left"])
@@ -579,7 +590,8 @@ def main(argv=None) -> int:
             continue
         per_step, _ = step_cost(text, info["block_steps"], args.unknown_trips)
         row.update(info, kernels_per_step=per_step.kernels, syncs_per_step=per_step.syncs,
-                   solver_calls_per_step=per_step.solver_calls, dim=int(w.instance.dim),
+                   solver_calls_per_step=per_step.solver_calls, solver_entries_per_step=per_step.solver_entries,
+                   dim=int(w.instance.dim),
                    hbm_bytes_per_step=per_step.bytes, loops_left=sorted(set(per_step.loops)),
                    fused_ops_per_step=fused_ops_per_step(w))
         row.pop("error", None)
