@@ -131,7 +131,9 @@ def test_a_study_row_cut_in_its_first_wave_reports_its_compile(tmp_path):
 
 def test_gpu_model_counts_solver_calls_and_charges_them():
     """A cuSOLVER or triangular-solve custom call is counted as a solver call (a matrix product is
-    not), and the predicted rate charges each lanes x d^2 x T_SOLVER."""
+    not), with the entries of its matrices (a batch of 4 3 x 3: 36), and the predicted rate charges
+    each T_SOLVER an entry (lanes x d^2 for a call batched over the lanes, d^2 for one on a shared
+    matrix; rows without the entries: lanes x d^2 a call)."""
     import gpu_model
 
     text = "\n".join([
@@ -145,13 +147,17 @@ def test_gpu_model_counts_solver_calls_and_charges_them():
         "}"])
     comps, entry = gpu_model.parse_hlo(text)
     c = gpu_model.cost(comps, entry, 1.0)
-    assert c.kernels == 3 and c.solver_calls == 2
+    assert c.kernels == 3 and c.solver_calls == 2 and c.solver_entries == 2 * 4 * 9
     base = gpu_model.Cost(kernels=10.0, bytes=1e6)
-    with_calls = gpu_model.Cost(kernels=10.0, bytes=1e6, solver_calls=2.0)
     lanes, steps, d = 262_144, 100.0, 5
-    t0 = lanes * gpu_model.EFFICIENCY / (steps * gpu_model.predict(base, lanes, steps, d))
-    t1 = lanes * gpu_model.EFFICIENCY / (steps * gpu_model.predict(with_calls, lanes, steps, d))
-    assert abs((t1 - t0) - 2 * lanes * d**2 * gpu_model.T_SOLVER) < 1e-12
+    step = lambda cost: lanes * gpu_model.EFFICIENCY / (steps * gpu_model.predict(cost, lanes, steps, d))  # noqa: E731
+    t0 = step(base)
+    legacy = gpu_model.Cost(kernels=10.0, bytes=1e6, solver_calls=2.0)
+    assert abs((step(legacy) - t0) - 2 * lanes * d**2 * gpu_model.T_SOLVER) < 1e-12
+    batched = gpu_model.Cost(kernels=10.0, bytes=1e6, solver_calls=2.0, solver_entries=2.0 * lanes * d**2)
+    assert abs((step(batched) - t0) - 2 * lanes * d**2 * gpu_model.T_SOLVER) < 1e-12
+    shared = gpu_model.Cost(kernels=10.0, bytes=1e6, solver_calls=1.0, solver_entries=float(d**2))
+    assert abs((step(shared) - t0) - d**2 * gpu_model.T_SOLVER) < 1e-12
 
 
 def test_gpu_model_charges_the_fused_kernels_arithmetic():
