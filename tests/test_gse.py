@@ -189,11 +189,13 @@ def test_logistic_gse_beats_linear_gse_on_logistic_instance():
 
 
 def test_descending_rank_matches_stable_sort_with_ties():
-    """keep_top / uniform_allocation rank by pairwise comparisons for K <= 128 and by a sort
-    above: both must equal the inverse of a stable descending argsort (ties, -inf for dead arms)."""
+    """keep_top / uniform_allocation rank by pairwise comparisons for K <= 128 (under the
+    accelerator policy added column by column) and by a sort above: each must equal the inverse
+    of a stable descending argsort (ties, -inf for dead arms)."""
+    from jaxbandits import batching
     from jaxbandits.algorithms.fixed_budget.gse import descending_rank, keep_top
     rng = np.random.default_rng(0)
-    for K in (5, 64, 200):
+    for K in (5, 16, 64, 200):
         for _ in range(10):
             s = rng.integers(0, 5, K).astype(float)
             s[rng.random(K) < 0.3] = -np.inf
@@ -201,6 +203,8 @@ def test_descending_rank_matches_stable_sort_with_ties():
             ref = np.empty(K, int)
             ref[order] = np.arange(K)
             np.testing.assert_array_equal(np.asarray(descending_rank(jnp.asarray(s))), ref)
+            with batching.policy(batching.solve_for("gpu", 8)):
+                np.testing.assert_array_equal(np.asarray(descending_rank(jnp.asarray(s))), ref)
     alive = jnp.array([True, True, False, True, True])
     kept = keep_top(jnp.array([1.0, 3.0, 9.0, 3.0, 0.0]), alive, 2)
     np.testing.assert_array_equal(np.asarray(kept), [False, True, False, True, False])
