@@ -54,11 +54,18 @@ def pull_counts(key: jax.Array, instance: Instance, counts: jax.Array) -> jax.Ar
     ``counts`` is a non-negative integer (or integer-valued float) vector of shape [K]; arms with
     count 0 get a sum of exactly 0.
     """
+    from jaxbandits.batching import current_policy
+
+    # Under the accelerator policy the draw ends its kernel (an optimisation barrier, no change to
+    # any value): XLA:GPU otherwise fuses the normal draws' erf_inv into what reads the sums (a
+    # max over the arms), one Triton reduction over a tile of lanes x K, which spilled 20 KB a
+    # thread and took ptxas 3.9 of UGapE's compile seconds (top-m K = 4, 262,144 lanes).
+    fence = jax.lax.optimization_barrier if current_policy().batched else (lambda a: a)
     mu = mean_reward(instance, instance.arm_means())
     n = jnp.asarray(counts).astype(mu.dtype)
     if instance.model == "gaussian":
         sd = instance.noise if instance.arm_noise is None else instance.arm_noise
-        return n * mu + sd * jnp.sqrt(n) * normal_where(key, n > 0, mu.dtype)
+        return fence(n * mu + sd * jnp.sqrt(n) * normal_where(key, n > 0, mu.dtype))
     return jax.random.binomial(key, n, mu, dtype=mu.dtype)
 
 
