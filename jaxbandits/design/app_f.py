@@ -413,8 +413,6 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
     a fused multiply-add (Triton; XLA:CPU does), so A and A^-1 can differ from the XLA loop's in
     their last bits.  For d <= ``SMALL_DIM`` (:func:`fused_trips_supported`); ``kernels``:
     "triton" (GPUs) or "interpret" (the same kernel run by Pallas's interpreter)."""
-    from jax.experimental import pallas as pl
-
     from jaxbandits.design import kernels as kern
 
     if kernels not in ("triton", "interpret"):
@@ -430,11 +428,9 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
     pad2 = lambda a, r, c: jnp.pad(a, ((0, r - a.shape[0]), (0, c - a.shape[1])))  # noqa: E731
     pad1 = lambda a, n: jnp.pad(a, (0, n - a.shape[0]))  # noqa: E731
     v, c, n2, A, Ainv, k, rel = st
-    one = lambda a: jnp.reshape(a, (1,))  # noqa: E731
-    carry = (pad1(v, Kp), one(c), one(n2), pad2(A, dp, dp), pad2(Ainv, dp, dp), one(k), one(rel))
+    carry = (pad1(v, Kp), c, n2, pad2(A, dp, dp), pad2(Ainv, dp, dp), k, rel)
     consts = (pad2(X, Kp, dp), pad2(Z, Mp, dp), pad1(theta.astype(dtype), dp),
-              pad1(item_mask.astype(jnp.int32), Mp), pad1(arm_mask.astype(jnp.int32), Kp),
-              one(jnp.asarray(go).astype(jnp.int32)))
+              pad1(item_mask.astype(jnp.int32), Mp), pad1(arm_mask.astype(jnp.int32), Kp))
     pairs = [(a, b) for a, b in zip(*np.triu_indices(d))]
     ent = kernel_entry
     cdot = lambda B, u: kernel_columns_dot(B, u, d)  # noqa: E731
@@ -484,53 +480,29 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
         v = jnp.where(kern.iota(v.shape[0]) == j, v + gam / c_new, v)
         return v, c_new, n2, A, Ainv, k1, rel
 
-    def kernel(*refs):
-        n = len(carry)
-        ins, outs = refs[:n + len(consts)], refs[n + len(consts):]
-        go_ref = ins[-1]
+    def run(v, c, n2, A, Ainv, k, rel, Xv, Zv, th, im, am):
+        # the directions (:func:`oracle_fw_directions`): (z* - z) / (z* - z)^T theta
+        vals_z = cdot(Zv, th)
+        star = first_argmax(jnp.where(im != 0, vals_z, -jnp.inf))
+        diff = kern.row(Zv, star)[None, :] - Zv
+        gaps = cdot(diff, th)
+        ym = (im != 0) & (kern.iota(Mp) != star)
+        safe = jnp.where(ym & (gaps > 0), gaps, 1.0)
+        Y = diff / safe[:, None]
+        Y = jnp.where((ym & (gaps <= 0))[:, None], diff * 1e150, Y)
+        ymi = ym.astype(jnp.int32)
+        xs = [kern.column(Xv, i) for i in range(d)]  # the columns, once: an iteration reads no matrix
+        ys = [kern.column(Y, i) for i in range(d)]
 
-        @pl.when(go_ref[...][0] == 0)
-        def _():
-            for i, o in zip(ins[:n], outs):
-                o[...] = i[...]
+        def trip(_, s):
+            on = (s[5] < max_iters) & (s[6] >= 0.01)  # :func:`running`
+            return jax.lax.cond(on, lambda s: iteration(s, xs, ys, ymi, am), lambda s: s, s)
 
-        @pl.when(go_ref[...][0] != 0)
-        def _():
-            vals = [r[...] for r in ins[:n]]
-            st0 = tuple(vals[:1]) + tuple(a[0] for a in vals[1:3]) + tuple(vals[3:5]) + tuple(a[0] for a in vals[5:])
-            Xv, Zv, th, im, am = (r[...] for r in ins[n:n + 5])
-            # the directions (:func:`oracle_fw_directions`): (z* - z) / (z* - z)^T theta
-            vals_z = cdot(Zv, th)
-            star = first_argmax(jnp.where(im != 0, vals_z, -jnp.inf))
-            diff = kern.row(Zv, star)[None, :] - Zv
-            gaps = cdot(diff, th)
-            ym = (im != 0) & (kern.iota(Mp) != star)
-            safe = jnp.where(ym & (gaps > 0), gaps, 1.0)
-            Y = diff / safe[:, None]
-            Y = jnp.where((ym & (gaps <= 0))[:, None], diff * 1e150, Y)
-            ymi = ym.astype(jnp.int32)
-            xs = [kern.column(Xv, i) for i in range(d)]  # the columns, once: an iteration reads no matrix
-            ys = [kern.column(Y, i) for i in range(d)]
+        return jax.lax.fori_loop(0, int(trips), trip, (v, c, n2, A, Ainv, k, rel))
 
-            def trip(_, s):
-                on = (s[5] < max_iters) & (s[6] >= 0.01)  # :func:`running`
-                return jax.lax.cond(on, lambda s: iteration(s, xs, ys, ymi, am), lambda s: s, s)
-
-            out = jax.lax.fori_loop(0, int(trips), trip, st0)
-            for ref, a in zip(outs, out):
-                ref[...] = a if a.ndim else jnp.reshape(a, (1,))
-
-    out_shape = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in carry)
-    if kernels == "interpret":
-        call = pl.pallas_call(kernel, out_shape=out_shape, interpret=True)
-    else:
-        from jax.experimental.pallas import triton as plt
-
-        warps = max(1, min(8, max(Kp, Mp) * dp // 256))
-        call = pl.pallas_call(kernel, out_shape=out_shape,
-                              compiler_params=plt.CompilerParams(num_warps=warps, num_stages=1))
-    v, c, n2, A, Ainv, k, rel = call(*carry, *consts)
-    return v[:K], c[0], n2[0], A[:d, :d], Ainv[:d, :d], k[0], rel[0]
+    v, c, n2, A, Ainv, k, rel = kern.gated_kernel(run, carry, consts, go, kernels=kernels,
+                                                  num_warps=max(1, min(8, max(Kp, Mp) * dp // 256)))
+    return v[:K], c, n2, A[:d, :d], Ainv[:d, :d], k, rel
 
 
 # -- kernel arithmetic shared by the fused App F runs ---------------------------------------------

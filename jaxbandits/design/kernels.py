@@ -86,8 +86,6 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
             if any(s != power_of_two(s) for s in a.shape):
                 raise ValueError(f"fused_fori_loop: every dimension must be a power of two, got a {name} "
                                  f"array of shape {a.shape}")
-    from jax.experimental import pallas as pl
-
     n_carry = len(carry)
     shapes = [c.shape for c in carry] + [c.shape for c in consts]
 
@@ -108,8 +106,19 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
         for ref, v, a in zip(outs, c, carry):
             ref[...] = jnp.reshape(v, (1,)) if a.shape == () else v
 
-    as_1d = lambda a: a.reshape((1,)) if a.shape == () else a  # noqa: E731
-    out_shape = tuple(jax.ShapeDtypeStruct(as_1d(c).shape, c.dtype) for c in carry)
+    return _lane_call(kernel, carry, carry + consts, kernels, num_warps)
+
+
+def _as_1d(a: jax.Array) -> jax.Array:
+    return a.reshape((1,)) if a.shape == () else a
+
+
+def _lane_call(kernel, carry: tuple, args: tuple, kernels: str, num_warps: int) -> tuple:
+    """``kernel`` as a ``pallas_call`` on ``args`` (0-d arrays as [1]) whose outputs have the shapes
+    of ``carry``, interpreted or through Triton; the outputs with ``carry``'s shapes."""
+    from jax.experimental import pallas as pl
+
+    out_shape = tuple(jax.ShapeDtypeStruct(_as_1d(c).shape, c.dtype) for c in carry)
     if kernels == "interpret":
         call = pl.pallas_call(kernel, out_shape=out_shape, interpret=True)
     else:
@@ -117,8 +126,40 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
 
         call = pl.pallas_call(kernel, out_shape=out_shape,
                               compiler_params=plt.CompilerParams(num_warps=int(num_warps), num_stages=1))
-    out = call(*(as_1d(c) for c in carry), *(as_1d(c) for c in consts))
+    out = call(*(_as_1d(a) for a in args))
     return tuple(o.reshape(()) if c.shape == () else o for o, c in zip(out, carry))
+
+
+def gated_kernel(run: Callable, carry: tuple, consts: tuple, go, *, kernels: str, num_warps: int = 1) -> tuple:
+    """``run(*carry, *consts)`` where ``go`` holds, ``carry`` elsewhere, as one Pallas kernel
+    (``kernels`` "triton" or "interpret"): under ``vmap`` one program a lane, in which a lane whose
+    ``go`` is False only copies its carry and reads nothing else.  ``run`` sees unbatched arrays (0-d
+    ones as scalars) and returns the new carry (same shapes and dtypes); arrays have power-of-two
+    dimensions and no booleans (:func:`fused_fori_loop`).  ``num_warps``: the Triton program's."""
+    from jax.experimental import pallas as pl
+
+    if kernels not in ("triton", "interpret"):
+        raise ValueError(f"kernels must be 'triton' or 'interpret' for a fused kernel, got {kernels!r}")
+    carry, consts = tuple(jnp.asarray(c) for c in carry), tuple(jnp.asarray(c) for c in consts)
+    n, m = len(carry), len(consts)
+    scalar = [a.shape == () for a in carry + consts]
+
+    def kernel(*refs):
+        ins, outs = refs[:n + m + 1], refs[n + m + 1:]
+
+        @pl.when(ins[-1][...][0] == 0)
+        def _():
+            for i, o in zip(ins[:n], outs):
+                o[...] = i[...]
+
+        @pl.when(ins[-1][...][0] != 0)
+        def _():
+            vals = [r[...][0] if s else r[...] for r, s in zip(ins[:n + m], scalar)]
+            new = run(*vals)
+            for ref, a in zip(outs, new):
+                ref[...] = jnp.reshape(a, (1,)) if jnp.ndim(a) == 0 else a
+
+    return _lane_call(kernel, carry, carry + consts + (jnp.asarray(go).astype(jnp.int32),), kernels, num_warps)
 
 
 def _elementwise_loop(trips, body, carry, consts, kernels):
@@ -185,5 +226,6 @@ def gauss_jordan_inverse(A: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, n, sweep, A)
 
 
-__all__ = ["KERNELS", "LANE_BLOCK", "check_kernels", "column", "entry", "fused_elementwise", "fused_fori_loop", "gauss_jordan_inverse", "matmul",
+__all__ = ["KERNELS", "LANE_BLOCK", "check_kernels", "column", "entry", "fused_elementwise", "fused_fori_loop", "gated_kernel",
+           "gauss_jordan_inverse", "matmul",
            "matmul_t", "power_of_two", "row"]

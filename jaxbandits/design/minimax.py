@@ -427,8 +427,6 @@ def xy_paper_run_fused(X, Z, state: PaperFW, go, *, item_mask=None, arm_mask=Non
     for bit unless a decision falls within rounding of a tie.  ``state``: the run so far (k, the
     relative change); ``kernels``: "triton" (GPUs) or "interpret" (Pallas's interpreter).  For
     d <= ``SMALL_DIM``."""
-    from jax.experimental import pallas as pl
-
     from jaxbandits.design.app_f import (fused_trips_supported, kernel_columns_dot, kernel_entry, kernel_exact_inverse,
                                          kernel_first_argmax, step_size)
 
@@ -444,11 +442,9 @@ def xy_paper_run_fused(X, Z, state: PaperFW, go, *, item_mask=None, arm_mask=Non
     Kp, Mp, dp = power_of_two(K), power_of_two(M), power_of_two(d)
     pad2 = lambda a, r, c: jnp.pad(a, ((0, r - a.shape[0]), (0, c - a.shape[1])))  # noqa: E731
     pad1 = lambda a, n: jnp.pad(a, (0, n - a.shape[0]))  # noqa: E731
-    one = lambda a: jnp.reshape(a, (1,))  # noqa: E731
-    carry = (pad1(state.lam.astype(dtype), Kp), one(state.k.astype(jnp.int32)), one(state.rel.astype(dtype)))
+    carry = (pad1(state.lam.astype(dtype), Kp), state.k.astype(jnp.int32), state.rel.astype(dtype))
     consts = (pad2(X, Kp, dp), pad2(Z.astype(dtype), Mp, dp), pad2(perp.astype(dtype), dp, dp),
-              pad1(item_mask.astype(jnp.int32), Mp), pad1(mask.astype(jnp.int32), Kp),
-              one(jnp.asarray(go).astype(jnp.int32)))
+              pad1(item_mask.astype(jnp.int32), Mp), pad1(mask.astype(jnp.int32), Kp))
     n_trips = int(trips)
 
     def iteration(carry, xs, xcols, Zv, zs, im, am, P):
@@ -490,41 +486,19 @@ def xy_paper_run_fused(X, Z, state: PaperFW, go, *, item_mask=None, arm_mask=Non
         rel = jnp.sqrt(jnp.sum((new - lam) ** 2)) / jnp.sqrt(jnp.sum(lam ** 2))
         return new, k + 1, rel
 
-    def kernel(*refs):
-        n = len(carry)
-        ins, outs = refs[:n + len(consts)], refs[n + len(consts):]
+    def run(lam, k, rel, Xv, Zv, P, im, am):
+        xcols = [kern.column(Xv, c) for c in range(d)]
+        xs = [[kernel_entry(Xv, a, c) for a in range(K)] for c in range(d)]
+        zs = [kern.column(Zv, c) for c in range(d)]
 
-        @pl.when(ins[-1][...][0] == 0)
-        def _():
-            for i, o in zip(ins[:n], outs):
-                o[...] = i[...]
+        def trip(_, s):
+            on = (s[1] < max_iters) & (s[2] >= 0.01)  # :func:`~jaxbandits.design.app_f.running`
+            return jax.lax.cond(on, lambda s: iteration(s, xs, xcols, Zv, zs, im, am, P), lambda s: s, s)
 
-        @pl.when(ins[-1][...][0] != 0)
-        def _():
-            lam, k, rel = ins[0][...], ins[1][...][0], ins[2][...][0]
-            Xv, Zv, P, im, am = (r[...] for r in ins[n:n + 5])
-            xcols = [kern.column(Xv, c) for c in range(d)]
-            xs = [[kernel_entry(Xv, a, c) for a in range(K)] for c in range(d)]
-            zs = [kern.column(Zv, c) for c in range(d)]
+        return jax.lax.fori_loop(0, n_trips, trip, (lam, k, rel))
 
-            def trip(_, s):
-                on = (s[1] < max_iters) & (s[2] >= 0.01)  # :func:`~jaxbandits.design.app_f.running`
-                return jax.lax.cond(on, lambda s: iteration(s, xs, xcols, Zv, zs, im, am, P), lambda s: s, s)
-
-            out = jax.lax.fori_loop(0, n_trips, trip, (lam, k, rel))
-            for ref, a in zip(outs, out):
-                ref[...] = a if a.ndim else jnp.reshape(a, (1,))
-
-    out_shape = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in carry)
-    if kernels == "interpret":
-        call = pl.pallas_call(kernel, out_shape=out_shape, interpret=True)
-    else:
-        from jax.experimental.pallas import triton as plt
-
-        call = pl.pallas_call(kernel, out_shape=out_shape,
-                              compiler_params=plt.CompilerParams(num_warps=1, num_stages=1))
-    lam, k, rel = call(*carry, *consts)
-    return PaperFW(lam[:K].astype(state.lam.dtype), k[0].astype(state.k.dtype), rel[0].astype(state.rel.dtype))
+    lam, k, rel = kern.gated_kernel(run, carry, consts, go, kernels=kernels)
+    return PaperFW(lam[:K].astype(state.lam.dtype), k.astype(state.k.dtype), rel.astype(state.rel.dtype))
 
 
 def _check_fixed_trips(fixed_trips, max_iters, method):
