@@ -22,7 +22,8 @@ Triton round the product first, so such a pair can differ in its last bit betwee
 (Peace's design avoids it; the entry-by-entry bodies of Top Two and FWS do not, and give the same
 replications).  The body's arrays must have power-of-two dimensions (Triton's blocks): the caller
 pads.  Under ``vmap`` Pallas adds the lanes as the kernel's grid, one program a lane
-(``elementwise``: a block of lanes a program).
+(``elementwise``: a block of lanes a program).  :func:`gated_kernel` is one program a lane for a
+body that only some lanes need in a step (the others copy their carry).
 """
 from __future__ import annotations
 
