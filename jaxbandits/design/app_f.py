@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits.batching import argmax_fast, columns_dot, current_policy, fixed_trip_while, solve_where
+from jaxbandits.design import kernels as kern
 from jaxbandits.design.core import (SMALL_DIM, add_jitter, design_matrix, initial_design, inverse_design, masked_argmax,
                                    oracle_directions, small_cholesky, small_forward, small_inverse_factor)
 
@@ -413,8 +414,6 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
     a fused multiply-add (Triton; XLA:CPU does), so A and A^-1 can differ from the XLA loop's in
     their last bits.  For d <= ``SMALL_DIM`` (:func:`fused_trips_supported`); ``kernels``:
     "triton" (GPUs) or "interpret" (the same kernel run by Pallas's interpreter)."""
-    from jaxbandits.design import kernels as kern
-
     if kernels not in ("triton", "interpret"):
         raise ValueError(f"kernels must be 'triton' or 'interpret' for the fused form, got {kernels!r}")
     X, Z = jnp.asarray(X), jnp.asarray(Z)
@@ -432,71 +431,48 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
     consts = (pad2(X, Kp, dp), pad2(Z, Mp, dp), pad1(theta.astype(dtype), dp),
               pad1(item_mask.astype(jnp.int32), Mp), pad1(arm_mask.astype(jnp.int32), Kp))
     pairs = [(a, b) for a, b in zip(*np.triu_indices(d))]
-    ent = kernel_entry
-    cdot = lambda B, u: kernel_columns_dot(B, u, d)  # noqa: E731
-    first_argmax = kernel_first_argmax
-    inverse = lambda A: kernel_exact_inverse(A, d)  # noqa: E731
-
-    def vdot(cols, u):
-        """sum_i cols[i] u[i] in column order (:func:`jaxbandits.batching.columns_dot`)."""
-        out = cols[0] * kern.entry(u, 0)
-        for i in range(1, d):
-            out = out + cols[i] * kern.entry(u, i)
-        return out
+    cols = lambda B: [kern.column(B, i) for i in range(d)]  # noqa: E731  the first d columns
 
     def iteration(carry, xs, ys, ym, am):
         v, c, n2, A, Ainv, k, rel = carry
-        ids_d = kern.iota(dp)
         # the vertex (:func:`_fw_vertex`): the max direction's u = A^-1 y
-        g = None
-        for a, b in pairs:
-            q = ys[a] * ys[b] * (1.0 if a == b else 2.0)
-            g = q * ent(Ainv, a, b) if g is None else g + q * ent(Ainv, a, b)
-        g = jnp.where(ym != 0, g, -jnp.inf)
-        i_max = first_argmax(g)
-        y = sum(jnp.where(ids_d == a, kern.entry(ys[a], i_max), 0.0) for a in range(d))
-        u = cdot(Ainv, y)
+        g = kern.dot_columns([ys[a] * ys[b] * (1.0 if a == b else 2.0) for a, b in pairs],
+                             [kern.element(Ainv, a, b) for a, b in pairs])
+        y = kern.pick_row(ys, kern.first_argmax(g, ym != 0), dp)
+        u = kern.dot_columns(cols(Ainv), y)
         # the step (:func:`_fw_step`, :func:`_fw_small`)
-        h = vdot(xs, u)
-        h = h * h
-        h = jnp.where(am != 0, h, -jnp.inf)
-        j = first_argmax(h)
-        x = sum(jnp.where(ids_d == a, kern.entry(xs[a], j), 0.0) for a in range(d))
-        vj = kern.entry(v, j)
+        h = kern.dot_columns(xs, u)
+        j = kern.first_argmax(h * h, am != 0)
+        x, vj = kern.pick_row(xs, j, dp), kern.entry(v, j)
         gam = step_size(k, dtype)
         lj = c * vj
         rel = gam * jnp.sqrt(jnp.maximum(n2 - 2.0 * lj + 1.0, 0.0)) / jnp.sqrt(n2)
         c_new = c * (1.0 - gam)
         n2 = (1.0 - gam) ** 2 * n2 + 2.0 * gam * (1.0 - gam) * lj + gam * gam
         A = (1.0 - gam) * A + gam * (x[:, None] * x[None, :])
-        ux = cdot(Ainv, x)
+        ux = kern.dot_columns(cols(Ainv), x)
         r = gam / (1.0 - gam)
-        xux = kern.entry(x, 0) * kern.entry(ux, 0)
-        for i in range(1, d):
-            xux = xux + kern.entry(x, i) * kern.entry(ux, i)
+        xux = kern.dot_columns([kern.entry(x, i) for i in range(d)], ux)  # x^T A^-1 x, in index order
         sm = (Ainv - (r / (1.0 + r * xux)) * (ux[:, None] * ux[None, :])) / (1.0 - gam)
         k1 = k + 1
-        Ainv = jnp.where(k1 % REFACTOR == 0, inverse(A), 0.5 * (sm + sm.T))
+        Ainv = jnp.where(k1 % REFACTOR == 0, kernel_exact_inverse(A, d), 0.5 * (sm + sm.T))
         v = jnp.where(kern.iota(v.shape[0]) == j, v + gam / c_new, v)
         return v, c_new, n2, A, Ainv, k1, rel
 
     def run(v, c, n2, A, Ainv, k, rel, Xv, Zv, th, im, am):
         # the directions (:func:`oracle_fw_directions`): (z* - z) / (z* - z)^T theta
-        vals_z = cdot(Zv, th)
-        star = first_argmax(jnp.where(im != 0, vals_z, -jnp.inf))
+        star = kern.first_argmax(kern.dot_columns(cols(Zv), th), im != 0)
         diff = kern.row(Zv, star)[None, :] - Zv
-        gaps = cdot(diff, th)
+        gaps = kern.dot_columns(cols(diff), th)
         ym = (im != 0) & (kern.iota(Mp) != star)
         safe = jnp.where(ym & (gaps > 0), gaps, 1.0)
         Y = diff / safe[:, None]
         Y = jnp.where((ym & (gaps <= 0))[:, None], diff * 1e150, Y)
-        ymi = ym.astype(jnp.int32)
-        xs = [kern.column(Xv, i) for i in range(d)]  # the columns, once: an iteration reads no matrix
-        ys = [kern.column(Y, i) for i in range(d)]
+        xs, ys = cols(Xv), cols(Y)  # the columns, once: an iteration reads no matrix
 
         def trip(_, s):
             on = (s[5] < max_iters) & (s[6] >= 0.01)  # :func:`running`
-            return jax.lax.cond(on, lambda s: iteration(s, xs, ys, ymi, am), lambda s: s, s)
+            return jax.lax.cond(on, lambda s: iteration(s, xs, ys, ym, am), lambda s: s, s)
 
         return jax.lax.fori_loop(0, int(trips), trip, (v, c, n2, A, Ainv, k, rel))
 
@@ -505,46 +481,17 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
     return v[:K], c, n2, A[:d, :d], Ainv[:d, :d], k, rel
 
 
-# -- kernel arithmetic shared by the fused App F runs ---------------------------------------------
-def kernel_entry(B, i, j):
-    """B[i, j] inside a fused kernel (traced or static indices; exact)."""
-    from jaxbandits.design import kernels as kern
-
-    return kern.entry(kern.row(B, i), j)
-
-
-def kernel_columns_dot(B, u, d: int):
-    """:func:`jaxbandits.batching.columns_dot` over the first ``d`` columns of B, inside a fused
-    kernel: B @ u as the columns scaled by u's entries, added in column order."""
-    from jaxbandits.design import kernels as kern
-
-    out = kern.column(B, 0) * kern.entry(u, 0)
-    for i in range(1, d):
-        out = out + kern.column(B, i) * kern.entry(u, i)
-    return out
-
-
-def kernel_first_argmax(h):
-    """:func:`jaxbandits.batching.argmax_fast` inside a fused kernel: the first index of the
-    maximum (the length of h where none equals it: a NaN)."""
-    from jaxbandits.design import kernels as kern
-
-    m = jnp.max(h)
-    return jnp.min(jnp.where(h == m, kern.iota(h.shape[0]), h.shape[0]))
-
-
+# -- the exact refactorisation inside a fused kernel (LT&S's and RAGE's App F runs) -------------
 def kernel_exact_inverse(A, d: int):
     """:func:`exact_inverse` of the leading d x d block of A [dp, dp] inside a fused kernel:
     (A + eps I)^-1 (eps = 1e-13 tr(A) / d), symmetrised, by :func:`small_cholesky`'s unrolled factor
     and forward substitution, as L^-T L^-1 summed row by row; zero outside the block."""
-    from jaxbandits.design import kernels as kern
-
     dp = A.shape[0]
-    tr = kernel_entry(A, 0, 0)
+    tr = kern.element(A, 0, 0)
     for i in range(1, d):
-        tr = tr + kernel_entry(A, i, i)
+        tr = tr + kern.element(A, i, i)
     eps = 1e-13 * tr / d
-    aj = lambda i, j: kernel_entry(A, i, j) + (eps if i == j else 0.0)  # noqa: E731
+    aj = lambda i, j: kern.element(A, i, j) + (eps if i == j else 0.0)  # noqa: E731
     S = [[0.5 * (aj(i, j) + aj(j, i)) for j in range(d)] for i in range(d)]
     L, r = small_cholesky(_Entries(S))
     ids = kern.iota(dp)

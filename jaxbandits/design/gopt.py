@@ -183,12 +183,6 @@ def _fw_block(b, carry, Xp, P, maskp, r, tol, *, max_iters: int, d: int):
     return jax.lax.cond(done != 0, lambda c: c, run, (lam, k, done))
 
 
-def _first(v, mask, K):
-    """The first index of the largest entry of v among mask (:func:`masked_argmax`)."""
-    v = jnp.where(mask, v, -jnp.inf)
-    return jnp.min(jnp.where(v == jnp.max(v), kern.iota(K), K))
-
-
 def _fw_iteration(carry, Xp, mask, r, tol, max_iters: int):
     """One exact step of :func:`_fw_loop`'s ``one_step`` on a lane's padded arrays."""
     lam, Ainv, g, k, done = carry
@@ -196,8 +190,8 @@ def _fw_iteration(carry, Xp, mask, r, tol, max_iters: int):
     ik = kern.iota(Kp)
     gmax = jnp.max(jnp.where(mask, g, -jnp.inf))
     stop = (done != 0) | (gmax - r <= tol * r) | (k >= max_iters)
-    j = _first(g, mask, Kp)
-    a = _first(-g, mask & (lam > 0), Kp)
+    j = kern.first_argmax(g, mask)
+    a = kern.first_argmax(-g, mask & (lam > 0))
     ga = kern.entry(g, a)
     toward = (gmax - r) >= (r - ga)
     t = jnp.where(toward, j, a)

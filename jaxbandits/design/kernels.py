@@ -199,6 +199,40 @@ def entry(v: jax.Array, k) -> jax.Array:
     return jnp.sum(jnp.where(iota(v.shape[0]) == k, v, 0.0))
 
 
+def element(A: jax.Array, i, j) -> jax.Array:
+    """A[i, j] for traced or static indices (exact)."""
+    return entry(row(A, i), j)
+
+
+def first_argmax(v: jax.Array, mask=None) -> jax.Array:
+    """The first index of the largest entry of v (among ``mask``; v's length where none equals
+    the maximum, a NaN): :func:`jaxbandits.design.core.masked_argmax` without a gather."""
+    if mask is not None:
+        v = jnp.where(mask, v, -jnp.inf)
+    return jnp.min(jnp.where(v == jnp.max(v), iota(v.shape[0]), v.shape[0]))
+
+
+def dot_columns(cols, u) -> jax.Array:
+    """sum_i cols[i] u[i], added in column order (:func:`jaxbandits.batching.columns_dot` of the
+    matrix whose columns are ``cols``, a list of arrays or scalars); ``u`` a vector or a list of
+    scalars."""
+    at = (lambda i: u[i]) if isinstance(u, (list, tuple)) else (lambda i: entry(u, i))
+    out = cols[0] * at(0)
+    for i in range(1, len(cols)):
+        out = out + cols[i] * at(i)
+    return out
+
+
+def pick_row(cols, j, n: int) -> jax.Array:
+    """The [n] vector (cols[0][j], cols[1][j], ..., 0, ...): row j of the matrix whose columns are
+    ``cols``, padded with zeros (exact)."""
+    ids = iota(n)
+    out = jnp.where(ids == 0, entry(cols[0], j), 0.0)
+    for a in range(1, len(cols)):
+        out = out + jnp.where(ids == a, entry(cols[a], j), 0.0)
+    return out
+
+
 def matmul(A: jax.Array, B: jax.Array) -> jax.Array:
     """A @ B as sum_l A[:, l] B[l, :], in the order l = 0, 1, ..."""
     return jax.lax.fori_loop(0, A.shape[1], lambda l, C: C + column(A, l)[:, None] * row(B, l)[None, :],
@@ -227,6 +261,6 @@ def gauss_jordan_inverse(A: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, n, sweep, A)
 
 
-__all__ = ["KERNELS", "LANE_BLOCK", "check_kernels", "column", "entry", "fused_elementwise", "fused_fori_loop", "gated_kernel",
-           "gauss_jordan_inverse", "matmul",
-           "matmul_t", "power_of_two", "row"]
+__all__ = ["KERNELS", "LANE_BLOCK", "check_kernels", "column", "dot_columns", "element", "entry", "first_argmax",
+           "fused_elementwise", "fused_fori_loop", "gated_kernel", "gauss_jordan_inverse", "matmul", "matmul_t",
+           "pick_row", "power_of_two", "row"]

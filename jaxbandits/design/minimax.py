@@ -427,8 +427,7 @@ def xy_paper_run_fused(X, Z, state: PaperFW, go, *, item_mask=None, arm_mask=Non
     for bit unless a decision falls within rounding of a tie.  ``state``: the run so far (k, the
     relative change); ``kernels``: "triton" (GPUs) or "interpret" (Pallas's interpreter).  For
     d <= ``SMALL_DIM``."""
-    from jaxbandits.design.app_f import (fused_trips_supported, kernel_columns_dot, kernel_entry, kernel_exact_inverse,
-                                         kernel_first_argmax, step_size)
+    from jaxbandits.design.app_f import fused_trips_supported, kernel_exact_inverse, step_size
 
     if kernels not in ("triton", "interpret"):
         raise ValueError(f"kernels must be 'triton' or 'interpret' for the fused form, got {kernels!r}")
@@ -447,18 +446,17 @@ def xy_paper_run_fused(X, Z, state: PaperFW, go, *, item_mask=None, arm_mask=Non
               pad1(item_mask.astype(jnp.int32), Mp), pad1(mask.astype(jnp.int32), Kp))
     n_trips = int(trips)
 
-    def iteration(carry, xs, xcols, Zv, zs, im, am, P):
+    def iteration(carry, Xv, xcols, zs, im, am, P):
         lam, k, _ = carry
-        ids_d = kern.iota(dp)
         # A(lambda) + P_perp (the arms in order), then (A + eps I)^-1
         A = None
         for a in range(K):
-            x = sum(jnp.where(ids_d == i, xs[i][a], 0.0) for i in range(d))
+            x = kern.row(Xv, a)
             term = kern.entry(lam, a) * (x[:, None] * x[None, :])
             A = term if A is None else A + term
         Ainv = kernel_exact_inverse(A + P, d)
         # the pair table of _pairs (w = A^-1 z; differences first, coordinates in order)
-        ws = [kernel_columns_dot(Zv, kern.row(Ainv, c), d) for c in range(d)]
+        ws = [kern.dot_columns(zs, kern.row(Ainv, c)) for c in range(d)]
         G = None
         for c in range(d):
             term = (ws[c][:, None] - ws[c][None, :]) * (zs[c][:, None] - zs[c][None, :])
@@ -470,16 +468,11 @@ def xy_paper_run_fused(X, Z, state: PaperFW, go, *, item_mask=None, arm_mask=Non
         cols = jnp.min(jnp.where(G == m[:, None], iu[None, :], M - 1), axis=1)
         top = jnp.max(m)
         i = jnp.minimum(jnp.min(jnp.where(m == top, iu, Mp - 1)), M - 1)
-        j = kern.entry(cols, i)
-        y = sum(jnp.where(ids_d == c, kern.entry(zs[c], i) - kern.entry(zs[c], j), 0.0) for c in range(d))
+        y = kern.pick_row(zs, i, dp) - kern.pick_row(zs, kern.entry(cols, i), dp)
         # the arm of largest (x^T A^-1 y)^2, and App F's step
-        u = kernel_columns_dot(Ainv, y, d)
-        h = None
-        for c in range(d):
-            term = xcols[c] * kern.entry(u, c)
-            h = term if h is None else h + term
-        h = jnp.where(am != 0, h * h, -jnp.inf)
-        arm = kernel_first_argmax(h)
+        u = kern.dot_columns([kern.column(Ainv, c) for c in range(d)], y)
+        h = kern.dot_columns(xcols, u)
+        arm = kern.first_argmax(h * h, am != 0)
         gam = step_size(k, dtype)
         new = (1.0 - gam) * lam
         new = jnp.where(kern.iota(Kp) == arm, new + gam, new)
@@ -488,12 +481,11 @@ def xy_paper_run_fused(X, Z, state: PaperFW, go, *, item_mask=None, arm_mask=Non
 
     def run(lam, k, rel, Xv, Zv, P, im, am):
         xcols = [kern.column(Xv, c) for c in range(d)]
-        xs = [[kernel_entry(Xv, a, c) for a in range(K)] for c in range(d)]
         zs = [kern.column(Zv, c) for c in range(d)]
 
         def trip(_, s):
             on = (s[1] < max_iters) & (s[2] >= 0.01)  # :func:`~jaxbandits.design.app_f.running`
-            return jax.lax.cond(on, lambda s: iteration(s, xs, xcols, Zv, zs, im, am, P), lambda s: s, s)
+            return jax.lax.cond(on, lambda s: iteration(s, Xv, xcols, zs, im, am, P), lambda s: s, s)
 
         return jax.lax.fori_loop(0, n_trips, trip, (lam, k, rel))
 
