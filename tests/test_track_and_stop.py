@@ -119,6 +119,9 @@ def test_config_validation():
             LazyTrackAndStop(pause_trips=bad)
     for good in (1, 8, 32, 64):
         LazyTrackAndStop(pause_trips=good)
+    from jaxbandits.rules.lazy import LazyTracking
+    with pytest.raises(ValueError, match=r"kernels must be one of \('xla', 'triton', 'interpret'\), got 'cuda'"):
+        LazyTracking(kernels="cuda")
 
 
 def test_delta_correct_and_above_lower_bound():
