@@ -24,9 +24,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import math
 from typing import Callable
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
@@ -46,11 +48,15 @@ class SolvePolicy:
       kernels: how the loops that have a fused form run (:mod:`jaxbandits.design.kernels`): "xla"
         (XLA operations, every backend), "triton" (one Pallas kernel a loop, GPUs) or "interpret"
         (that kernel interpreted: the GPU's program checked on a CPU).
+      per_step: the code traced is a step of the engine's loop (True) or runs once a replication
+        (False: :meth:`jaxbandits.rules.composition.Composition.init`), where a rule's
+        step-fused form (:mod:`jaxbandits.rules.game_entries`) would only cost compile time.
     """
 
     batched: bool = False
     capacity: int | None = 1
     kernels: str = "xla"
+    per_step: bool = True
 
     def __post_init__(self):
         if self.kernels not in KERNELS:
@@ -73,6 +79,13 @@ def policy(p: SolvePolicy):
         yield p
     finally:
         _POLICY.reset(token)
+
+
+@contextlib.contextmanager
+def once_per_replication():
+    """Trace the code in this block as code that runs once a replication (``per_step`` False)."""
+    with policy(dataclasses.replace(current_policy(), per_step=False)) as p:
+        yield p
 
 
 def solve_for(platform: str, lanes: int) -> SolvePolicy:
@@ -294,6 +307,156 @@ def fused_elementwise(fn: Callable, args: tuple, kernels: str, name: str = "fuse
         padded = [jnp.concatenate([x, jnp.broadcast_to(x[:1], (Lp - L,))]) if Lp > L else x for x in full]
         out = run(padded, LANE_BLOCK)
         return tuple(o[:L] for o in out), (True,) * n_out
+
+    return call(*args)
+
+
+def _eval_on_lanes(jaxpr, consts, args, shape):
+    """Evaluate a program traced on scalars with ``args`` that are scalars or arrays of ``shape``
+    (a block of lanes): an operation with an operand of ``shape`` broadcasts its scalar operands
+    to it.  For the elementwise programs of :func:`fused_entries`."""
+    env = {}
+
+    def read(v):
+        return v.val if isinstance(v, jax.extend.core.Literal) else env[v]
+
+    for v, a in zip(jaxpr.constvars, consts):
+        env[v] = a
+    for v, a in zip(jaxpr.invars, args):
+        env[v] = a
+    for eqn in jaxpr.eqns:
+        ins = [read(v) for v in eqn.invars]
+        sub = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
+        if sub is not None:  # a nested program (jit, custom_jvp): inlined
+            inner = sub.jaxpr if hasattr(sub, "jaxpr") else sub
+            outs = _eval_on_lanes(inner, getattr(sub, "consts", ()), ins, shape)
+        elif eqn.primitive is jax.lax.broadcast_in_dim_p and eqn.params["shape"] == ():
+            outs = [ins[0]]
+        else:
+            if any(jnp.shape(x) == shape for x in ins):
+                ins = [x if jnp.shape(x) == shape else jax.lax.broadcast_in_dim(jnp.asarray(x), shape, ()) for x in ins]
+            out = eqn.primitive.bind(*ins, **eqn.params)
+            outs = out if eqn.primitive.multiple_results else [out]
+        for v, o in zip(eqn.outvars, outs):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
+#: programs of :func:`fused_entries` traced under a caller's key
+_ENTRIES_PROGRAMS: dict = {}
+
+
+def fused_entries(fn: Callable, args: tuple, out_shapes: tuple, kernels: str, name: str = "fused_entries",
+                  key=None) -> tuple:
+    """``fn`` on the entries of small arrays: ``args`` are arrays of any small shapes (no booleans),
+    ``fn(*entries)`` receives each as the flat list of its entries (scalars, in row-major order)
+    and returns a tuple of flat lists of scalars, the i-th the entries of an array of shape
+    ``out_shapes[i]``; the result is those arrays.  ``fn`` must be elementwise in the entries, as in
+    :func:`fused_elementwise`.
+
+    ``kernels`` "xla": ``fn`` on the arrays' entries.  Otherwise one ``pallas_call`` (Triton, or
+    ``"interpret"``): under ``vmap`` a program runs ``LANE_BLOCK`` lanes, one a thread, and loads
+    each entry of a batched array as a [LANE_BLOCK] column of its [lanes, entries] block (an
+    unbatched array's entries as scalars, shared by the lanes).  Where :func:`fused_elementwise`
+    takes one scalar a lane per argument, whose slicing out of the lanes' arrays is a kernel of its
+    own on a GPU, the arrays here go into the kernel as they are.  ``fn`` is traced once, on
+    scalars; ``key`` (hashable, optional) says what else than its arguments it depends on, and a
+    later call with the same ``key``, ``name`` and argument shapes reuses that trace (a program that
+    calls the same kernel in several places is traced faster)."""
+    if kernels not in KERNELS:
+        raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
+    args = tuple(jnp.asarray(a) for a in args)
+    for a in args:
+        if a.dtype == jnp.bool_:
+            raise TypeError(f"{name}: boolean arrays are not supported; pass integers")
+    out_shapes = tuple(tuple(int(n) for n in s) for s in out_shapes)
+    sizes = [math.prod(a.shape) for a in args]
+
+    def result(outs):
+        if len(outs) != len(out_shapes):
+            raise ValueError(f"{name}: fn returned {len(outs)} outputs, out_shapes has {len(out_shapes)}")
+        res = []
+        for o, s in zip(outs, out_shapes):
+            if len(o) != math.prod(s):
+                raise ValueError(f"{name}: an output of shape {s} needs {math.prod(s)} entries, fn gave {len(o)}")
+            res.append(jnp.stack([jnp.asarray(v) for v in o]).reshape(s))
+        return tuple(res)
+
+    if kernels == "xla":
+        flats = [a.reshape(-1) for a in args]
+        return result(fn(*[[f[e] for e in range(n)] for f, n in zip(flats, sizes)]))
+    from jax.experimental import pallas as pl
+
+    # fn traced once, on scalars; the kernel and the unbatched form evaluate its program
+    offsets = [0]
+    for n in sizes:
+        offsets.append(offsets[-1] + n)
+
+    def flat_fn(*scalars):
+        outs = fn(*[list(scalars[offsets[i]:offsets[i + 1]]) for i in range(len(sizes))])
+        return [jnp.asarray(v) for o in outs for v in o]
+
+    cache = None if key is None else (key, name, tuple((a.shape, str(a.dtype)) for a in args), out_shapes)
+    closed = _ENTRIES_PROGRAMS.get(cache) if cache is not None else None
+    if closed is None:
+        closed = jax.make_jaxpr(flat_fn)(*[jax.ShapeDtypeStruct((), a.dtype) for a, n in zip(args, sizes)
+                                           for _ in range(n)])
+        if cache is not None:
+            if len(_ENTRIES_PROGRAMS) > 256:
+                _ENTRIES_PROGRAMS.clear()
+            _ENTRIES_PROGRAMS[cache] = closed
+    out_dt = [v.aval.dtype for v in closed.jaxpr.outvars]
+    out_off = [0]
+    for sh in out_shapes:
+        out_off.append(out_off[-1] + math.prod(sh))
+    if out_off[-1] != len(out_dt):
+        raise ValueError(f"{name}: fn gave {len(out_dt)} output entries, out_shapes need {out_off[-1]}")
+
+    def run(ins, batched, L, block):
+        """The kernel over [L, n] batched arrays (L a multiple of ``block``) and [n] shared ones."""
+
+        def kernel(*refs):
+            ins_r, outs_r = refs[:len(ins)], refs[len(ins):]
+            vals = [v for r, a, b in zip(ins_r, ins, batched)
+                    for v in ([r[:, e] for e in range(a.shape[-1])] if b else [r[e] for e in range(a.shape[-1])])]
+            res = _eval_on_lanes(closed.jaxpr, closed.consts, vals, (block,))
+            for i, ref in enumerate(outs_r):
+                for e in range(out_off[i + 1] - out_off[i]):
+                    ref[:, e] = jnp.broadcast_to(res[out_off[i] + e], (block,)).astype(ref.dtype)
+
+        in_specs = [pl.BlockSpec((block, a.shape[-1]), lambda i: (i, 0)) if b
+                    else pl.BlockSpec((a.shape[-1],), lambda i: (0,)) for a, b in zip(ins, batched)]
+        out_specs = tuple(pl.BlockSpec((block, math.prod(s)), lambda i: (i, 0)) for s in out_shapes)
+        kw = dict(out_shape=tuple(jax.ShapeDtypeStruct((L, math.prod(s)), out_dt[out_off[i]])
+                                  for i, s in enumerate(out_shapes)),
+                  grid=(L // block,), in_specs=in_specs, out_specs=out_specs)
+        if kernels == "interpret":
+            return pl.pallas_call(kernel, interpret=True, **kw)(*ins)
+        from jax.experimental.pallas import triton as plt
+
+        return pl.pallas_call(kernel, compiler_params=plt.CompilerParams(num_warps=LANE_BLOCK // 32, num_stages=1),
+                              **kw)(*ins)
+
+    @custom_vmap
+    def call(*a):  # unbatched: the program as XLA operations
+        res = jax.extend.core.jaxpr_as_fun(closed)(*[x.reshape(-1)[e] for x in a for e in range(x.size)])
+        return tuple(jnp.stack(res[out_off[i]:out_off[i + 1]]).reshape(s) for i, s in enumerate(out_shapes))
+
+    @call.def_vmap
+    def _batched(axis_size, in_batched, *a):
+        L = int(axis_size)
+        Lp = -(-L // LANE_BLOCK) * LANE_BLOCK
+        ins = []
+        for x, b in zip(a, in_batched):
+            if b:
+                x = x.reshape((L, -1))
+                if Lp > L:
+                    x = jnp.concatenate([x, jnp.broadcast_to(x[:1], (Lp - L, x.shape[1]))])
+            else:
+                x = x.reshape((-1,))
+            ins.append(x)
+        out = run(ins, list(in_batched), Lp, LANE_BLOCK)
+        return tuple(o[:L].reshape((L,) + s) for o, s in zip(out, out_shapes)), (True,) * len(out_shapes)
 
     return call(*args)
 

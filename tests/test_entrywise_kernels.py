@@ -153,20 +153,21 @@ def test_xy_adaptive_pulls_by_rows_are_the_array_pulls():
         assert float(jnp.sum(a[0] - carry[0])) > L   # pulls were made
 
 
-@pytest.mark.parametrize("name", ["FWS", "TopTwo", "XYAdaptive", "ALBA", "XYStatic"])
+@pytest.mark.parametrize("name", ["FWS", "TopTwo", "XYAdaptive", "ALBA", "XYStatic", "LinGame"])
 def test_accelerator_program_gives_the_cpu_program_s_replications(name, monkeypatch):
     """The accelerator program (the accelerator policy traced on the CPU: the entry-by-entry
     forms above, as the GPU's fused kernels interpreted on Soare's d = 5 instance (omega = 0.1),
     as XLA loops for Top Two on 12 random unit arms in R^5 and for XY-adaptive; ALBA with its
     fused G-optimal solve and binomial draws, XY-static with its fused binomial draws) against
-    the CPU program, through simulate: every replication's samples and answer equal."""
+    the CPU program, through simulate: every replication's samples and answer equal.  LinGame:
+    its whole step and GLR test as entry-by-entry kernels (:mod:`jaxbandits.rules.game_entries`)."""
     from jaxbandits import algorithms as A
     from jaxbandits.engine import simulate
     from jaxbandits.instances import seeds
     from jaxbandits.instances.base import make_instance
 
     alg = {"FWS": A.FWS(delta=0.05), "TopTwo": A.TopTwo(delta=0.05), "XYAdaptive": A.XYAdaptive(delta=0.05),
-           "ALBA": A.ALBA(delta=0.05), "XYStatic": A.XYStatic(delta=0.05)}[name]
+           "ALBA": A.ALBA(delta=0.05), "XYStatic": A.XYStatic(delta=0.05), "LinGame": A.LinGame(delta=0.05)}[name]
     instances = [seeds.soare_benchmark(5, omega=0.1)]
     if name == "TopTwo":
         rng = np.random.default_rng(7)
@@ -206,3 +207,98 @@ def test_top_indices_unrolled_is_the_reduction_form(monkeypatch):
                 mp.setattr(common, "SMALL_TOP", 0)
                 long = jax.jit(jax.vmap(lambda x: common.top_indices(x, m)))(jnp.asarray(v))
             np.testing.assert_array_equal(np.asarray(short), np.asarray(long))
+
+
+def _game_states(rng, L, K, d, S, M=None):
+    """L random states of LinGame's game after its first pulls: counts, statistics, allocations,
+    a learner table with some slots filled (losses whose AdaHedge weights spread over the arms, so
+    that V_w is well conditioned and the two forms' rounding stays at its own size), an answer and
+    an active mask."""
+    from jaxbandits.algorithms import common
+    from jaxbandits.instances.base import make_instance
+    from jaxbandits.rules.core import Belief
+
+    X = rng.normal(size=(K, d))
+    inst = make_instance(jnp.asarray(X), jnp.asarray(rng.normal(size=d)))
+    counts = rng.integers(1, 30, size=(L, K)).astype(float)
+    gram = np.einsum("lk,ki,kj->lij", counts, X, X)
+    b = np.einsum("ki,lk->li", X, counts * rng.normal(size=(L, K)))
+    stats = common.LinearStats(jnp.asarray(counts), jnp.zeros((L, 0)), jnp.asarray(gram), jnp.asarray(b))
+    t = jnp.asarray(counts.sum(1), jnp.int32)
+    keys = np.where(rng.random((L, S)) < 0.6, rng.integers(0, K, size=(L, S)), -1)
+    belief = Belief(stats, t, None, None, None, jnp.asarray(rng.integers(0, K, size=L), jnp.int32))
+    from jaxbandits.rules.sampling import GameState
+    state = GameState(jnp.asarray(counts + rng.random((L, K))), jnp.asarray(keys, jnp.int64),
+                      jnp.asarray(rng.integers(0, 50, size=(L, S)), jnp.int32),
+                      jnp.asarray(0.3 * rng.normal(size=(L, S, K))), jnp.asarray(1.0 + rng.random((L, S))))
+    active = jnp.asarray(rng.random((L, K)) < 0.8)
+    return inst, belief, state, active
+
+
+@pytest.mark.parametrize("config", [dict(), dict(tracking="D", best_response="counts", width="norm",
+                                                 learners="single", clip=False)], ids=["paper", "variants"])
+def test_lingame_step_entrywise_is_the_array_step(config):
+    """LinGame's game step (:class:`jaxbandits.rules.sampling.Game`) and GLR test
+    (:class:`jaxbandits.rules.stopping.GameGLR`) in their entry-by-entry form (the accelerator
+    program, its kernels interpreted) against the array form, on random states of 6 lanes (d = 4,
+    K = 7, learner slots found and new, some answers inactive): the same arm, allocations and
+    learner keys, the losses, gaps and statistics to 1e-9 relative; and the GLR's answer."""
+    from jaxbandits.rules import game_entries, sampling, stopping
+    from jaxbandits.rules.core import Context
+
+    rng = np.random.default_rng(5)
+    L, K, d = 6, 7, 4
+    rule = sampling.Game(learner_slots=5, **config)
+    inst, belief, state, active = _game_states(rng, L, K, d, 5)
+    glr = stopping.GameGLR(threshold="heuristic")
+
+    def run(belief, state, active):
+        ctx = Context(inst, jnp.asarray(0.05), jnp.asarray(0.0), jnp.asarray(0.7), active, start=K)
+        arm, new = rule.update(None, state, belief, ctx)
+        dec = glr.decide(belief.stats, belief.t, ctx)
+        return arm, new, dec.belief.answer, dec.statistic
+
+    out = {}
+    for form, pol in (("array", batching.SolvePolicy()), ("entries", batching.SolvePolicy(
+            batched=True, capacity=L, kernels="interpret"))):
+        with batching.policy(pol):
+            assert game_entries.applies(inst, 1, 5) == (form == "entries")
+            out[form] = jax.jit(jax.vmap(run))(belief, state, active)
+    (a0, s0, ans0, z0), (a1, s1, ans1, z1) = out["array"], out["entries"]
+    np.testing.assert_array_equal(a1, a0)
+    np.testing.assert_array_equal(s1.keys, s0.keys)
+    np.testing.assert_array_equal(s1.used, s0.used)
+    np.testing.assert_array_equal(ans1, ans0)
+    for u, v in ((s1.W, s0.W), (s1.losses, s0.losses), (s1.gap, s0.gap), (z1, z0)):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-9, atol=1e-12)
+    assert len(set(np.asarray(a0).tolist())) > 1  # the lanes pull different arms
+
+
+def test_fused_entries_interpreted_is_the_xla_form():
+    """:func:`jaxbandits.batching.fused_entries` under vmap over 130 lanes (two blocks, padded):
+    batched and shared arrays of several shapes in, several shapes out, the interpreted kernel's
+    bits equal to the XLA form's; the unbatched call; bad calls refused."""
+    rng = np.random.default_rng(0)
+    L = 130
+    A, v, c = jnp.asarray(rng.normal(size=(L, 3, 2))), jnp.asarray(rng.normal(size=(L,))), jnp.asarray([2.0, -1.0, 0.5])
+    n = jnp.asarray(rng.integers(0, 3, size=L), jnp.int32)
+
+    def fn(A, v, c, n):
+        rows = [A[2 * i] * c[0] + A[2 * i + 1] * c[1] for i in range(3)]
+        pick = jnp.where(n[0] == 0, rows[0], jnp.where(n[0] == 1, rows[1], rows[2]))
+        return [r * v[0] + c[2] for r in rows], [pick, jnp.sqrt(jnp.abs(pick))], [n[0] + 1]
+
+    def call(kern):
+        return jax.jit(jax.vmap(lambda A, v, n: batching.fused_entries(
+            fn, (A, v, c, n), ((3,), (2,), ()), kern, name="toy")))(A, v, n)
+
+    for a, b in zip(call("xla"), call("interpret")):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    one = batching.fused_entries(fn, (A[0], v[0], c, n[0]), ((3,), (2,), ()), "interpret", name="toy")
+    np.testing.assert_array_equal(np.asarray(one[0]), np.asarray(call("xla")[0][0]))
+    with pytest.raises(TypeError, match="boolean arrays are not supported"):
+        batching.fused_entries(fn, (A[0], v[0], c, jnp.ones(1, bool)), ((3,), (2,), ()), "interpret")
+    with pytest.raises(ValueError, match="needs 3 entries, fn gave 2"):
+        batching.fused_entries(fn, (A[0], v[0], c, n[0]), ((3,), (3,), ()), "xla")
+    with pytest.raises(ValueError, match="kernels must be one of"):
+        batching.fused_entries(fn, (A[0], v[0], c, n[0]), ((3,), (2,), ()), "cuda")

@@ -41,6 +41,7 @@ import jax.numpy as jnp
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, display_name, hyperparameter
+from jaxbandits.batching import once_per_replication
 from jaxbandits.environment import pull, pull_counts
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.core import Belief, Context, SamplingRule, StoppingRule
@@ -224,7 +225,8 @@ class Composition(Composed):
         # pulls made all at once before the first step (their rewards from this key), then a decision
         stats = common.add_counts(belief.stats, instance, counts, pull_counts(key, instance, counts))
         t = jnp.sum(counts).astype(belief.t.dtype)
-        dec = self.stopping.advance(belief, stats, t, ctx)
+        with once_per_replication():
+            dec = self.stopping.advance(belief, stats, t, ctx)
         stopped = dec.ready & (dec.statistic > dec.beta)
         return ComposedState(self._carried(dec.belief), sampling, stopped, elim)
 

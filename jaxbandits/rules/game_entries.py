@@ -1,0 +1,291 @@
+"""LinGame's step entry by entry: the accelerator program's form of the game
+(:class:`jaxbandits.rules.sampling.Game`) and of its GLR stopping test
+(:class:`jaxbandits.rules.stopping.GameGLR`) on small problems.
+
+Under ``vmap`` over hundreds of thousands of lanes the array form of a LinGame step is a chain
+of about 50 kernels on a GPU: every small matrix product, reduction over the arms, gather of a
+learner's losses and scatter into the learner table is a kernel of its own, and each reads and
+writes its lane's arrays in device memory.  Here every quantity of the step is a scalar per
+entry (the arms, the items and the d x d matrices unrolled, as :func:`jaxbandits.design.copt._tiny_solve`
+unrolls Top Two's design), so the step is elementwise over the lanes: one
+:func:`jaxbandits.batching.fused_entries` kernels (three for the game, one for the test), which the
+accelerator policy runs as Triton kernels (a block of lanes a program, a lane a thread) and the CPU
+as XLA operations.
+
+The arithmetic is the array form's, in the same order where the array form fixes one: the
+regularised inverse of :func:`jaxbandits.algorithms.common.inverse_gram` (jitter, symmetrised
+Cholesky, forward and back substitution of the identity's columns), the statistic of
+:func:`jaxbandits.algorithms.common.glr_pair_statistics`, AdaHedge's
+(:func:`jaxbandits.design.games.hedge_weights`, :func:`~jaxbandits.design.games.hedge_update`) and
+first-index argmaxes (:func:`jaxbandits.batching.argmax_fast`).  Sums that the array form leaves
+to XLA (matrix products, ``jnp.sum``) are added in index order, so the two forms can differ in the
+last bits of a product's sum.
+
+Used when the accelerator policy is on (:func:`jaxbandits.batching.current_policy`), for
+best-arm identification (m = 1) with d <= :data:`jaxbandits.design.core.SMALL_DIM`, at most
+:data:`MAX_ARMS` arms and items, and a learner table of at most :data:`MAX_TABLE` entries.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from jaxbandits.batching import current_policy, fused_entries
+from jaxbandits.design.core import SMALL_DIM, ordered_sum, small_backward, small_cholesky, small_forward
+
+#: most arms, and most items, for which a LinGame step is unrolled
+MAX_ARMS = 16
+#: most entries (learner slots x arms) of the AdaHedge table the unrolled step carries
+MAX_TABLE = 64
+
+
+def applies(instance, m: int, slots: int = 1) -> bool:
+    """Whether the entry form runs: the accelerator policy, in a step (not at a replication's
+    start, which runs the array form: it runs once, and the kernels would only add compile
+    time), m = 1, small d, K, M and learner table."""
+    K, d = instance.arms.shape[-2:]
+    M = instance.items.shape[-2]
+    pol = current_policy()
+    return (pol.batched and pol.per_step and int(m) == 1 and d <= SMALL_DIM and K <= MAX_ARMS and M <= MAX_ARMS
+            and int(slots) * K <= MAX_TABLE)
+
+
+class _Entries:
+    """A square matrix held as nested lists of scalars, indexable as ``A[i, j]`` for
+    :func:`jaxbandits.design.core.small_cholesky`."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.shape = (len(rows), len(rows))
+
+    def __getitem__(self, ij):
+        return self.rows[ij[0]][ij[1]]
+
+
+def inverse(A):
+    """A^-1 of a symmetric PSD matrix given as nested lists (``A[i][j]``, both halves) as
+    :func:`jaxbandits.algorithms.common.inverse_gram` computes it for 2 < d <= SMALL_DIM: a jitter
+    of 1e-12 of the mean diagonal, the symmetrised Cholesky factor, and the identity's columns
+    solved by forward and back substitution.  Nested lists, both halves."""
+    d = len(A)
+    jit = 1e-12 * (ordered_sum([A[i][i] for i in range(d)]) / d + 1e-30)
+    S = [[(A[i][j] + jit if i == j else A[i][j]) for j in range(d)] for i in range(d)]
+    S = [[0.5 * (S[i][j] + S[j][i]) for j in range(d)] for i in range(d)]
+    L, r = small_cholesky(_Entries(S))
+    cols = []
+    for c in range(d):
+        e = [jnp.asarray(1.0 if i == c else 0.0, A[0][0].dtype) for i in range(d)]
+        cols.append(small_backward(L, r, small_forward(L, r, e)))
+    return [[cols[c][i] for c in range(d)] for i in range(d)]
+
+
+def matvec(A, v):
+    """A v (nested lists), each entry a sum in index order."""
+    return [ordered_sum([A[i][k] * v[k] for k in range(len(v))]) for i in range(len(A))]
+
+
+def argmax_first(values):
+    """(max, first index reaching it) of a list of scalars, as :func:`jaxbandits.batching.max_argmax`
+    (the max propagates NaN; with a NaN no entry reaches it and the index is the list's length)."""
+    top = values[0]
+    for v in values[1:]:
+        top = jnp.maximum(top, v)
+    idx = jnp.asarray(len(values), jnp.int32)
+    for k in reversed(range(len(values))):
+        idx = jnp.where(values[k] == top, jnp.int32(k), idx)
+    return top, idx
+
+
+def pick(rows, j):
+    """rows[j] for a traced j (a list of scalars or of lists), an out-of-range j taking the last
+    row as a gather clamps it: a chain of selects."""
+    out = rows[-1]
+    for k in reversed(range(len(rows) - 1)):
+        out = jax.tree.map(lambda a, b, k=k: jnp.where(j == k, a, b), rows[k], out)
+    return out
+
+
+def _row_piece(theta, Ainv, Z, best, active):
+    """:func:`jaxbandits.rules.alternative._row_piece` in entries: the index j of the closest piece
+    {lambda^T (z_j - z_best) >= 0} among the ``active`` items (int32 flags)."""
+    M, d = len(Z), len(theta)
+    values = [ordered_sum([Z[j][a] * theta[a] for a in range(d)]) for j in range(M)]
+    zb, vb = pick(Z, best), pick(values, best)
+    z = []
+    for j in range(M):
+        diff = [zb[a] - Z[j][a] for a in range(d)]
+        norm = ordered_sum([ordered_sum([diff[a] * Ainv[a][c] for a in range(d)]) * diff[c] for c in range(d)])
+        same = diff[0] == 0
+        for a in range(1, d):
+            same = same & (diff[a] == 0)
+        gap = vb - values[j]
+        z.append(jnp.where((active[j] != 0) & ~same, gap * gap / (2.0 * jnp.maximum(norm, 1e-300)), jnp.inf))
+    return argmax_first([-zj for zj in z])[1]
+
+
+def _hedge_weights(L, gap):
+    """:func:`jaxbandits.design.games.hedge_weights` in entries."""
+    eta = math.log(len(L)) / gap
+    lo = L[0]
+    for x in L[1:]:
+        lo = jnp.minimum(lo, x)
+    u = [jnp.exp(-eta * (x - lo)) for x in L]
+    s = ordered_sum(u)
+    return [x / s for x in u]
+
+
+def _mix_loss(L, eta):
+    lo = L[0]
+    for x in L[1:]:
+        lo = jnp.minimum(lo, x)
+    return lo - jnp.log(ordered_sum([jnp.exp(-eta * (x - lo)) for x in L]) / len(L)) / eta
+
+
+def _ridge(G, bs, reg):
+    """(V_t^-1, theta_hat) from the entries of A_t and b_t: the regularised inverse and the estimate."""
+    d = len(bs)
+    Vinv = inverse([[G[i][j] + reg if i == j else G[i][j] for j in range(d)] for i in range(d)])
+    return Vinv, matvec(Vinv, bs)
+
+
+def _square(flat, d):
+    return [flat[i * d:(i + 1) * d] for i in range(d)]
+
+
+def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, first, answer, active, sigma, akey):
+    """One step of :meth:`jaxbandits.rules.sampling.Game.update` in entries (the module docstring):
+    (arm, W, keys, used, losses, gap) from the rule's state and the belief's statistics.  ``first``:
+    whether this is the rule's first step (its allocations start at the counts); ``answer``: the
+    recommended item; ``active``: [M] bool; ``akey``: the learner's key.
+
+    Four kernels: the estimate, the learner's play, nature's best response, the gains and the
+    learner's update.  Triton's compile time of a kernel grows as its loads and stores times its
+    length (its coalescing pass walks the whole program from each load and store of the lanes'
+    arrays), so one kernel of the whole step took XLA:GPU about a minute to compile (H100, without
+    a device), where these four take a few seconds."""
+    K, d = X.shape
+    M, S = Z.shape[0], keys.shape[0]
+    dt = X.dtype
+    kernels = current_policy().kernels
+    f = lambda v: jnp.asarray(v, dt)  # noqa: E731
+    i32 = lambda v: jnp.asarray(v).astype(jnp.int32)  # noqa: E731
+    key = ("game", rule.best_response, rule.width, rule.optimism, rule.clip, rule.tracking)
+
+    def estimate(G, bs, Xs, reg):
+        Vinv, theta = _ridge(_square(G, d), bs, reg[0])
+        q = []
+        for k in range(K):  # ||x_k||^2_{V_t^-1}
+            x = Xs[k * d:(k + 1) * d]
+            XV = [ordered_sum([x[i] * Vinv[i][c] for i in range(d)]) for c in range(d)]
+            q.append(jnp.maximum(ordered_sum([XV[c] * x[c] for c in range(d)]), 0.0))
+        return theta, q
+
+    theta, q = fused_entries(estimate, (gram, b, X, f(rule.reg)), ((d,), (K,)), kernels, name="lingame_estimate", key=key)
+
+    def learner(ks, us, Ls, gs, delta0, key):
+        key = key[0]
+        found, hit = jnp.zeros((), bool), jnp.asarray(S, jnp.int32)
+        for s in reversed(range(S)):
+            found = found | (ks[s] == key)
+            hit = jnp.where(ks[s] == key, jnp.int32(s), hit)
+        lru = argmax_first([-jnp.where(ks[s] < 0, -1, us[s]) for s in range(S)])[1]
+        slot = jnp.where(found, hit, lru)
+        L = [jnp.where(found, x, 0.0) for x in pick([Ls[s * K:(s + 1) * K] for s in range(S)], slot)]
+        g0 = jnp.where(found, pick(gs, slot), delta0[0])
+        return [slot], L, [g0], _hedge_weights(L, g0)
+
+    slot, L, g0, w = fused_entries(learner, (keys, used, losses, gap, f(rule.hedge_delta0), jnp.asarray(akey, jnp.int64)),
+                                   ((), (K,), (), (K,)), kernels, name="lingame_learner", key=key)
+
+    def nature(Xs, Zs, ws, th, ans, act, *G):
+        ans = ans[0]
+        Xs, Zs = [Xs[k * d:(k + 1) * d] for k in range(K)], [Zs[j * d:(j + 1) * d] for j in range(M)]
+        if rule.best_response == "agent":
+            Vw = [[ordered_sum([(Xs[k][i] * ws[k]) * Xs[k][j] for k in range(K)]) for j in range(d)]
+                  for i in range(d)]
+        else:
+            Vw = _square(G[0], d)
+        Ainv = inverse(Vw)
+        j = _row_piece(th, Ainv, Zs, ans, [act[k] | (ans == k).astype(jnp.int32) for k in range(M)])
+        zi, zj = pick(Zs, ans), pick(Zs, j)
+        y = [zj[a] - zi[a] for a in range(d)]
+        yA = [ordered_sum([y[a] * Ainv[a][c] for a in range(d)]) for c in range(d)]
+        coef = ordered_sum([y[a] * th[a] for a in range(d)]) / jnp.maximum(
+            ordered_sum([yA[c] * y[c] for c in range(d)]), 1e-300)
+        Ay = matvec(Ainv, y)
+        diff = [th[a] - (th[a] - coef * Ay[a]) for a in range(d)]  # theta - lambda_t
+        return ([ordered_sum([x[a] * diff[a] for a in range(d)]) for x in Xs],)  # x_k^T (theta - lambda_t)
+
+    u, = fused_entries(nature, (X, Z, w, theta, i32(answer), i32(active))
+                       + ((gram,) if rule.best_response != "agent" else ()),
+                       ((K,),), kernels, name="lingame_nature", key=key)
+
+    def gains_update(q, u, ws, L, g0, tf, sig, first_, slot, t_, Ns, Ws, ks, us, Ls, gs, key):
+        g0, tf, sig, first_, slot, t_, key = g0[0], tf[0], sig[0], first_[0], slot[0], t_[0], key[0]
+        h = jnp.log(tf) if rule.optimism else jnp.zeros((), dt)
+        gains = []
+        for k in range(K):
+            wid = jnp.sqrt(2.0 * h * (q[k] if rule.width == "squared" else jnp.sqrt(q[k])))
+            g = 0.5 * (jnp.abs(u[k]) / sig + wid) ** 2
+            gains.append(jnp.minimum(g, jnp.log(tf)) if rule.clip else g)
+        eta = math.log(K) / g0
+        newL = [L[k] - gains[k] for k in range(K)]
+        mix = _mix_loss(newL, eta) - _mix_loss(L, eta)
+        g1 = g0 + jnp.maximum(ordered_sum([ws[k] * -gains[k] for k in range(K)]) - mix, 0.0)
+        Wn = [jnp.where(first_ != 0, Ns[k], Ws[k]) + ws[k] for k in range(K)]
+        target = Wn if rule.tracking == "C" else [tf * ws[k] for k in range(K)]
+        arm = argmax_first([target[k] - Ns[k] for k in range(K)])[1]
+        at = [slot == s for s in range(S)]
+        return ([arm], Wn, [jnp.where(at[s], key, ks[s]) for s in range(S)],
+                [jnp.where(at[s], t_ + 1, us[s]) for s in range(S)],
+                [jnp.where(at[s], newL[k], Ls[s * K + k]) for s in range(S) for k in range(K)],
+                [jnp.where(at[s], g1, gs[s]) for s in range(S)])
+
+    return fused_entries(
+        gains_update, (q, u, w, L, g0, f(t), f(sigma), i32(first), slot, i32(t), counts, W, keys, used, losses, gap,
+                       jnp.asarray(akey, jnp.int64)),
+        ((), (K,), (S,), (S,), (S, K), (S,)), kernels, name="lingame_gains", key=key)
+
+
+def glr_decide(Z, gram, b, reg, sigma, heuristic: bool):
+    """(answer, Z(t) / sigma^2) of :meth:`jaxbandits.rules.stopping.GameGLR.decide` (m = 1) in
+    entries: the empirical best item of the ridge estimate and the GLR statistic
+    min_j (theta^T (z_best - z_j))^2 / (2 ||z_best - z_j||^2_{A^-1}) (A = V_{N_t} for the
+    heuristic threshold, else the ridge matrix), as :func:`jaxbandits.algorithms.common.glr_statistic_inv`."""
+    M, d = Z.shape
+    dt = Z.dtype
+    kernels = current_policy().kernels
+
+    def estimate(Zs, G, bs, reg):
+        _, theta = _ridge(_square(G, d), bs, reg[0])
+        values = [ordered_sum([Zs[j * d + a] * theta[a] for a in range(d)]) for j in range(M)]
+        top, best = argmax_first(values)
+        return values, [top], [best]
+
+    values, top, best = fused_entries(estimate, (Z, gram, b, jnp.asarray(reg, dt)), ((M,), (), ()), kernels,
+                                      name="lingame_glr_estimate", key=("glr", heuristic))
+
+    def statistic(Zs, G, Vs, top, best, sig, *bs):
+        Zs, G, top, best = [Zs[j * d:(j + 1) * d] for j in range(M)], _square(G, d), top[0], best[0]
+        A = inverse(G) if heuristic else _ridge(G, bs[0], bs[1][0])[0]
+        zb = pick(Zs, best)
+        z = None
+        for j in range(M):
+            diff = [zb[a] - Zs[j][a] for a in range(d)]
+            norm = jnp.zeros((), dt)
+            sq = jnp.zeros((), dt)
+            for p in range(d):
+                sq = sq + diff[p] * diff[p]
+                norm = norm + A[p][p] * (diff[p] * diff[p])
+                for q in range(p + 1, d):
+                    norm = norm + (A[p][q] + A[q][p]) * (diff[p] * diff[q])
+            gp = top - Vs[j]
+            zj = jnp.where(sq == 0, jnp.inf, gp * gp / (2.0 * jnp.maximum(norm, 1e-300)))
+            z = zj if z is None else jnp.minimum(z, zj)
+        return [z / sig[0] ** 2],
+
+    z, = fused_entries(statistic, (Z, gram, values, top, best, jnp.asarray(sigma, dt))
+                       + (() if heuristic else (b, jnp.asarray(reg, dt))), ((),), kernels, name="lingame_glr", key=("glr", heuristic))
+    return best, z
