@@ -302,3 +302,34 @@ def test_fused_entries_interpreted_is_the_xla_form():
         batching.fused_entries(fn, (A[0], v[0], c, n[0]), ((3,), (3,), ()), "xla")
     with pytest.raises(ValueError, match="kernels must be one of"):
         batching.fused_entries(fn, (A[0], v[0], c, n[0]), ((3,), (2,), ()), "cuda")
+
+
+def test_add_pull_one_hot_is_the_scatter():
+    """Under the accelerator policy ``common.add_pull`` adds a one-hot vector to the counts and
+    reward sums (K <= ONE_HOT_ARMS): the scatter's bits, under vmap, empty parts kept empty; above
+    ONE_HOT_ARMS arms the scatter stays; a replication's start is traced with ``per_step`` off."""
+    from jaxbandits.algorithms import common
+    from jaxbandits.instances.base import make_instance
+
+    rng = np.random.default_rng(2)
+    for K, empty in ((7, False), (7, True), (common.ONE_HOT_ARMS + 1, False)):
+        inst = make_instance(jnp.asarray(rng.normal(size=(K, 3))), jnp.asarray(rng.normal(size=3)))
+        L = 16
+        stats = common.LinearStats(jnp.asarray(rng.integers(0, 9, size=(L, K)), float),
+                                   jnp.zeros((L, 0)) if empty else jnp.asarray(rng.normal(size=(L, K))),
+                                   jnp.asarray(rng.normal(size=(L, 3, 3))), jnp.asarray(rng.normal(size=(L, 3))))
+        arm, reward = jnp.asarray(rng.integers(0, K, size=L)), jnp.asarray(rng.normal(size=L))
+        out = {}
+        for form, pol in (("scatter", batching.SolvePolicy()), ("one-hot", GPU(L))):
+            with batching.policy(pol):
+                f = jax.jit(jax.vmap(lambda s, a, r: common.add_pull(s, inst, a, r)))
+                out[form] = f(stats, arm, reward)
+                ops = _primitives(jax.make_jaxpr(f)(stats, arm, reward).jaxpr)
+                assert ("scatter-add" in ops) == (form == "scatter" or K > common.ONE_HOT_ARMS)
+        for a, b in zip(out["scatter"], out["one-hot"]):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with batching.policy(GPU(8)):
+        assert batching.current_policy().per_step
+        with batching.once_per_replication():
+            assert not batching.current_policy().per_step and batching.current_policy().batched
+        assert batching.current_policy().per_step

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.batching import argmax_fast, columns_dot, max_argmax  # noqa: F401 (also used from here)
+from jaxbandits.batching import argmax_fast, columns_dot, current_policy, max_argmax  # noqa: F401 (also used from here)
 from jaxbandits.design.core import SMALL_DIM, small_backward, small_cholesky, small_forward, small_pivots_exceed
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules.thresholds import anytime_delta, log_det_ratio  # noqa: F401 (also used from here)
@@ -103,15 +103,29 @@ def init_stats(instance: Instance) -> LinearStats:
     return LinearStats(jnp.zeros(K, dt), jnp.zeros(K, dt), jnp.zeros((d, d), dt), jnp.zeros(d, dt))
 
 
+#: most arms for which :func:`add_pull` adds a one-hot vector under the accelerator policy (many
+#: arms: a scatter of one entry moves fewer bytes than an add over all of them)
+ONE_HOT_ARMS = 64
+
+
 def add_pull(stats: LinearStats, instance: Instance, arm: jax.Array, reward: jax.Array) -> LinearStats:
     """Record one reward of ``arm``: O(d^2).  A part that a rule does not keep (empty: the per-arm
     reward sums of :class:`jaxbandits.rules.lazy.SpanningGLR`, A_t and b_t of
     :class:`jaxbandits.rules.gap.GapIndices`) stays empty."""
     x = instance.arms[arm]
     kept = lambda a: a.shape[0] > 0
+    if current_policy().batched and stats.counts.shape[0] <= ONE_HOT_ARMS:
+        # the accelerator program: an elementwise add of a one-hot vector (the same bits: x + 0 = x),
+        # which fuses with what reads the counts, where a scatter is a kernel of its own on a GPU
+        hit = jnp.arange(stats.counts.shape[0]) == arm
+        counts = stats.counts + jnp.where(hit, 1.0, 0.0).astype(stats.counts.dtype)
+        sums = stats.sums + jnp.where(hit, reward, 0.0).astype(stats.sums.dtype) if kept(stats.sums) else stats.sums
+    else:
+        counts = stats.counts.at[arm].add(1.0)
+        sums = stats.sums.at[arm].add(reward) if kept(stats.sums) else stats.sums
     return LinearStats(
-        stats.counts.at[arm].add(1.0),
-        stats.sums.at[arm].add(reward) if kept(stats.sums) else stats.sums,
+        counts,
+        sums,
         stats.gram + jnp.outer(x, x) if kept(stats.gram) else stats.gram,
         stats.b + reward * x if kept(stats.b) else stats.b,
     )
