@@ -50,7 +50,7 @@ class SolvePolicy:
         (that kernel interpreted: the GPU's program checked on a CPU).
       per_step: the code traced is a step of the engine's loop (True) or runs once a replication
         (False: :meth:`jaxbandits.rules.composition.Composition.init`), where a rule's
-        step-fused form (:mod:`jaxbandits.rules.game_entries`) would only cost compile time.
+        step-fused form (:mod:`jaxbandits.rules.entrywise`) would only cost compile time.
     """
 
     batched: bool = False

@@ -6,6 +6,8 @@ programs, replication by replication.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -153,22 +155,29 @@ def test_xy_adaptive_pulls_by_rows_are_the_array_pulls():
         assert float(jnp.sum(a[0] - carry[0])) > L   # pulls were made
 
 
-@pytest.mark.parametrize("name", ["FWS", "TopTwo", "XYAdaptive", "ALBA", "XYStatic", "LinGame"])
+@pytest.mark.parametrize("name", ["FWS", "TopTwo", "XYAdaptive", "ALBA", "XYStatic", "LinGame", "UniformGLR"])
 def test_accelerator_program_gives_the_cpu_program_s_replications(name, monkeypatch):
     """The accelerator program (the accelerator policy traced on the CPU: the entry-by-entry
     forms above, as the GPU's fused kernels interpreted on Soare's d = 5 instance (omega = 0.1),
     as XLA loops for Top Two on 12 random unit arms in R^5 and for XY-adaptive; ALBA with its
     fused G-optimal solve and binomial draws, XY-static with its fused binomial draws) against
     the CPU program, through simulate: every replication's samples and answer equal.  LinGame:
-    its whole step and GLR test as entry-by-entry kernels (:mod:`jaxbandits.rules.game_entries`)."""
+    its whole step and GLR test as entry-by-entry kernels (:mod:`jaxbandits.rules.entrywise`);
+    uniform + GLR: seed 000's GLR test as one (20 random unit arms in R^5)."""
     from jaxbandits import algorithms as A
     from jaxbandits.engine import simulate
     from jaxbandits.instances import seeds
     from jaxbandits.instances.base import make_instance
 
     alg = {"FWS": A.FWS(delta=0.05), "TopTwo": A.TopTwo(delta=0.05), "XYAdaptive": A.XYAdaptive(delta=0.05),
-           "ALBA": A.ALBA(delta=0.05), "XYStatic": A.XYStatic(delta=0.05), "LinGame": A.LinGame(delta=0.05)}[name]
+           "ALBA": A.ALBA(delta=0.05), "XYStatic": A.XYStatic(delta=0.05), "LinGame": A.LinGame(delta=0.05),
+           "UniformGLR": A.UniformGLR(delta=0.05)}[name]
     instances = [seeds.soare_benchmark(5, omega=0.1)]
+    if name == "UniformGLR":  # 20 random unit arms in R^5, a clear best: a few hundred rounds
+        rng = np.random.default_rng(4)
+        X = rng.normal(size=(20, 5))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        instances = [make_instance(jnp.asarray(X), jnp.asarray(2.0 * X[3]))]
     if name == "TopTwo":
         rng = np.random.default_rng(7)
         X = rng.normal(size=(12, 5))
@@ -243,7 +252,7 @@ def test_lingame_step_entrywise_is_the_array_step(config):
     program, its kernels interpreted) against the array form, on random states of 6 lanes (d = 4,
     K = 7, learner slots found and new, some answers inactive): the same arm, allocations and
     learner keys, the losses, gaps and statistics to 1e-9 relative; and the GLR's answer."""
-    from jaxbandits.rules import game_entries, sampling, stopping
+    from jaxbandits.rules import entrywise, sampling, stopping
     from jaxbandits.rules.core import Context
 
     rng = np.random.default_rng(5)
@@ -262,7 +271,7 @@ def test_lingame_step_entrywise_is_the_array_step(config):
     for form, pol in (("array", batching.SolvePolicy()), ("entries", batching.SolvePolicy(
             batched=True, capacity=L, kernels="interpret"))):
         with batching.policy(pol):
-            assert game_entries.applies(inst, 1, 5) == (form == "entries")
+            assert entrywise.applies(inst, 1, 5) == (form == "entries")
             out[form] = jax.jit(jax.vmap(run))(belief, state, active)
     (a0, s0, ans0, z0), (a1, s1, ans1, z1) = out["array"], out["entries"]
     np.testing.assert_array_equal(a1, a0)
@@ -333,3 +342,39 @@ def test_add_pull_one_hot_is_the_scatter():
         with batching.once_per_replication():
             assert not batching.current_policy().per_step and batching.current_policy().batched
         assert batching.current_policy().per_step
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_glr_test_entrywise_is_the_array_test(masked):
+    """Seed 000's GLR test (:class:`jaxbandits.rules.stopping.GLR`) in its entry-by-entry form
+    (the accelerator program, its kernel interpreted) against the array form on 6 random states
+    (d = 4, 9 items, some masked): the same empirical best item and readiness, Z(t) and beta to
+    1e-9 relative."""
+    from jaxbandits.rules import entrywise, stopping
+    from jaxbandits.rules.core import Context
+
+    rng = np.random.default_rng(8)
+    L, K, d = 6, 9, 4
+    inst, belief, _, _ = _game_states(rng, L, K, d, 1)
+    if masked:
+        inst = dataclasses.replace(inst, item_mask=jnp.asarray(np.arange(K) < K - 2))
+    rule = stopping.GLR()
+
+    def run(belief):
+        ctx = Context(inst, jnp.asarray(0.05), jnp.asarray(0.0), jnp.asarray(0.7), jnp.ones(K, bool))
+        dec = rule.decide(belief.stats, belief.t, ctx)
+        return dec.belief.answer, dec.statistic, dec.beta, dec.ready
+
+    out = {}
+    for form, pol in (("array", batching.SolvePolicy()),
+                      ("entries", batching.SolvePolicy(batched=True, capacity=L, kernels="interpret"))):
+        with batching.policy(pol):
+            assert entrywise.glr_applies(inst) == (form == "entries")
+            out[form] = jax.jit(jax.vmap(run))(belief)
+    (b0, z0, beta0, r0), (b1, z1, beta1, r1) = out["array"], out["entries"]
+    np.testing.assert_array_equal(b1, b0)
+    np.testing.assert_array_equal(r1, r0)
+    np.testing.assert_allclose(np.asarray(z1), np.asarray(z0), rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(beta1), np.asarray(beta0), rtol=1e-12)
+    if masked:
+        assert np.all(np.asarray(b0) < K - 2)

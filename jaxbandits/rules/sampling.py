@@ -49,7 +49,7 @@ from jaxbandits.design.copt import c_optimal
 from jaxbandits.design.games import (EXACT_GAME_GAP, hedge_update, hedge_weights, is_square, matrix_game,
                                      matrix_game_certified, matrix_game_exact)
 from jaxbandits.instances.base import Instance
-from jaxbandits.rules import game_entries
+from jaxbandits.rules import entrywise
 from jaxbandits.rules.alternative import answer_rank, closest_piece
 from jaxbandits.rules.core import Belief, Context, SamplingRule
 
@@ -546,9 +546,9 @@ class Game(SamplingRule):
         dt = X.dtype
         tf = belief.t.astype(dt)
         stats = belief.stats
-        if belief.answer.ndim == 0 and game_entries.applies(instance, self.m, state.keys.shape[0]):  # entry form
+        if belief.answer.ndim == 0 and entrywise.applies(instance, self.m, state.keys.shape[0]):  # entry form
             akey = (belief.answer if self.learners == "per_answer" else jnp.zeros_like(belief.answer)).astype(jnp.int64)
-            arm, W, kn, un, Ln, gn = game_entries.game_update(
+            arm, W, kn, un, Ln, gn = entrywise.game_update(
                 self, X, instance.items, stats.gram, stats.b, stats.counts, state.W, state.keys, state.used,
                 state.losses, state.gap, belief.t, belief.t == ctx.start, belief.answer, ctx.active, ctx.sigma, akey)
             return arm, GameState(W, kn, un, Ln, gn)

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from jaxbandits.algorithms import common, glr
 from jaxbandits.algorithms.base import Configurable, hyperparameter
 from jaxbandits.instances.base import Instance
-from jaxbandits.rules import game_entries, thresholds
+from jaxbandits.rules import entrywise, thresholds
 from jaxbandits.rules.alternative import closest_piece
 from jaxbandits.rules.core import Belief, Context, Decision, StoppingRule
 from jaxbandits.rules.recommend import FurthestAnswer
@@ -73,7 +73,10 @@ class GLR(StoppingRule):
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
         instance = ctx.instance
         theta, L = common.least_squares(stats)
-        z, best = common.glr_statistic(theta, L, instance.items, instance.item_mask)
+        if entrywise.glr_applies(instance):  # the accelerator program's form: one elementwise kernel
+            z, best = entrywise.glr_decide(instance.items, stats.gram, stats.b, instance.item_mask)
+        else:
+            z, best = common.glr_statistic(theta, L, instance.items, instance.item_mask)
         beta, ready = self.beta(stats, t, ctx)
         return Decision(Belief(stats, t, theta, L, None, best.astype(jnp.int32)), z, beta, ready)
 
@@ -243,8 +246,8 @@ class GameGLR(StoppingRule):
         # heuristic: V_{N_t}^-1 (the experiments' code); otherwise the ridge inverse V_t^-1
         Ainv = common.inverse_gram(stats.gram) if self.threshold == "heuristic" else Vinv
         beta = self.unit_beta(stats, t.astype(dt), ctx)
-        if game_entries.applies(inst, m):  # the accelerator program's form: one elementwise kernel
-            answer, z = game_entries.glr_decide(inst.items, stats.gram, stats.b, self.reg, ctx.sigma,
+        if entrywise.applies(inst, m):  # the accelerator program's form: one elementwise kernel
+            answer, z = entrywise.game_glr_decide(inst.items, stats.gram, stats.b, self.reg, ctx.sigma,
                                                 self.threshold == "heuristic")
             return Decision(Belief(stats, t, theta, None, Vinv, answer), z, beta, jnp.ones((), bool))
         if m == 1:  # seed 000 Lemma 7's statistic (the library's O(M d^2) form)

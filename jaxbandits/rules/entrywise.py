@@ -1,29 +1,32 @@
-"""LinGame's step entry by entry: the accelerator program's form of the game
-(:class:`jaxbandits.rules.sampling.Game`) and of its GLR stopping test
-(:class:`jaxbandits.rules.stopping.GameGLR`) on small problems.
+"""Rules' steps entry by entry: the accelerator program's form of LinGame's game
+(:class:`jaxbandits.rules.sampling.Game`, :func:`game_update`) and GLR test
+(:class:`jaxbandits.rules.stopping.GameGLR`, :func:`game_glr_decide`), and of seed 000's GLR test
+(:class:`jaxbandits.rules.stopping.GLR`, :func:`glr_decide`), on small problems.
 
-Under ``vmap`` over hundreds of thousands of lanes the array form of a LinGame step is a chain
-of about 50 kernels on a GPU: every small matrix product, reduction over the arms, gather of a
-learner's losses and scatter into the learner table is a kernel of its own, and each reads and
-writes its lane's arrays in device memory.  Here every quantity of the step is a scalar per
-entry (the arms, the items and the d x d matrices unrolled, as :func:`jaxbandits.design.copt._tiny_solve`
-unrolls Top Two's design), so the step is elementwise over the lanes: one
-:func:`jaxbandits.batching.fused_entries` kernels (three for the game, one for the test), which the
-accelerator policy runs as Triton kernels (a block of lanes a program, a lane a thread) and the CPU
-as XLA operations.
+Under ``vmap`` over hundreds of thousands of lanes the array form of such a step is a chain of
+tens of kernels on a GPU: every small matrix product, reduction over the arms or items, gather of
+a learner's losses and scatter into the learner table is a kernel of its own, and each reads and
+writes its lane's arrays in device memory.  Here every quantity of the step is a scalar per entry
+(the arms, the items and the d x d matrices unrolled, as :func:`jaxbandits.design.copt._tiny_solve`
+unrolls Top Two's design), so the step is elementwise over the lanes: a few
+:func:`jaxbandits.batching.fused_entries` kernels, which the accelerator policy runs as Triton
+kernels (a block of lanes a program, a lane a thread) and the CPU as XLA operations.
 
 The arithmetic is the array form's, in the same order where the array form fixes one: the
-regularised inverse of :func:`jaxbandits.algorithms.common.inverse_gram` (jitter, symmetrised
-Cholesky, forward and back substitution of the identity's columns), the statistic of
-:func:`jaxbandits.algorithms.common.glr_pair_statistics`, AdaHedge's
-(:func:`jaxbandits.design.games.hedge_weights`, :func:`~jaxbandits.design.games.hedge_update`) and
-first-index argmaxes (:func:`jaxbandits.batching.argmax_fast`).  Sums that the array form leaves
-to XLA (matrix products, ``jnp.sum``) are added in index order, so the two forms can differ in the
-last bits of a product's sum.
+inverses of :func:`jaxbandits.algorithms.common.inverse_gram` and
+:func:`~jaxbandits.algorithms.common.inverse_from_cholesky` (jitter, symmetrised Cholesky, forward
+and back substitution of the identity's columns), the statistics of
+:func:`jaxbandits.algorithms.common.glr_pair_statistics` and :func:`~jaxbandits.algorithms.common.glr_row`,
+AdaHedge's (:func:`jaxbandits.design.games.hedge_weights`, :func:`~jaxbandits.design.games.hedge_update`)
+and first-index argmaxes (:func:`jaxbandits.batching.argmax_fast`).  Sums that the array form
+leaves to XLA (matrix products, ``jnp.sum``) are added in index order, so the two forms can differ
+in the last bits of a product's sum.
 
-Used when the accelerator policy is on (:func:`jaxbandits.batching.current_policy`), for
-best-arm identification (m = 1) with d <= :data:`jaxbandits.design.core.SMALL_DIM`, at most
-:data:`MAX_ARMS` arms and items, and a learner table of at most :data:`MAX_TABLE` entries.
+Used under the accelerator policy (:func:`jaxbandits.batching.current_policy`) in a step (not at a
+replication's start), with d <= :data:`jaxbandits.design.core.SMALL_DIM`: LinGame for best-arm
+identification (m = 1) with at most :data:`MAX_ARMS` arms and items and a learner table of at most
+:data:`MAX_TABLE` entries (:func:`applies`), seed 000's GLR with at most :data:`MAX_ITEMS` items
+(:func:`glr_applies`).
 """
 from __future__ import annotations
 
@@ -39,6 +42,8 @@ from jaxbandits.design.core import SMALL_DIM, ordered_sum, small_backward, small
 MAX_ARMS = 16
 #: most entries (learner slots x arms) of the AdaHedge table the unrolled step carries
 MAX_TABLE = 64
+#: most items for which seed 000's GLR test is unrolled
+MAX_ITEMS = 64
 
 
 def applies(instance, m: int, slots: int = 1) -> bool:
@@ -50,6 +55,14 @@ def applies(instance, m: int, slots: int = 1) -> bool:
     pol = current_policy()
     return (pol.batched and pol.per_step and int(m) == 1 and d <= SMALL_DIM and K <= MAX_ARMS and M <= MAX_ARMS
             and int(slots) * K <= MAX_TABLE)
+
+
+def glr_applies(instance) -> bool:
+    """Whether seed 000's GLR test runs entry by entry: the accelerator policy, in a step, small d
+    and at most :data:`MAX_ITEMS` items."""
+    pol = current_policy()
+    return (pol.batched and pol.per_step and instance.arms.shape[-1] <= SMALL_DIM
+            and instance.items.shape[-2] <= MAX_ITEMS)
 
 
 class _Entries:
@@ -103,7 +116,8 @@ def pick(rows, j):
     row as a gather clamps it: a chain of selects."""
     out = rows[-1]
     for k in reversed(range(len(rows) - 1)):
-        out = jax.tree.map(lambda a, b, k=k: jnp.where(j == k, a, b), rows[k], out)
+        hit = j == k
+        out = jax.tree.map(lambda a, b, hit=hit: jax.lax.select(hit, *jnp.broadcast_arrays(a, b)), rows[k], out)
     return out
 
 
@@ -249,7 +263,7 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, firs
         ((), (K,), (S,), (S,), (S, K), (S,)), kernels, name="lingame_gains", key=key)
 
 
-def glr_decide(Z, gram, b, reg, sigma, heuristic: bool):
+def game_glr_decide(Z, gram, b, reg, sigma, heuristic: bool):
     """(answer, Z(t) / sigma^2) of :meth:`jaxbandits.rules.stopping.GameGLR.decide` (m = 1) in
     entries: the empirical best item of the ridge estimate and the GLR statistic
     min_j (theta^T (z_best - z_j))^2 / (2 ||z_best - z_j||^2_{A^-1}) (A = V_{N_t} for the
@@ -289,3 +303,51 @@ def glr_decide(Z, gram, b, reg, sigma, heuristic: bool):
     z, = fused_entries(statistic, (Z, gram, values, top, best, jnp.asarray(sigma, dt))
                        + (() if heuristic else (b, jnp.asarray(reg, dt))), ((),), kernels, name="lingame_glr", key=("glr", heuristic))
     return best, z
+
+
+def glr_decide(Z, gram, b, item_mask=None):
+    """(Z(t), the empirical best item) of :meth:`jaxbandits.rules.stopping.GLR.decide` in entries:
+    the least-squares estimate from the jittered, symmetrised Cholesky factor of A_t
+    (:func:`jaxbandits.algorithms.common.least_squares`), A_t^-1 from that factor, symmetrised
+    (:func:`~jaxbandits.algorithms.common.inverse_from_cholesky`), and the row of seed 000 Lemma 7's
+    statistics against the empirical best item, Z_b = gap_b |gap_b| / (2 ||z_best - z_b||^2_{A^-1}),
+    +inf for items identical to it or masked (:func:`~jaxbandits.algorithms.common.glr_row`); its
+    minimum.  One kernel."""
+    M, d = Z.shape
+    dt = Z.dtype
+
+    def fn(Zs, G, bs, *mask):
+        Zs, G = [Zs[j * d:(j + 1) * d] for j in range(M)], _square(G, d)
+        jit = 1e-12 * (ordered_sum([G[i][i] for i in range(d)]) / d + 1e-30)
+        S = [[(G[i][j] + jit if i == j else G[i][j]) for j in range(d)] for i in range(d)]
+        S = [[0.5 * (S[i][j] + S[j][i]) for j in range(d)] for i in range(d)]
+        L, r = small_cholesky(_Entries(S))
+        theta = small_backward(L, r, small_forward(L, r, bs))
+        cols = []
+        for c in range(d):
+            e = [jnp.asarray(1.0 if i == c else 0.0, dt) for i in range(d)]
+            cols.append(small_backward(L, r, small_forward(L, r, e)))
+        A = [[0.5 * (cols[c][i] + cols[i][c]) for c in range(d)] for i in range(d)]
+        values = [ordered_sum([Zs[j][a] * theta[a] for a in range(d)]) for j in range(M)]
+        ok = [mask[0][j] != 0 for j in range(M)] if mask else [None] * M
+        masked = [jnp.where(ok[j], values[j], -jnp.inf) if mask else values[j] for j in range(M)]
+        top, best = argmax_first(masked)
+        zb, vb = pick(Zs, best), pick(values, best)
+        z = None
+        for j in range(M):
+            diff = [zb[a] - Zs[j][a] for a in range(d)]
+            norm = ordered_sum([ordered_sum([diff[a] * A[a][c] for a in range(d)]) * diff[c] for c in range(d)])
+            gap = vb - values[j]
+            same = diff[0] == 0
+            for a in range(1, d):
+                same = same & (diff[a] == 0)
+            if mask:
+                same = same | ~ok[j]
+            zj = jnp.where(same, jnp.inf, gap * jnp.abs(gap) / (2.0 * jnp.maximum(norm, 1e-300)))
+            z = zj if z is None else jnp.minimum(z, zj)
+        return [z], [best]
+
+    args = (Z, gram, b) + (() if item_mask is None else (jnp.asarray(item_mask).astype(jnp.int32),))
+    z, best = fused_entries(fn, args, ((), ()), current_policy().kernels, name="glr_test",
+                            key=("glr000", item_mask is None))
+    return z, best
