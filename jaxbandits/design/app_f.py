@@ -33,8 +33,8 @@ import numpy as np
 
 from jaxbandits.batching import argmax_fast, columns_dot, current_policy, fixed_trip_while, solve_where
 from jaxbandits.design import kernels as kern
-from jaxbandits.design.core import (SMALL_DIM, add_jitter, design_matrix, initial_design, inverse_design, masked_argmax,
-                                   oracle_directions, small_cholesky, small_forward, small_inverse_factor)
+from jaxbandits.design.core import (SMALL_DIM, Entries, add_jitter, design_matrix, initial_design, inverse_design,
+                                   masked_argmax, oracle_directions, small_cholesky, small_forward, small_inverse_factor)
 
 
 # -- the rule -------------------------------------------------------------------------------------
@@ -493,21 +493,10 @@ def kernel_exact_inverse(A, d: int):
     eps = 1e-13 * tr / d
     aj = lambda i, j: kern.element(A, i, j) + (eps if i == j else 0.0)  # noqa: E731
     S = [[0.5 * (aj(i, j) + aj(j, i)) for j in range(d)] for i in range(d)]
-    L, r = small_cholesky(_Entries(S))
+    L, r = small_cholesky(Entries(S))
     ids = kern.iota(dp)
     z = small_forward(L, r, [jnp.where(ids == i, 1.0, 0.0).astype(A.dtype) for i in range(d)])
     out = z[0][:, None] * z[0][None, :]
     for zi in z[1:]:
         out = out + zi[:, None] * zi[None, :]
     return out
-
-
-class _Entries:
-    """A nested list of scalars indexed as a matrix (``S[i, j]``), for :func:`small_cholesky`."""
-
-    def __init__(self, rows):
-        self.rows = rows
-        self.shape = (len(rows), len(rows))
-
-    def __getitem__(self, ij):
-        return self.rows[ij[0]][ij[1]]

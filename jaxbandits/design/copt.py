@@ -24,8 +24,8 @@ import jax.numpy as jnp
 
 from jaxbandits.batching import current_policy
 from jaxbandits.design.kernels import fused_fori_loop
-from jaxbandits.design.core import (SMALL_DIM, DesignSolution, add_jitter, first_max, full_mask, initial_design,
-                                   inverse_design, ordered_sum, small_backward, small_cholesky, small_forward)
+from jaxbandits.design.core import (SMALL_DIM, DesignSolution, Entries, add_jitter, first_max, full_mask,
+                                   initial_design, inverse_design, ordered_sum, small_backward, small_cholesky, small_forward)
 
 
 def c_optimal(X: jax.Array, y: jax.Array, *, arm_mask: Optional[jax.Array] = None,
@@ -127,18 +127,6 @@ def _small_solve(X, y, mask, lam0, iters):
 SMALL_ARMS = 16
 
 
-class _Entries:
-    """A [d, d] matrix held as scalars ``A[i][j]`` (j <= i), indexable as ``A[i, j]`` for
-    :func:`jaxbandits.design.core.small_cholesky`."""
-
-    def __init__(self, rows):
-        self.rows = rows
-        self.shape = (len(rows), len(rows))
-
-    def __getitem__(self, ij):
-        return self.rows[ij[0]][ij[1]]
-
-
 def _tiny_solve(X, y, mask, lam0, iters, kernels: str = "xla"):
     """:func:`_small_solve` for few arms (K <= SMALL_ARMS) as well as small d: the arms are
     unrolled too (A(lambda) a sum of K terms in arm order, the argmax a chain of compares, x_j a
@@ -157,7 +145,7 @@ def _tiny_solve(X, y, mask, lam0, iters, kernels: str = "xla"):
         tr = ordered_sum([rows[i][i] for i in range(d)])
         eps = 1e-13 * tr / d
         rows = [[rows[i][j] + eps if i == j else rows[i][j] for j in range(i + 1)] for i in range(d)]
-        L, r = small_cholesky(_Entries(rows))
+        L, r = small_cholesky(Entries(rows))
         z = small_forward(L, r, ys)
         u = small_backward(L, r, z)
         h = [ordered_sum([Xs[k][i] * u[i] for i in range(d)]) for k in range(K)]

@@ -129,6 +129,19 @@ def first_max(values):
     return j, best
 
 
+class Entries:
+    """A square matrix held as nested lists of scalars (``rows[i][j]``), indexable as ``A[i, j]``
+    for :func:`small_cholesky` (the entry-by-entry forms: a d x d matrix whose entries are
+    separate arrays, one a lane under ``vmap``)."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.shape = (len(rows), len(rows))
+
+    def __getitem__(self, ij):
+        return self.rows[ij[0]][ij[1]]
+
+
 def small_cholesky(A: jax.Array):
     """(L, r): the lower Cholesky factor of a small symmetric positive-definite A [d, d] as nested
     lists of scalars (``L[i][j]``, j <= i) and the reciprocals r[j] = 1 / L[j][j].

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits.batching import current_policy, fused_entries
-from jaxbandits.design.core import SMALL_DIM, ordered_sum, small_backward, small_cholesky, small_forward
+from jaxbandits.design.core import SMALL_DIM, Entries, ordered_sum, small_backward, small_cholesky, small_forward
 
 #: most arms, and most items, for which a LinGame step is unrolled
 MAX_ARMS = 16
@@ -65,18 +65,6 @@ def glr_applies(instance) -> bool:
             and instance.items.shape[-2] <= MAX_ITEMS)
 
 
-class _Entries:
-    """A square matrix held as nested lists of scalars, indexable as ``A[i, j]`` for
-    :func:`jaxbandits.design.core.small_cholesky`."""
-
-    def __init__(self, rows):
-        self.rows = rows
-        self.shape = (len(rows), len(rows))
-
-    def __getitem__(self, ij):
-        return self.rows[ij[0]][ij[1]]
-
-
 def inverse(A):
     """A^-1 of a symmetric PSD matrix given as nested lists (``A[i][j]``, both halves) as
     :func:`jaxbandits.algorithms.common.inverse_gram` computes it for 2 < d <= SMALL_DIM: a jitter
@@ -86,7 +74,7 @@ def inverse(A):
     jit = 1e-12 * (ordered_sum([A[i][i] for i in range(d)]) / d + 1e-30)
     S = [[(A[i][j] + jit if i == j else A[i][j]) for j in range(d)] for i in range(d)]
     S = [[0.5 * (S[i][j] + S[j][i]) for j in range(d)] for i in range(d)]
-    L, r = small_cholesky(_Entries(S))
+    L, r = small_cholesky(Entries(S))
     cols = []
     for c in range(d):
         e = [jnp.asarray(1.0 if i == c else 0.0, A[0][0].dtype) for i in range(d)]
@@ -196,7 +184,8 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, firs
             q.append(jnp.maximum(ordered_sum([XV[c] * x[c] for c in range(d)]), 0.0))
         return theta, q
 
-    theta, q = fused_entries(estimate, (gram, b, X, f(rule.reg)), ((d,), (K,)), kernels, name="lingame_estimate", key=key)
+    theta, q = fused_entries(estimate, (gram, b, X, f(rule.reg)), ((d,), (K,)), kernels, name="lingame_estimate",
+                             key=key)
 
     def learner(ks, us, Ls, gs, delta0, key):
         key = key[0]
@@ -210,7 +199,8 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, firs
         g0 = jnp.where(found, pick(gs, slot), delta0[0])
         return [slot], L, [g0], _hedge_weights(L, g0)
 
-    slot, L, g0, w = fused_entries(learner, (keys, used, losses, gap, f(rule.hedge_delta0), jnp.asarray(akey, jnp.int64)),
+    slot, L, g0, w = fused_entries(learner, (keys, used, losses, gap, f(rule.hedge_delta0),
+                                             jnp.asarray(akey, jnp.int64)),
                                    ((), (K,), (), (K,)), kernels, name="lingame_learner", key=key)
 
     def nature(Xs, Zs, ws, th, ans, act, *G):
@@ -301,7 +291,8 @@ def game_glr_decide(Z, gram, b, reg, sigma, heuristic: bool):
         return [z / sig[0] ** 2],
 
     z, = fused_entries(statistic, (Z, gram, values, top, best, jnp.asarray(sigma, dt))
-                       + (() if heuristic else (b, jnp.asarray(reg, dt))), ((),), kernels, name="lingame_glr", key=("glr", heuristic))
+                       + (() if heuristic else (b, jnp.asarray(reg, dt))), ((),), kernels, name="lingame_glr",
+                       key=("glr", heuristic))
     return best, z
 
 
@@ -321,7 +312,7 @@ def glr_decide(Z, gram, b, item_mask=None):
         jit = 1e-12 * (ordered_sum([G[i][i] for i in range(d)]) / d + 1e-30)
         S = [[(G[i][j] + jit if i == j else G[i][j]) for j in range(d)] for i in range(d)]
         S = [[0.5 * (S[i][j] + S[j][i]) for j in range(d)] for i in range(d)]
-        L, r = small_cholesky(_Entries(S))
+        L, r = small_cholesky(Entries(S))
         theta = small_backward(L, r, small_forward(L, r, bs))
         cols = []
         for c in range(d):
