@@ -360,7 +360,8 @@ def fused_entries(fn: Callable, args: tuple, out_shapes: tuple, kernels: str, na
     unbatched array's entries as scalars, shared by the lanes).  Where :func:`fused_elementwise`
     takes one scalar a lane per argument, whose slicing out of the lanes' arrays is a kernel of its
     own on a GPU, the arrays here go into the kernel as they are.  ``fn`` is traced once, on
-    scalars; ``key`` (hashable, optional) says what else than its arguments it depends on, and a
+    scalars, and reads no traced value but its arguments (whatever else it closes over is static);
+    ``key`` (hashable, optional) says what else than its arguments it depends on, and a
     later call with the same ``key``, ``name`` and argument shapes reuses that trace (a program that
     calls the same kernel in several places is traced faster)."""
     if kernels not in KERNELS:
