@@ -324,10 +324,20 @@ def _eval_on_lanes(jaxpr, consts, args, shape):
         env[v] = a
     for v, a in zip(jaxpr.invars, args):
         env[v] = a
+    widen = lambda x: x if jnp.shape(x) == shape else jax.lax.broadcast_in_dim(jnp.asarray(x), shape, ())  # noqa: E731
     for eqn in jaxpr.eqns:
         ins = [read(v) for v in eqn.invars]
         sub = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
-        if sub is not None:  # a nested program (jit, custom_jvp): inlined
+        if eqn.primitive.name == "scan":  # a fori_loop of known trips: a loop over the block's values
+            p = eqn.params
+            nc, nk = p["num_consts"], p["num_carry"]
+            if p["reverse"] or len(ins) != nc + nk or len(eqn.outvars) != nk:
+                raise NotImplementedError("fused_entries: a scan over arrays (only fori_loop's form is supported)")
+            body, consts_ = p["jaxpr"], ins[:nc]
+            step = lambda _, c, body=body, consts_=consts_: tuple(  # noqa: E731
+                widen(o) for o in _eval_on_lanes(body.jaxpr, body.consts, list(consts_) + list(c), shape))
+            outs = list(jax.lax.fori_loop(0, p["length"], step, tuple(widen(x) for x in ins[nc:])))
+        elif sub is not None:  # a nested program (jit, custom_jvp): inlined
             inner = sub.jaxpr if hasattr(sub, "jaxpr") else sub
             outs = _eval_on_lanes(inner, getattr(sub, "consts", ()), ins, shape)
         elif eqn.primitive is jax.lax.broadcast_in_dim_p and eqn.params["shape"] == ():

@@ -378,3 +378,76 @@ def test_glr_test_entrywise_is_the_array_test(masked):
     np.testing.assert_allclose(np.asarray(beta1), np.asarray(beta0), rtol=1e-12)
     if masked:
         assert np.all(np.asarray(b0) < K - 2)
+
+
+@pytest.mark.parametrize("answer,epsilon", [("furthest", 0.0), ("furthest", 1.0), ("best", 0.1)])
+def test_transport_glr_and_challenger_entrywise_are_the_array_forms(answer, epsilon):
+    """The GLR of :class:`jaxbandits.rules.stopping.TransportGLR` (furthest answer or empirical
+    best, epsilon-good answers) and Top Two's transportation-cost challenger in their entry-by-entry
+    form (the accelerator program, kernels interpreted) against the array forms on random states
+    of 16 lanes (d = 4, 7 items, two of them equal, some inactive, a ridge): the same answers and
+    challengers, the statistic, the estimate and V^-1 to 1e-9 relative.  With epsilon > 0 several
+    items have min_j W^eps_{i,j} > 0, so the furthest answer is not the empirical best one."""
+    from jaxbandits.rules import entrywise, recommend, sampling, stopping
+    from jaxbandits.rules.core import Belief, Context
+
+    rng = np.random.default_rng(12)
+    L, K, d = 16, 7, 4
+    inst, belief, _, active = _game_states(rng, L, K, d, 1)
+    X = np.asarray(inst.arms).copy()
+    X[5] = X[2]  # two equal items: W = +inf between them
+    inst = dataclasses.replace(inst, arms=jnp.asarray(X), items=jnp.asarray(X))
+    rec = recommend.FurthestAnswer() if answer == "furthest" else recommend.EmpiricalBest()
+    rule = stopping.TransportGLR(reg=0.5, recommend=rec)
+    tt = sampling.TopTwo(allocation=sampling.GreedyPair())
+
+    def run(belief, active):
+        ctx = Context(inst, jnp.asarray(0.05), jnp.asarray(epsilon), jnp.asarray(0.7), active)
+        dec = rule.decide(belief.stats, belief.t, ctx)
+        b = dec.belief
+        lead = b.answer
+        Ainv = b.inverse()
+        W, _, _ = jax.vmap(lambda i: __import__("jaxbandits").algorithms.glr.transport_costs(
+            b.theta, Ainv, inst.items, i, epsilon))(jnp.arange(K))
+        chal, y = (entrywise.tc_challenger(inst.items, b.theta, Ainv, lead, active, epsilon)
+                   if entrywise.transport_applies(inst, None) else
+                   (sampling.tc_challenger(lead, b, ctx), inst.items[lead] - inst.items[sampling.tc_challenger(lead, b, ctx)]))
+        arm, _ = tt.update((jax.random.key(0), jax.random.key(1)), (), b, ctx)
+        return b.answer, dec.statistic, dec.beta, b.theta, Ainv, chal, y, arm, jnp.min(W, axis=1)
+
+    out = {}
+    for form, pol in (("array", batching.SolvePolicy()),
+                      ("entries", batching.SolvePolicy(batched=True, capacity=L, kernels="interpret"))):
+        with batching.policy(pol):
+            assert entrywise.transport_applies(inst, getattr(rec, "candidates", None)) == (form == "entries")
+            out[form] = jax.jit(jax.vmap(run))(belief, active)
+    a, e = out["array"], out["entries"]
+    for i in (0, 5, 7):  # answer, challenger, arm
+        np.testing.assert_array_equal(e[i], a[i])
+    for i in (1, 2, 3, 4, 6):
+        np.testing.assert_allclose(np.asarray(e[i]), np.asarray(a[i]), rtol=1e-9, atol=1e-12)
+    wmin = np.asarray(a[8])
+    if answer == "furthest" and epsilon > 0:  # the furthest answer differs from the best somewhere
+        values = np.einsum("kd,ld->lk", X, np.asarray(a[3]))
+        assert np.any(np.asarray(a[0]) != values.argmax(1))
+        assert np.mean(np.sum(wmin > 0, axis=1) >= 2) > 0.5  # ties at the max are rare: positions decide few
+    assert np.all(np.isinf(np.asarray(a[4])) == False)  # noqa: E712
+
+
+def test_fused_entries_runs_a_fori_loop_in_the_kernel():
+    """A ``fori_loop`` inside ``fused_entries``' program (the c-optimal design's Frank-Wolfe) runs
+    inside the kernel: interpreted, the loop over a block of lanes gives the XLA form's values."""
+    rng = np.random.default_rng(3)
+    L = 5
+    x = jnp.asarray(rng.random((L, 3)))
+    c = jnp.asarray(rng.random(3))
+
+    def fn(xs, cs):
+        out = jax.lax.fori_loop(0, 7, lambda i, v: tuple(v[k] * cs[k] + xs[(k + 1) % 3] for k in range(3)),
+                                tuple(xs))
+        return list(out), [out[0] + out[2]]
+
+    res = {k: jax.jit(jax.vmap(lambda x: batching.fused_entries(fn, (x, c), ((3,), ()), k, name="loop")))(x)
+           for k in ("xla", "interpret")}
+    for u, v in zip(res["xla"], res["interpret"]):
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))

@@ -22,8 +22,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.batching import current_policy
-from jaxbandits.design.kernels import fused_fori_loop
+from jaxbandits.batching import current_policy, fused_entries
 from jaxbandits.design.core import (SMALL_DIM, DesignSolution, Entries, add_jitter, first_max, full_mask,
                                    initial_design, inverse_design, ordered_sum, small_backward, small_cholesky, small_forward)
 
@@ -132,7 +131,7 @@ def _tiny_solve(X, y, mask, lam0, iters, kernels: str = "xla"):
     unrolled too (A(lambda) a sum of K terms in arm order, the argmax a chain of compares, x_j a
     chain of selects), so under ``vmap`` an iteration is elementwise over the lanes: no reduction,
     gather or product is left in the loop.  On a GPU the loop is one fused kernel
-    (:func:`jaxbandits.design.kernels.fused_fori_loop`, elementwise: a program a block of lanes)
+    (:func:`jaxbandits.batching.fused_entries`, elementwise: a program a block of lanes)
     where XLA launched one or two kernels an iteration (Top Two, H100 model, Soare d = 5, 16,384
     lanes: 58.6 -> 39.6 kernels a step).  The accelerator program's form (:func:`c_optimal`); the
     CPU keeps :func:`_small_solve`, which is faster there and gives the same iterates up to the
@@ -156,9 +155,6 @@ def _tiny_solve(X, y, mask, lam0, iters, kernels: str = "xla"):
         return ([list(consts[k * d:(k + 1) * d]) for k in range(K)], list(consts[K * d:K * d + d]),
                 list(consts[K * d + d:]))
 
-    consts = tuple(X[k, i] for k in range(K) for i in range(d)) + tuple(y[i] for i in range(d)) + tuple(
-        mask[k].astype(jnp.int32) for k in range(K))
-
     def body(_, lam, *consts):
         Xs, ys, ms = unpack(consts)
         (L, r), a, b_all = parts(lam, Xs, ys)
@@ -171,8 +167,16 @@ def _tiny_solve(X, y, mask, lam0, iters, kernels: str = "xla"):
         new = [(1.0 - g) * lk for lk in lam]
         return tuple(jnp.where(j == k, new[k] + g, new[k]) for k in range(K))
 
-    lam = fused_fori_loop(int(iters), body, tuple(lam0[k] for k in range(K)), consts, kernels=kernels,
-                          elementwise=True, unroll=4)
+    def loop(lam0, Xs, ys, ms):
+        consts = tuple(Xs) + tuple(ys) + tuple(ms)
+        return list(jax.lax.fori_loop(0, int(iters), lambda i, c: body(i, c, *consts), tuple(lam0), unroll=4)),
+
+    # the arrays go into the kernel as they are (a kernel's input sliced into one scalar a lane per
+    # entry was a kernel per entry on a GPU: y, made by Top Two's challenger kernel, cost five)
+    lam, = fused_entries(loop, (lam0, X, y, mask.astype(jnp.int32)), ((K,),), kernels, name="c_optimal",
+                         key=("c_optimal", int(iters)))
+    lam = [lam[k] for k in range(K)]
+    consts = tuple(X[k, i] for k in range(K) for i in range(d)) + tuple(y[i] for i in range(d))
     Xs, ys, _ = unpack(consts)
     _, a, b_all = parts(lam, Xs, ys)
     return jnp.stack(lam), a, jnp.stack(b_all)

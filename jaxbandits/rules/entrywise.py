@@ -342,3 +342,155 @@ def glr_decide(Z, gram, b, item_mask=None):
     z, best = fused_entries(fn, args, ((), ()), current_policy().kernels, name="glr_test",
                             key=("glr000", item_mask is None))
     return z, best
+
+
+#: most item pairs times d^2 (the products of the transportation costs) for which the GLR of
+#: :class:`jaxbandits.rules.stopping.TransportGLR` is unrolled: Triton's compile time grows as a
+#: kernel's length times its loads and stores (see :func:`game_update`)
+MAX_PAIR_WORK = 2048
+
+
+def transport_applies(instance, candidates: int | None) -> bool:
+    """Whether :class:`jaxbandits.rules.stopping.TransportGLR`'s test and Top Two's challenger run
+    entry by entry: the accelerator policy, in a step, small d, at most :data:`MAX_ARMS` items,
+    M^2 d^2 <= :data:`MAX_PAIR_WORK`, and (furthest answer) every item a candidate
+    (``candidates`` >= M; None: the empirical best item)."""
+    M, d = instance.items.shape[-2:]
+    pol = current_policy()
+    return (pol.batched and pol.per_step and d <= SMALL_DIM and M <= MAX_ARMS and M * M * d * d <= MAX_PAIR_WORK
+            and (candidates is None or int(candidates) >= M))
+
+
+def _inverse_from_gram(G, reg):
+    """:func:`jaxbandits.algorithms.common.inverse_from_cholesky` of
+    :func:`~jaxbandits.algorithms.common.safe_cholesky` of A + reg I (:func:`~jaxbandits.algorithms.
+    common.regularized_gram`), in entries: the ridge, the jitter of 1e-12 of the mean diagonal, the
+    symmetrised Cholesky factor, the identity's columns solved, the result symmetrised.  Nested
+    lists, both halves."""
+    d = len(G)
+    R = [[G[i][j] + reg * (1.0 if i == j else 0.0) for j in range(d)] for i in range(d)]
+    jit = 1e-12 * (ordered_sum([R[i][i] for i in range(d)]) / d + 1e-30)
+    S = [[R[i][j] + jit * (1.0 if i == j else 0.0) for j in range(d)] for i in range(d)]
+    S = [[0.5 * (S[i][j] + S[j][i]) for j in range(d)] for i in range(d)]
+    L, r = small_cholesky(Entries(S))
+    cols = []
+    for c in range(d):
+        e = [jnp.asarray(1.0 if i == c else 0.0, G[0][0].dtype) for i in range(d)]
+        cols.append(small_backward(L, r, small_forward(L, r, e)))
+    return [[0.5 * (cols[c][i] + cols[i][c]) for c in range(d)] for i in range(d)]
+
+
+def _transport_row(Z, theta, A, i, eps):
+    """W^eps_{i,j} for every item j (:func:`jaxbandits.algorithms.glr.transport_costs` in
+    entries, the same order of operations): +inf where z_j = z_i."""
+    d = len(theta)
+    zi = Z[i] if isinstance(i, int) else pick(Z, i)
+    W = []
+    for z in Z:
+        D = [zi[a] - z[a] for a in range(d)]
+        gap = ordered_sum([D[a] * theta[a] for a in range(d)])
+        DA = [ordered_sum([D[a] * A[a][c] for a in range(d)]) for c in range(d)]
+        norm = ordered_sum([DA[c] * D[c] for c in range(d)])
+        num = jnp.maximum(gap + eps, 0.0)
+        same = D[0] == 0
+        for a in range(1, d):
+            same = same & (D[a] == 0)
+        W.append(jnp.where(same, jnp.inf, num * num / (2.0 * jnp.maximum(norm, 1e-300))))
+    return W
+
+
+def _transport_table(Z, theta, A, eps):
+    """W^eps_{i,j} for every pair (rows i), as :func:`_transport_row` gives each row: z_j - z_i is
+    exactly -(z_i - z_j), and so are its products and sums, so the gap and the norm of a pair are
+    computed once, for i < j (half the program of the rows one by one, and half its compile)."""
+    M, d = len(Z), len(theta)
+    W = [[None] * M for _ in range(M)]
+    for i in range(M):
+        W[i][i] = jnp.asarray(jnp.inf, theta[0].dtype)  # z_i - z_i = 0: the item itself
+        for j in range(i + 1, M):
+            D = [Z[i][a] - Z[j][a] for a in range(d)]
+            gap = ordered_sum([D[a] * theta[a] for a in range(d)])
+            DA = [ordered_sum([D[a] * A[a][c] for a in range(d)]) for c in range(d)]
+            norm = jnp.maximum(ordered_sum([DA[c] * D[c] for c in range(d)]), 1e-300)
+            same = D[0] == 0
+            for a in range(1, d):
+                same = same & (D[a] == 0)
+            for g, (p, q) in ((gap, (i, j)), (-gap, (j, i))):
+                num = jnp.maximum(g + eps, 0.0)
+                W[p][q] = jnp.where(same, jnp.inf, num * num / (2.0 * norm))
+    return W
+
+
+def _min(values):
+    out = values[0]
+    for v in values[1:]:
+        out = jnp.minimum(out, v)
+    return out
+
+
+def transport_decide(Z, gram, b, reg, epsilon, furthest: bool):
+    """(theta_hat, V^-1, answer, GLR statistic) of :meth:`jaxbandits.rules.stopping.TransportGLR.decide`
+    in entries, two kernels (the estimate; the answer and its statistic: one kernel of both
+    compiled 1.5 times as long): V^-1 from the jittered Cholesky factor of A_t + reg I,
+    symmetrised; theta_hat = V^-1 b_t; the answer of :func:`jaxbandits.rules.recommend.answer_glr`
+    (the furthest answer argmax_i min_j W^eps_{i,j} over every item, ties to the item of larger
+    value, then of smaller index, as ``top_k``'s order ranks them; or the empirical best item) and
+    its min_j W^eps_{answer,j}."""
+    M, d = Z.shape
+    dt = Z.dtype
+    kernels = current_policy().kernels
+
+    def estimate(G, bs, reg):
+        A = _inverse_from_gram(_square(G, d), reg[0])
+        return matvec(A, bs), [x for row in A for x in row]
+
+    theta, Ainv = fused_entries(estimate, (gram, b, jnp.asarray(reg, dt)), ((d,), (d, d)), kernels,
+                                name="transport_estimate", key=("transport",))
+
+    def answer(Zs, theta, A, eps):
+        Zs, A, eps = [Zs[j * d:(j + 1) * d] for j in range(M)], _square(A, d), eps[0]
+        values = [ordered_sum([z[a] * theta[a] for a in range(d)]) for z in Zs]
+        if not furthest:
+            best = argmax_first(values)[1]
+            return [best], [_min(_transport_row(Zs, theta, A, best, eps))]
+        Wmin = [_min(row) for row in _transport_table(Zs, theta, A, eps)]
+        # the position of item i in top_k's order: larger values first, ties to the smaller index
+        pos = [ordered_sum([(values[j] > values[i]).astype(jnp.int32) for j in range(M)]
+                           + [(values[j] == values[i]).astype(jnp.int32) for j in range(i)]) for i in range(M)]
+        top = Wmin[0]
+        for w in Wmin[1:]:
+            top = jnp.maximum(top, w)  # NaN-propagating, as jnp.max
+        # argmax_fast over the candidates in top_k's order: the first position reaching the max;
+        # none (a NaN) gives the out-of-range position, which the gather clamps to the last
+        at = jnp.asarray(M, jnp.int32)
+        for i in range(M):
+            at = jnp.where(Wmin[i] == top, jnp.minimum(at, pos[i]), at)
+        at = jnp.minimum(at, M - 1)
+        ans, z = jnp.asarray(0, jnp.int32), Wmin[0]
+        for i in range(M):
+            hit = pos[i] == at
+            ans, z = jnp.where(hit, jnp.int32(i), ans), jnp.where(hit, Wmin[i], z)
+        return [ans], [z]
+
+    ans, z = fused_entries(answer, (Z, theta, Ainv, jnp.asarray(epsilon, dt)), ((), ()), kernels,
+                           name="transport_glr", key=("transport", furthest))
+    return theta, Ainv, ans, z
+
+
+def tc_challenger(Z, theta, Ainv, leader, active, epsilon):
+    """(argmin_{j active} W^eps_{leader,j}, z_leader - z_challenger) of
+    :func:`jaxbandits.rules.sampling.tc_challenger` in entries, one kernel."""
+    M, d = Z.shape
+    dt = Z.dtype
+
+    def fn(Zs, th, A, lead, act, eps):
+        Zs, A, lead, eps = [Zs[j * d:(j + 1) * d] for j in range(M)], _square(A, d), lead[0], eps[0]
+        W = _transport_row(Zs, th, A, lead, eps)
+        chal = argmax_first([-jnp.where(act[j] != 0, W[j], jnp.inf) for j in range(M)])[1]
+        zl, zc = pick(Zs, lead), pick(Zs, chal)
+        return [chal], [zl[a] - zc[a] for a in range(d)]
+
+    i32 = lambda v: jnp.asarray(v).astype(jnp.int32)  # noqa: E731
+    chal, y = fused_entries(fn, (Z, theta, Ainv, i32(leader), i32(active), jnp.asarray(epsilon, dt)), ((), (d,)),
+                            current_policy().kernels, name="tc_challenger", key=("tc",))
+    return chal, y

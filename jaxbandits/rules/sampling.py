@@ -706,9 +706,13 @@ class TopTwo(SamplingRule):
     def update(self, keys, state, belief: Belief, ctx: Context):
         k_lead, k_alloc = keys
         lead = self.leader(k_lead, belief, ctx)
-        chal = tc_challenger(lead, belief, ctx)
         Z = ctx.instance.items
-        return self.allocation(k_alloc, state, Z[lead] - Z[chal], lead, chal, belief, ctx)
+        if entrywise.transport_applies(ctx.instance, None):  # the accelerator program's form: one kernel
+            chal, y = entrywise.tc_challenger(Z, belief.theta, belief.inverse(), lead, ctx.active, ctx.epsilon)
+        else:
+            chal = tc_challenger(lead, belief, ctx)
+            y = Z[lead] - Z[chal]
+        return self.allocation(k_alloc, state, y, lead, chal, belief, ctx)
 
     def validate(self, instance: Instance) -> None:
         check = getattr(self.allocation, "validate", None)

@@ -39,7 +39,7 @@ from jaxbandits.instances.base import Instance
 from jaxbandits.rules import entrywise, thresholds
 from jaxbandits.rules.alternative import closest_piece
 from jaxbandits.rules.core import Belief, Context, Decision, StoppingRule
-from jaxbandits.rules.recommend import FurthestAnswer
+from jaxbandits.rules.recommend import EmpiricalBest, FurthestAnswer
 
 
 def glr_threshold(kind: str, stats: common.LinearStats, t, ctx: Context):
@@ -115,6 +115,14 @@ class TransportGLR(StoppingRule):
         return glr_threshold(self.threshold, stats, t, ctx), jnp.ones((), bool)
 
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
+        rec = self.recommend
+        known = type(rec) in (FurthestAnswer, EmpiricalBest)
+        if known and entrywise.transport_applies(ctx.instance, getattr(rec, "candidates", None)):
+            # the accelerator program's form: one elementwise kernel
+            theta, Ainv, answer, z = entrywise.transport_decide(ctx.instance.items, stats.gram, stats.b, self.reg,
+                                                                ctx.epsilon, isinstance(rec, FurthestAnswer))
+            beta = glr_threshold(self.threshold, stats, t, ctx)
+            return Decision(Belief(stats, t, theta, None, Ainv, answer), z, beta, jnp.ones((), bool))
         L = common.safe_cholesky(common.regularized_gram(stats, self.reg))
         Ainv = common.inverse_from_cholesky(L)
         theta = Ainv @ stats.b
