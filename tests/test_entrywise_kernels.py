@@ -451,3 +451,81 @@ def test_fused_entries_runs_a_fori_loop_in_the_kernel():
            for k in ("xla", "interpret")}
     for u, v in zip(res["xla"], res["interpret"]):
         np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+
+
+@pytest.mark.parametrize("form", ["envelope", "ridge"])
+def test_empirical_glr_entrywise_is_the_array_test(form):
+    """FWS's GLR (:class:`jaxbandits.rules.stopping.EmpiricalGLR`, the released code's envelope
+    form and the ridge form) entry by entry (kernels interpreted) against the array form on 16
+    random states (d = 4, 7 items, two equal): the same empirical best item, the statistic, the
+    estimate and V^-1 to 1e-9 relative."""
+    from jaxbandits.rules import entrywise, stopping
+    from jaxbandits.rules.core import Context
+
+    rng = np.random.default_rng(21)
+    L, K, d = 16, 7, 4
+    inst, belief, _, _ = _game_states(rng, L, K, d, 1)
+    X = np.asarray(inst.arms).copy()
+    X[4] = X[1]
+    inst = dataclasses.replace(inst, arms=jnp.asarray(X), items=jnp.asarray(X))
+    rule = stopping.EmpiricalGLR(form=form)
+
+    def run(belief):
+        ctx = Context(inst, jnp.asarray(0.05), jnp.asarray(0.0), jnp.asarray(0.7), jnp.ones(K, bool))
+        dec = rule.decide(belief.stats, belief.t, ctx)
+        return dec.belief.answer, dec.statistic, dec.beta, dec.belief.theta, dec.belief.inverse()
+
+    out = {}
+    for name, pol in (("array", batching.SolvePolicy()),
+                      ("entries", batching.SolvePolicy(batched=True, capacity=L, kernels="interpret"))):
+        with batching.policy(pol):
+            assert entrywise.pairs_apply(inst) == (name == "entries")
+            out[name] = jax.jit(jax.vmap(run))(belief)
+    a, e = out["array"], out["entries"]
+    np.testing.assert_array_equal(e[0], a[0])
+    for i in (1, 2, 3, 4):
+        np.testing.assert_allclose(np.asarray(e[i]), np.asarray(a[i]), rtol=1e-9, atol=1e-12)
+    assert np.all(np.isfinite(np.asarray(a[1])))
+
+
+def test_frank_wolfe_step_entrywise_is_the_array_step():
+    """Frank-Wolfe Sampling's step (:class:`jaxbandits.rules.sampling.FrankWolfe`, Hedge's game)
+    entry by entry (kernels interpreted) against the array form on 64 random states (d = 4, 6 arms
+    = items, random allocations, some items inactive, rounds that force exploration and rounds
+    that do not): the same arm, forced flag and game flag in every lane but at rare rounding ties
+    of Hedge's best responses (the rows in the items' order instead of ``top_k``'s), and x(t + 1)
+    to 1e-12 where the arm agrees."""
+    from jaxbandits.rules import entrywise, sampling
+    from jaxbandits.rules.core import Context
+
+    rng = np.random.default_rng(31)
+    L, K, d = 64, 6, 4
+    inst, belief, _, active = _game_states(rng, L, K, d, 1)
+    from jaxbandits.algorithms import common
+
+    theta = jax.vmap(lambda s: common.least_squares(s)[0])(belief.stats)
+    belief = belief._replace(theta=theta, answer=jnp.argmax(jnp.einsum("kd,ld->lk", inst.items, theta), axis=1)
+                             .astype(jnp.int32))
+    x = rng.random((L, K))
+    state = sampling.FrankWolfeState(jnp.asarray(x / x.sum(1, keepdims=True)), jnp.zeros(L, jnp.int32),
+                                     jnp.zeros(L, jnp.int32), jnp.zeros(L))
+    rule = sampling.FrankWolfe()
+
+    def run(state, belief, active):
+        ctx = Context(inst, jnp.asarray(0.05), jnp.asarray(0.0), jnp.asarray(0.7), active)
+        arm, new = rule.update((jax.random.key(0),), state, belief, ctx)
+        return arm, new.x, new.n_forced, new.n_game
+
+    out = {}
+    for name, pol in (("array", batching.SolvePolicy()),
+                      ("entries", batching.SolvePolicy(batched=True, capacity=L, kernels="interpret"))):
+        with batching.policy(pol):
+            assert entrywise.fw_applies(inst, rule.max_active, rule.game) == (name == "entries")
+            out[name] = jax.jit(jax.vmap(run))(state, belief, active)
+    a, e = [[np.asarray(v) for v in o] for o in (out["array"], out["entries"])]
+    same = e[0] == a[0]
+    assert same.mean() >= 0.95, same.mean()
+    np.testing.assert_array_equal(e[2], a[2])
+    np.testing.assert_array_equal(e[3], a[3])
+    np.testing.assert_allclose(e[1][same], a[1][same], rtol=1e-12, atol=1e-15)
+    assert 0 < a[2].sum() < L and a[3].sum() > 0  # both kinds of rounds, and games played

@@ -16,9 +16,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from jaxbandits.batching import argmax_fast, current_policy
+from jaxbandits.batching import argmax_fast, current_policy, fused_entries
 from jaxbandits.design.core import first_max, ordered_sum
-from jaxbandits.design.kernels import fused_fori_loop
 from jaxbandits.design.simplex import matrix_game_exact  # noqa: F401 (the exact game, by the simplex method)
 
 
@@ -95,24 +94,16 @@ def matrix_game_certified(G: jax.Array, rows: jax.Array, iters: int):
 SMALL_GAME = 64
 
 
-def _hedge_entries(Gm, rows, eta, iters: int, with_q: bool):
-    """(column counts [K], sum of the row player's strategies [P] or None) after ``iters`` Hedge
-    iterations on the masked payoffs ``Gm`` [P, K], every quantity a scalar per entry: the
-    softmax's normaliser and the column payoffs q^T G are sums in row order, the best response
-    the first largest (a chain of compares), its column a chain of selects.  Under ``vmap`` an
-    iteration is elementwise over the lanes; on a GPU the whole loop is one fused kernel
-    (:func:`jaxbandits.design.kernels.fused_fori_loop`, elementwise), where XLA launched about 40
-    kernels for FWS's 64 iterations on Soare's d = 5 instance (H100 model, 16,384 lanes: FWS
-    95.7 -> 54.7 kernels a step); the sums' order is fixed rather than left to XLA.  The
-    accelerator program's form (for games of at most :data:`SMALL_GAME` entries); on a CPU the
-    array form is about 8x faster and picks the same best responses but at ties to rounding."""
-    P, K = Gm.shape
-    dt = Gm.dtype
+def hedge_loop(g, rows, eta, P: int, K: int, iters: int, with_q: bool):
+    """``iters`` Hedge iterations on the masked payoffs as scalars (``g`` the P x K entries in
+    row-major order, ``rows`` P integer flags, ``eta`` the step): (column counts, sums of the row
+    player's strategies or None), lists of scalars.  The body of :func:`_hedge_entries`, for
+    programs traced on scalars (:func:`jaxbandits.batching.fused_entries`)."""
+    g = [list(g[p * K:(p + 1) * K]) for p in range(P)]
+    on = [c != 0 for c in rows]
+    dt = jnp.asarray(g[0][0]).dtype
 
-    def body(_, carry, *consts):
-        g = [list(consts[p * K:(p + 1) * K]) for p in range(P)]
-        on = [c != 0 for c in consts[P * K:P * K + P]]
-        eta = consts[-1]
+    def body(_, carry):
         loss, counts, qsum = carry[:P], carry[P:P + K], carry[P + K:]
         low = functools.reduce(jnp.minimum, [jnp.where(on[p], loss[p], jnp.inf) for p in range(P)])
         logits = [jnp.where(on[p], -eta * (loss[p] - low), -jnp.inf) for p in range(P)]
@@ -130,12 +121,32 @@ def _hedge_entries(Gm, rows, eta, iters: int, with_q: bool):
         return loss + counts + qsum
 
     zero = jnp.zeros((), dt)
-    consts = tuple(Gm[p, k] for p in range(P) for k in range(K)) + tuple(rows[p].astype(jnp.int32) for p in range(P)) + (
-        jnp.asarray(eta, dt),)
-    out = fused_fori_loop(int(iters), body, (zero,) * (P + K + (P if with_q else 0)), consts,
-                          kernels=current_policy().kernels, elementwise=True, unroll=8)
-    counts, qsum = out[P:P + K], out[P + K:]
-    return jnp.stack(counts), (jnp.stack(qsum) if with_q else None)
+    out = jax.lax.fori_loop(0, int(iters), body, (zero,) * (P + K + (P if with_q else 0)), unroll=8)
+    return list(out[P:P + K]), (list(out[P + K:]) if with_q else None)
+
+
+def _hedge_entries(Gm, rows, eta, iters: int, with_q: bool):
+    """(column counts [K], sum of the row player's strategies [P] or None) after ``iters`` Hedge
+    iterations on the masked payoffs ``Gm`` [P, K], every quantity a scalar per entry: the
+    softmax's normaliser and the column payoffs q^T G are sums in row order, the best response
+    the first largest (a chain of compares), its column a chain of selects (:func:`hedge_loop`).
+    Under ``vmap`` an iteration is elementwise over the lanes; on a GPU the whole loop is one
+    fused kernel (:func:`jaxbandits.batching.fused_entries`, the arrays loaded as they are), where
+    XLA launched about 40 kernels for FWS's 64 iterations on Soare's d = 5 instance (H100 model,
+    16,384 lanes: FWS 95.7 -> 54.7 kernels a step); the sums' order is fixed rather than left to
+    XLA.  The accelerator program's form (for games of at most :data:`SMALL_GAME` entries); on a
+    CPU the array form is about 8x faster and picks the same best responses but at ties to
+    rounding."""
+    P, K = Gm.shape
+    dt = Gm.dtype
+
+    def fn(g, on, eta):
+        counts, qsum = hedge_loop(g, on, eta[0], P, K, iters, with_q)
+        return (counts, qsum) if with_q else (counts,)
+
+    out = fused_entries(fn, (Gm, rows.astype(jnp.int32), jnp.asarray(eta, dt)), ((K,), (P,)) if with_q else ((K,),),
+                        current_policy().kernels, name="hedge", key=("hedge", int(iters), with_q))
+    return out[0], (out[1] if with_q else None)
 
 
 # -- AdaHedge (de Rooij, van Erven, Grunwald, Koolen 2014), LinGame's learner ------------------

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 
 from jaxbandits.batching import current_policy, fused_entries
 from jaxbandits.design.core import SMALL_DIM, Entries, ordered_sum, small_backward, small_cholesky, small_forward
+from jaxbandits.design.games import SMALL_GAME, hedge_loop
 
 #: most arms, and most items, for which a LinGame step is unrolled
 MAX_ARMS = 16
@@ -350,6 +351,15 @@ def glr_decide(Z, gram, b, item_mask=None):
 MAX_PAIR_WORK = 2048
 
 
+def pairs_apply(instance) -> bool:
+    """Whether a GLR over the items (M rows of d^2 products, :class:`jaxbandits.rules.stopping.
+    EmpiricalGLR`) runs entry by entry: the accelerator policy, in a step, small d, at most
+    :data:`MAX_ARMS` items."""
+    M, d = instance.items.shape[-2:]
+    pol = current_policy()
+    return pol.batched and pol.per_step and d <= SMALL_DIM and M <= MAX_ARMS
+
+
 def transport_applies(instance, candidates: int | None) -> bool:
     """Whether :class:`jaxbandits.rules.stopping.TransportGLR`'s test and Top Two's challenger run
     entry by entry: the accelerator policy, in a step, small d, at most :data:`MAX_ARMS` items,
@@ -428,6 +438,60 @@ def _min(values):
     return out
 
 
+def ridge_estimate(gram, b, reg):
+    """(theta_hat = V^-1 b_t, V^-1 = (A_t + reg I)^-1) in entries, one kernel: V^-1 from the
+    jittered Cholesky factor of A_t + reg I, symmetrised (:func:`_inverse_from_gram`), as
+    :class:`jaxbandits.rules.stopping.TransportGLR` and :class:`~jaxbandits.rules.stopping.EmpiricalGLR`
+    compute them."""
+    d = b.shape[-1]
+    dt = b.dtype
+
+    def estimate(G, bs, reg):
+        A = _inverse_from_gram(_square(G, d), reg[0])
+        return matvec(A, bs), [x for row in A for x in row]
+
+    return fused_entries(estimate, (gram, b, jnp.asarray(reg, dt)), ((d,), (d, d)), current_policy().kernels,
+                         name="ridge_estimate", key=("ridge_estimate",))
+
+
+def empirical_glr_decide(Z, gram, b, reg, envelope: bool):
+    """(theta_hat, V^-1, the empirical best item, Z(t)) of
+    :meth:`jaxbandits.rules.stopping.EmpiricalGLR.decide` in entries, two kernels (the estimate,
+    :func:`ridge_estimate`; the statistic): the released FWS code's envelope GLR
+    (:func:`jaxbandits.rules.stopping.envelope_glr`) or the ridge GLR row
+    (:func:`jaxbandits.algorithms.glr.ridge_glr_row`), their minimum over the items."""
+    M, d = Z.shape
+    theta, W = ridge_estimate(gram, b, reg)
+
+    def statistic(Zs, th, Ws, *G):
+        Zs, Ws = [Zs[j * d:(j + 1) * d] for j in range(M)], _square(Ws, d)
+        values = [ordered_sum([z[a] * th[a] for a in range(d)]) for z in Zs]
+        best = argmax_first(values)[1]
+        zb = pick(Zs, best)
+        out = []
+        for z in Zs:
+            D = [zb[a] - z[a] for a in range(d)]
+            gap = jnp.maximum(ordered_sum([D[a] * th[a] for a in range(d)]), 0.0)
+            U = [ordered_sum([D[a] * Ws[a][c] for a in range(d)]) for c in range(d)]
+            q = ordered_sum([U[c] * D[c] for c in range(d)])
+            if envelope:
+                Gs = _square(G[0], d)
+                UG = [ordered_sum([U[a] * Gs[a][c] for a in range(d)]) for c in range(d)]
+                sv = ordered_sum([UG[c] * U[c] for c in range(d)])
+                v = gap * gap * sv / (2.0 * jnp.maximum(q * q, 1e-300))
+            else:
+                v = gap * gap / (2.0 * jnp.maximum(q, 1e-300))
+            same = D[0] == 0
+            for a in range(1, d):
+                same = same & (D[a] == 0)
+            out.append(jnp.where(same, jnp.inf, v))
+        return [best], [_min(out)]
+
+    best, z = fused_entries(statistic, (Z, theta, W) + ((gram,) if envelope else ()), ((), ()),
+                            current_policy().kernels, name="empirical_glr", key=("empirical_glr", envelope))
+    return theta, W, best, z
+
+
 def transport_decide(Z, gram, b, reg, epsilon, furthest: bool):
     """(theta_hat, V^-1, answer, GLR statistic) of :meth:`jaxbandits.rules.stopping.TransportGLR.decide`
     in entries, two kernels (the estimate; the answer and its statistic: one kernel of both
@@ -440,12 +504,7 @@ def transport_decide(Z, gram, b, reg, epsilon, furthest: bool):
     dt = Z.dtype
     kernels = current_policy().kernels
 
-    def estimate(G, bs, reg):
-        A = _inverse_from_gram(_square(G, d), reg[0])
-        return matvec(A, bs), [x for row in A for x in row]
-
-    theta, Ainv = fused_entries(estimate, (gram, b, jnp.asarray(reg, dt)), ((d,), (d, d)), kernels,
-                                name="transport_estimate", key=("transport",))
+    theta, Ainv = ridge_estimate(gram, b, reg)
 
     def answer(Zs, theta, A, eps):
         Zs, A, eps = [Zs[j * d:(j + 1) * d] for j in range(M)], _square(A, d), eps[0]
@@ -494,3 +553,108 @@ def tc_challenger(Z, theta, Ainv, leader, active, epsilon):
     chal, y = fused_entries(fn, (Z, theta, Ainv, i32(leader), i32(active), jnp.asarray(epsilon, dt)), ((), (d,)),
                             current_policy().kernels, name="tc_challenger", key=("tc",))
     return chal, y
+
+
+def _inverse_gram(A):
+    """:func:`jaxbandits.algorithms.common.inverse_gram` in entries: the closed form for d = 2,
+    :func:`inverse` above."""
+    if len(A) != 2:
+        return inverse(A)
+    jit = 1e-12 * (0.5 * (A[0][0] + A[1][1]) + 1e-30)
+    a, b, c = A[0][0] + jit, 0.5 * (A[0][1] + A[1][0]), A[1][1] + jit
+    det = a * c - b * b
+    return [[c / det, -b / det], [-b / det, a / det]]
+
+
+def fw_applies(instance, max_active: int, game: str) -> bool:
+    """Whether Frank-Wolfe Sampling's step (:class:`jaxbandits.rules.sampling.FrankWolfe`) runs
+    entry by entry: the accelerator policy, in a step, small d, at most :data:`MAX_ARMS` arms,
+    every item among the pieces the game may take (M <= ``max_active``), and Hedge's game
+    (``game="hedge"``) of at most :data:`jaxbandits.design.games.SMALL_GAME` entries."""
+    K, d = instance.arms.shape[-2:]
+    M = instance.items.shape[-2]
+    pol = current_policy()
+    return (pol.batched and pol.per_step and d <= SMALL_DIM and K <= MAX_ARMS and M <= int(max_active)
+            and game == "hedge" and M * K <= SMALL_GAME)
+
+
+def fw_step(X, Z, x, counts, theta, best, active, t, sigma, r, square, iters: int):
+    """One step of :meth:`jaxbandits.rules.sampling.FrankWolfe.update` with Hedge's game in entries
+    (:meth:`~jaxbandits.rules.sampling.FrankWolfe.direction`, the same quantities): (arm, x(t + 1),
+    forced, whether a game was played).  With every item among the pieces (M <= ``max_active``,
+    :func:`fw_applies`) the game's rows are the items in their own order: the array form takes the
+    P = M pieces in ``top_k``'s order (smallest f_j first), which changes the game only by the
+    order of Hedge's sums over the rows (its rounding; the array form's softmax and products are
+    summed in XLA's order anyway), and the r-active rows are those with f_j < min_j f_j + r_t.
+    Three kernels, each with few memory accesses for its length (Triton's compile time grows as
+    the two's product; the rows sorted as ``top_k`` orders them, a chain of selects per entry,
+    took 12 s of an H100 compile against 5.5): V_x^-1 (as
+    :func:`jaxbandits.algorithms.common.inverse_gram`); the f_j, the r-active rows, their payoffs
+    <e_k - x, grad f_j> and Hedge's step; the game (Hedge's loop as
+    :func:`jaxbandits.design.games._hedge_entries` runs it), the Frank-Wolfe update and tracking.
+    ``r``: r_t; ``square``: the forced-exploration schedule's flag at t."""
+    K, d = X.shape
+    M = Z.shape[0]
+    dt = X.dtype
+    kernels = current_policy().kernels
+    i32 = lambda v: jnp.asarray(v).astype(jnp.int32)  # noqa: E731
+
+    def design_inverse(Xs, xs):
+        Xs = [Xs[k * d:(k + 1) * d] for k in range(K)]
+        V = [[ordered_sum([(Xs[k][i] * xs[k]) * Xs[k][j] for k in range(K)]) for j in range(d)] for i in range(d)]
+        return [v for row in _inverse_gram(V) for v in row],
+
+    Vinv, = fused_entries(design_inverse, (X, x), ((d, d),), kernels, name="fws_design_inverse", key=("fws",))
+
+    def payoffs(Xs, Zs, Vinv, th, bst, act, sig, r):
+        Xs, Zs, Vinv, bst, sig, r = ([Xs[k * d:(k + 1) * d] for k in range(K)], [Zs[j * d:(j + 1) * d] for j in range(M)],
+                                     _square(Vinv, d), bst[0], sig[0], r[0])
+        zb = pick(Zs, bst)
+        D = [[zb[a] - z[a] for a in range(d)] for z in Zs]
+        gaps = [ordered_sum([Dj[a] * th[a] for a in range(d)]) for Dj in D]
+        same = []
+        for Dj in D:
+            s = Dj[0] == 0
+            for a in range(1, d):
+                s = s & (Dj[a] == 0)
+            same.append(s)
+        amb = jnp.asarray(False)
+        for j in range(M):
+            amb = amb | (~same[j] & (gaps[j] <= 0.0))
+        U = [[ordered_sum([Dj[a] * Vinv[a][c] for a in range(d)]) for c in range(d)] for Dj in D]
+        q = [ordered_sum([U[j][c] * D[j][c] for c in range(d)]) for j in range(M)]
+        f = [jnp.where(~same[j] & (act[j] != 0), gaps[j] * gaps[j] / (2.0 * sig**2 * jnp.maximum(q[j], 1e-300)),
+                       jnp.inf) for j in range(M)]
+        fmin = _min(f)
+        rows = [jnp.isfinite(f[j]) & (f[j] < fmin + r) for j in range(M)]
+        coef = [gaps[j] ** 2 / (2.0 * sig**2 * jnp.maximum(q[j] ** 2, 1e-300)) for j in range(M)]
+        H = [[ordered_sum([Xs[k][a] * U[j][a] for a in range(d)]) for j in range(M)] for k in range(K)]
+        G = [[coef[j] * (H[k][j] * H[k][j]) - jnp.where(rows[j], f[j], 0.0) for k in range(K)] for j in range(M)]
+        # Hedge's setup (games._hedge_setup): the active rows' payoffs, the step
+        hi, lo = -jnp.inf, jnp.inf
+        for j in range(M):
+            for k in range(K):
+                hi = jnp.maximum(hi, jnp.where(rows[j], G[j][k], -jnp.inf))
+                lo = jnp.minimum(lo, jnp.where(rows[j], G[j][k], jnp.inf))
+        n_on = ordered_sum([rw.astype(jnp.int32) for rw in rows])
+        eta = jnp.sqrt(8.0 * jnp.log(jnp.maximum(n_on, 2).astype(dt)) / iters) / jnp.maximum(hi - lo, 1e-300)
+        Gm = [jnp.where(rows[j], G[j][k], 0.0) for j in range(M) for k in range(K)]
+        return Gm, [rw.astype(jnp.int32) for rw in rows], [eta], [amb.astype(jnp.int32)], [n_on]
+
+    Gm, rows, eta, amb, n_on = fused_entries(
+        payoffs, (X, Z, Vinv, theta, i32(best), i32(active), jnp.asarray(sigma, dt), jnp.asarray(r, dt)),
+        ((M, K), (M,), (), (), ()), kernels, name="fws_payoffs", key=("fws",))
+
+    def play(Gm, rows, eta, amb, sq, xs, Ns, tf):
+        counts_ = hedge_loop(Gm, rows, eta[0], M, K, iters, False)[0]
+        forced = (amb[0] != 0) | (sq[0] != 0)
+        z = [jnp.where(forced, 1.0 / K, c / iters) for c in counts_]
+        tf = tf[0]
+        xn = [xs[k] * ((tf - 1.0) / tf) + z[k] / tf for k in range(K)]
+        arm = argmax_first([xn[k] / jnp.maximum(Ns[k], 1e-300) for k in range(K)])[1]
+        return [arm], xn, [forced.astype(jnp.int32)]
+
+    tf = jnp.maximum(jnp.asarray(t).astype(dt), 1.0)
+    arm, x1, forced = fused_entries(play, (Gm, rows, eta, amb, i32(square), x, counts, tf), ((), (K,), ()), kernels,
+                                    name="fws_play", key=("fws", int(iters)))
+    return arm, x1, forced != 0, n_on > 1

@@ -363,6 +363,15 @@ class FrankWolfe(SamplingRule):
         i32 = jnp.zeros((), jnp.int32)
         return FrankWolfeState(jnp.full((K,), 1.0 / K, dt), i32, i32, jnp.zeros((), dt))
 
+    def _square(self, t, K: int):
+        """Whether round t is one of forced exploration's ("squares": t // K a perfect square;
+        "exact_squares": t a multiple of K too; "none": never)."""
+        if self.forced == "squares":
+            return is_square(t // K)
+        if self.forced == "exact_squares":
+            return (t % K == 0) & is_square(t // K)
+        return jnp.zeros((), bool)
+
     def direction(self, state: "FrankWolfeState", belief: Belief, ctx: Context):
         """(z(t), forced, game, relative duality gap of the game: 0 unless ``game="certified"``) of
         Algorithm 1 at the current data (class docstring)."""
@@ -379,11 +388,7 @@ class FrankWolfe(SamplingRule):
         gaps = D @ belief.theta
         same = jnp.all(D == 0, axis=-1)
         ambiguous = jnp.any(~same & (gaps <= 0.0))  # theta_hat outside Lambda (ties)
-        forced = ambiguous
-        if self.forced == "squares":
-            forced = forced | is_square(belief.t // K)
-        elif self.forced == "exact_squares":
-            forced = forced | ((belief.t % K == 0) & is_square(belief.t // K))
+        forced = ambiguous | self._square(belief.t, K)
         Vxinv = common.inverse_gram((X * x[:, None]).T @ X)
         U = D @ Vxinv
         q = jnp.sum(U * D, axis=-1)
@@ -410,7 +415,18 @@ class FrankWolfe(SamplingRule):
         return z, forced, jnp.sum(rows) > 1, gap
 
     def update(self, keys, state: FrankWolfeState, belief: Belief, ctx: Context):
-        dt = ctx.instance.arms.dtype
+        instance = ctx.instance
+        dt = instance.arms.dtype
+        if entrywise.fw_applies(instance, self.max_active, self.game):  # the accelerator program's form
+            K = instance.num_arms
+            tf = jnp.maximum(belief.t.astype(dt), 1.0)
+            r = self.r_scale * tf ** (-self.r_exponent) / K
+            arm, x, forced, game = entrywise.fw_step(
+                instance.arms, instance.items, state.x, belief.stats.counts, belief.theta, belief.answer, ctx.active,
+                belief.t, ctx.sigma, r, self._square(belief.t, K), int(self.game_iters))
+            return arm, FrankWolfeState(x, state.n_forced + forced.astype(jnp.int32),
+                                        state.n_game + (~forced & game).astype(jnp.int32),
+                                        jnp.maximum(state.game_gap, jnp.zeros((), dt)))
         z, forced, game, gap = self.direction(state, belief, ctx)
         tf = jnp.maximum(belief.t.astype(dt), 1.0)
         x = state.x * ((tf - 1.0) / tf) + z / tf

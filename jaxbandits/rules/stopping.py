@@ -174,6 +174,11 @@ class EmpiricalGLR(StoppingRule):
 
     def decide(self, stats: common.LinearStats, t: jax.Array, ctx: Context) -> Decision:
         Z = ctx.instance.items
+        if entrywise.pairs_apply(ctx.instance):  # the accelerator program's form: two elementwise kernels
+            theta, W, best, z = entrywise.empirical_glr_decide(Z, stats.gram, stats.b, self.reg,
+                                                               self.form == "envelope")
+            beta = glr_threshold(self.threshold, stats, t, ctx)
+            return Decision(Belief(stats, t, theta, None, W, best), z, beta, jnp.ones((), bool))
         W = common.inverse_from_cholesky(common.safe_cholesky(common.regularized_gram(stats, self.reg)))
         theta = W @ stats.b
         best = common.argmax_fast(Z @ theta).astype(jnp.int32)
