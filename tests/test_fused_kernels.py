@@ -119,8 +119,8 @@ def test_fused_loop_runs_each_lane_s_own_trips():
 
 
 def test_elementwise_loop_interpreted_is_the_xla_loop():
-    """The elementwise form (lanes in blocks of LANE_BLOCK, padded): the c-optimal design's
-    iterates under vmap, interpreted, equal the XLA loop's on 130 lanes (two blocks) of random problems
+    """A loop on scalars in a ``fused_entries`` kernel (lanes in blocks of LANE_BLOCK, padded): the
+    c-optimal design's iterates under vmap, interpreted, equal the XLA loop's on 130 lanes (two blocks) of random problems
     (K = 10, d = 6: a body of divisions, square roots and sums that round alike in both)."""
     from jaxbandits.design import copt
 
@@ -133,8 +133,6 @@ def test_elementwise_loop_interpreted_is_the_xla_loop():
            for k in ("xla", "interpret")}
     for a, b in zip(out["xla"], out["interpret"]):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    with pytest.raises(ValueError, match="elementwise kernel takes scalars"):
-        kernels.fused_fori_loop(3, lambda i, c: c, (jnp.zeros(4),), kernels="interpret", elementwise=True)
 
 
 def test_threefry_written_out_is_jax_s():

@@ -19,11 +19,12 @@ Each iteration computes the same operations in the same order in all three.  The
 where a body reduces only exactly (``max``, ``min``, sums with a single nonzero term) and adds no
 product to anything: XLA:CPU contracts ``a * b + c`` into a fused multiply-add where XLA:GPU and
 Triton round the product first, so such a pair can differ in its last bit between a CPU and a GPU
-(Peace's design avoids it; the entry-by-entry bodies of Top Two and FWS do not, and give the same
-replications).  The body's arrays must have power-of-two dimensions (Triton's blocks): the caller
-pads.  Under ``vmap`` Pallas adds the lanes as the kernel's grid, one program a lane
-(``elementwise``: a block of lanes a program).  :func:`gated_kernel` is one program a lane for a
-body that only some lanes need in a step (the others copy their carry).
+(Peace's design avoids it; the entry-by-entry bodies of Top Two and FWS, loops on scalars run as
+:func:`jaxbandits.batching.fused_entries` kernels, a block of lanes a program, do not, and give
+the same replications).  The body's arrays must have power-of-two dimensions (Triton's blocks):
+the caller pads.  Under ``vmap`` Pallas adds the lanes as the kernel's grid, one program a lane.
+:func:`gated_kernel` is one program a lane for a body that only some lanes need in a step (the
+others copy their carry).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def power_of_two(n: int) -> int:
 
 
 def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = (), *, kernels: str = "xla",
-                    num_warps: int = 1, elementwise: bool = False, unroll: int = 1, max_trips: int | None = None):
+                    num_warps: int = 1, unroll: int = 1, max_trips: int | None = None):
     """``lax.fori_loop(0, trips, lambda i, c: body(i, c, *consts), carry)``, fused on request.
 
     ``carry`` and ``consts``: tuples of arrays whose dimensions are powers of two (0-d arrays are
@@ -59,11 +60,10 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
     as in the module docstring; ``num_warps``: the Triton program's warps (one lane's arrays are
     small: one warp keeps them in registers).
 
-    ``elementwise``: every carry and const is a scalar and the body is elementwise in them (the
-    entry-by-entry forms of :mod:`jaxbandits.design.copt` and :mod:`jaxbandits.design.games`).
-    A program then runs ``LANE_BLOCK`` lanes, one a thread, instead of one lane a warp (a scalar
-    body would leave 31 of a warp's 32 threads idle); the trip count must be a Python int.
-    ``unroll``: the XLA loop's unrolling (the same iterates).
+    ``unroll``: the XLA loop's unrolling (the same iterates).  A loop on scalars (every carry and
+    const a scalar, the body elementwise in them) runs a block of lanes a program as a
+    ``fori_loop`` inside :func:`jaxbandits.batching.fused_entries` (one lane a program would leave
+    31 of a warp's 32 threads idle).
     """
     check_kernels(kernels)
     carry, consts = tuple(jnp.asarray(c) for c in carry), tuple(jnp.asarray(c) for c in consts)
@@ -73,8 +73,6 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
                             "operations would wait on the lanes' largest count)")
         return jax.lax.fori_loop(0, trips, lambda i, c: body(jnp.asarray(i, jnp.int32), c, *consts), carry,
                                  unroll=int(unroll))
-    if elementwise:
-        return _elementwise_loop(trips, body, carry, consts, kernels)
     dynamic = not isinstance(trips, int)
     if dynamic:
         if not isinstance(max_trips, int):
@@ -161,19 +159,6 @@ def gated_kernel(run: Callable, carry: tuple, consts: tuple, go, *, kernels: str
                 ref[...] = jnp.reshape(a, (1,)) if jnp.ndim(a) == 0 else a
 
     return _lane_call(kernel, carry, carry + consts + (jnp.asarray(go).astype(jnp.int32),), kernels, num_warps)
-
-
-def _elementwise_loop(trips, body, carry, consts, kernels):
-    """:func:`fused_fori_loop` of a scalar, elementwise body (:func:`fused_elementwise`)."""
-    if not isinstance(trips, int):
-        raise TypeError("fused_fori_loop: an elementwise loop needs a Python int trip count")
-    n_carry = len(carry)
-
-    def fn(*vals):
-        return jax.lax.fori_loop(0, trips, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *vals[n_carry:])),
-                                 tuple(vals[:n_carry]))
-
-    return fused_elementwise(fn, tuple(carry) + tuple(consts), kernels, name="fused_fori_loop")
 
 
 # Small-matrix arithmetic a fused loop's body can use: Triton has no gather and no small matrix
