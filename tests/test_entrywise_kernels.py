@@ -344,6 +344,18 @@ def test_add_pull_one_hot_is_the_scatter():
         assert batching.current_policy().per_step
 
 
+def _both_forms(run, args, applies, lanes):
+    """(array form's results, entry form's) of ``jit(vmap(run))(*args)``: under the CPU policy,
+    then the accelerator policy with its kernels interpreted; ``applies()`` (the entry form's
+    test) must hold under the second only."""
+    out = []
+    for pol in (batching.SolvePolicy(), batching.SolvePolicy(batched=True, capacity=lanes, kernels="interpret")):
+        with batching.policy(pol):
+            assert applies() == pol.batched
+            out.append(jax.jit(jax.vmap(run))(*args))
+    return out
+
+
 @pytest.mark.parametrize("masked", [False, True])
 def test_glr_test_entrywise_is_the_array_test(masked):
     """Seed 000's GLR test (:class:`jaxbandits.rules.stopping.GLR`) in its entry-by-entry form
@@ -365,13 +377,7 @@ def test_glr_test_entrywise_is_the_array_test(masked):
         dec = rule.decide(belief.stats, belief.t, ctx)
         return dec.belief.answer, dec.statistic, dec.beta, dec.ready
 
-    out = {}
-    for form, pol in (("array", batching.SolvePolicy()),
-                      ("entries", batching.SolvePolicy(batched=True, capacity=L, kernels="interpret"))):
-        with batching.policy(pol):
-            assert entrywise.glr_applies(inst) == (form == "entries")
-            out[form] = jax.jit(jax.vmap(run))(belief)
-    (b0, z0, beta0, r0), (b1, z1, beta1, r1) = out["array"], out["entries"]
+    (b0, z0, beta0, r0), (b1, z1, beta1, r1) = _both_forms(run, (belief,), lambda: entrywise.glr_applies(inst), L)
     np.testing.assert_array_equal(b1, b0)
     np.testing.assert_array_equal(r1, r0)
     np.testing.assert_allclose(np.asarray(z1), np.asarray(z0), rtol=1e-9)
@@ -388,8 +394,9 @@ def test_transport_glr_and_challenger_entrywise_are_the_array_forms(answer, epsi
     of 16 lanes (d = 4, 7 items, two of them equal, some inactive, a ridge): the same answers and
     challengers, the statistic, the estimate and V^-1 to 1e-9 relative.  With epsilon > 0 several
     items have min_j W^eps_{i,j} > 0, so the furthest answer is not the empirical best one."""
+    from jaxbandits.algorithms import glr
     from jaxbandits.rules import entrywise, recommend, sampling, stopping
-    from jaxbandits.rules.core import Belief, Context
+    from jaxbandits.rules.core import Context
 
     rng = np.random.default_rng(12)
     L, K, d = 16, 7, 4
@@ -407,21 +414,17 @@ def test_transport_glr_and_challenger_entrywise_are_the_array_forms(answer, epsi
         b = dec.belief
         lead = b.answer
         Ainv = b.inverse()
-        W, _, _ = jax.vmap(lambda i: __import__("jaxbandits").algorithms.glr.transport_costs(
-            b.theta, Ainv, inst.items, i, epsilon))(jnp.arange(K))
-        chal, y = (entrywise.tc_challenger(inst.items, b.theta, Ainv, lead, active, epsilon)
-                   if entrywise.transport_applies(inst, None) else
-                   (sampling.tc_challenger(lead, b, ctx), inst.items[lead] - inst.items[sampling.tc_challenger(lead, b, ctx)]))
+        W, _, _ = jax.vmap(lambda i: glr.transport_costs(b.theta, Ainv, inst.items, i, epsilon))(jnp.arange(K))
+        if entrywise.transport_applies(inst, None):
+            chal, y = entrywise.tc_challenger(inst.items, b.theta, Ainv, lead, active, epsilon)
+        else:
+            chal = sampling.tc_challenger(lead, b, ctx)
+            y = inst.items[lead] - inst.items[chal]
         arm, _ = tt.update((jax.random.key(0), jax.random.key(1)), (), b, ctx)
         return b.answer, dec.statistic, dec.beta, b.theta, Ainv, chal, y, arm, jnp.min(W, axis=1)
 
-    out = {}
-    for form, pol in (("array", batching.SolvePolicy()),
-                      ("entries", batching.SolvePolicy(batched=True, capacity=L, kernels="interpret"))):
-        with batching.policy(pol):
-            assert entrywise.transport_applies(inst, getattr(rec, "candidates", None)) == (form == "entries")
-            out[form] = jax.jit(jax.vmap(run))(belief, active)
-    a, e = out["array"], out["entries"]
+    a, e = _both_forms(run, (belief, active),
+                       lambda: entrywise.transport_applies(inst, getattr(rec, "candidates", None)), L)
     for i in (0, 5, 7):  # answer, challenger, arm
         np.testing.assert_array_equal(e[i], a[i])
     for i in (1, 2, 3, 4, 6):
@@ -475,13 +478,7 @@ def test_empirical_glr_entrywise_is_the_array_test(form):
         dec = rule.decide(belief.stats, belief.t, ctx)
         return dec.belief.answer, dec.statistic, dec.beta, dec.belief.theta, dec.belief.inverse()
 
-    out = {}
-    for name, pol in (("array", batching.SolvePolicy()),
-                      ("entries", batching.SolvePolicy(batched=True, capacity=L, kernels="interpret"))):
-        with batching.policy(pol):
-            assert entrywise.pairs_apply(inst) == (name == "entries")
-            out[name] = jax.jit(jax.vmap(run))(belief)
-    a, e = out["array"], out["entries"]
+    a, e = _both_forms(run, (belief,), lambda: entrywise.pairs_apply(inst), L)
     np.testing.assert_array_equal(e[0], a[0])
     for i in (1, 2, 3, 4):
         np.testing.assert_allclose(np.asarray(e[i]), np.asarray(a[i]), rtol=1e-9, atol=1e-12)
@@ -516,13 +513,8 @@ def test_frank_wolfe_step_entrywise_is_the_array_step():
         arm, new = rule.update((jax.random.key(0),), state, belief, ctx)
         return arm, new.x, new.n_forced, new.n_game
 
-    out = {}
-    for name, pol in (("array", batching.SolvePolicy()),
-                      ("entries", batching.SolvePolicy(batched=True, capacity=L, kernels="interpret"))):
-        with batching.policy(pol):
-            assert entrywise.fw_applies(inst, rule.max_active, rule.game) == (name == "entries")
-            out[name] = jax.jit(jax.vmap(run))(state, belief, active)
-    a, e = [[np.asarray(v) for v in o] for o in (out["array"], out["entries"])]
+    a, e = [[np.asarray(v) for v in o] for o in _both_forms(
+        run, (state, belief, active), lambda: entrywise.fw_applies(inst, rule.max_active, rule.game), L)]
     same = e[0] == a[0]
     assert same.mean() >= 0.95, same.mean()
     np.testing.assert_array_equal(e[2], a[2])

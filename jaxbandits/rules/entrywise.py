@@ -72,15 +72,42 @@ def inverse(A):
     of 1e-12 of the mean diagonal, the symmetrised Cholesky factor, and the identity's columns
     solved by forward and back substitution.  Nested lists, both halves."""
     d = len(A)
-    jit = 1e-12 * (ordered_sum([A[i][i] for i in range(d)]) / d + 1e-30)
+    cols = _inverse_columns(*_factor(A, _jitter(A)))
+    return [[cols[c][i] for c in range(d)] for i in range(d)]
+
+
+def _jitter(A):
+    """1e-12 of the mean diagonal of A (nested lists), the jitter of
+    :func:`jaxbandits.algorithms.common.safe_cholesky`."""
+    d = len(A)
+    return 1e-12 * (ordered_sum([A[i][i] for i in range(d)]) / d + 1e-30)
+
+
+def _factor(A, jit):
+    """(L, r): :func:`jaxbandits.design.core.small_cholesky` of A + jit I, symmetrised first (as
+    :func:`jaxbandits.algorithms.common.safe_cholesky` factors it)."""
+    d = len(A)
     S = [[(A[i][j] + jit if i == j else A[i][j]) for j in range(d)] for i in range(d)]
     S = [[0.5 * (S[i][j] + S[j][i]) for j in range(d)] for i in range(d)]
-    L, r = small_cholesky(Entries(S))
+    return small_cholesky(Entries(S))
+
+
+def _inverse_columns(L, r):
+    """The columns of A^-1 from A's factor: the identity's columns solved by forward and back
+    substitution (:func:`jaxbandits.algorithms.common.cho_solve` of the identity)."""
+    d = len(r)
     cols = []
     for c in range(d):
-        e = [jnp.asarray(1.0 if i == c else 0.0, A[0][0].dtype) for i in range(d)]
+        e = [jnp.asarray(1.0 if i == c else 0.0, r[0].dtype) for i in range(d)]
         cols.append(small_backward(L, r, small_forward(L, r, e)))
-    return [[cols[c][i] for c in range(d)] for i in range(d)]
+    return cols
+
+
+def _symmetrised(cols):
+    """0.5 (A + A^T) of A given by its columns, nested lists by rows
+    (:func:`jaxbandits.algorithms.common.inverse_from_cholesky`)."""
+    d = len(cols)
+    return [[0.5 * (cols[c][i] + cols[i][c]) for c in range(d)] for i in range(d)]
 
 
 def matvec(A, v):
@@ -306,20 +333,12 @@ def glr_decide(Z, gram, b, item_mask=None):
     +inf for items identical to it or masked (:func:`~jaxbandits.algorithms.common.glr_row`); its
     minimum.  One kernel."""
     M, d = Z.shape
-    dt = Z.dtype
 
     def fn(Zs, G, bs, *mask):
         Zs, G = [Zs[j * d:(j + 1) * d] for j in range(M)], _square(G, d)
-        jit = 1e-12 * (ordered_sum([G[i][i] for i in range(d)]) / d + 1e-30)
-        S = [[(G[i][j] + jit if i == j else G[i][j]) for j in range(d)] for i in range(d)]
-        S = [[0.5 * (S[i][j] + S[j][i]) for j in range(d)] for i in range(d)]
-        L, r = small_cholesky(Entries(S))
+        L, r = _factor(G, _jitter(G))
         theta = small_backward(L, r, small_forward(L, r, bs))
-        cols = []
-        for c in range(d):
-            e = [jnp.asarray(1.0 if i == c else 0.0, dt) for i in range(d)]
-            cols.append(small_backward(L, r, small_forward(L, r, e)))
-        A = [[0.5 * (cols[c][i] + cols[i][c]) for c in range(d)] for i in range(d)]
+        A = _symmetrised(_inverse_columns(L, r))
         values = [ordered_sum([Zs[j][a] * theta[a] for a in range(d)]) for j in range(M)]
         ok = [mask[0][j] != 0 for j in range(M)] if mask else [None] * M
         masked = [jnp.where(ok[j], values[j], -jnp.inf) if mask else values[j] for j in range(M)]
@@ -378,16 +397,8 @@ def _inverse_from_gram(G, reg):
     symmetrised Cholesky factor, the identity's columns solved, the result symmetrised.  Nested
     lists, both halves."""
     d = len(G)
-    R = [[G[i][j] + reg * (1.0 if i == j else 0.0) for j in range(d)] for i in range(d)]
-    jit = 1e-12 * (ordered_sum([R[i][i] for i in range(d)]) / d + 1e-30)
-    S = [[R[i][j] + jit * (1.0 if i == j else 0.0) for j in range(d)] for i in range(d)]
-    S = [[0.5 * (S[i][j] + S[j][i]) for j in range(d)] for i in range(d)]
-    L, r = small_cholesky(Entries(S))
-    cols = []
-    for c in range(d):
-        e = [jnp.asarray(1.0 if i == c else 0.0, G[0][0].dtype) for i in range(d)]
-        cols.append(small_backward(L, r, small_forward(L, r, e)))
-    return [[0.5 * (cols[c][i] + cols[i][c]) for c in range(d)] for i in range(d)]
+    R = [[G[i][j] + reg if i == j else G[i][j] for j in range(d)] for i in range(d)]
+    return _symmetrised(_inverse_columns(*_factor(R, _jitter(R))))
 
 
 def _transport_row(Z, theta, A, i, eps):
