@@ -10,6 +10,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxbandits.design import app_f, minimax
 from jaxbandits.design.gopt import g_optimal
@@ -260,3 +261,26 @@ def test_split_chain_is_the_python_chain():
     b = jax.jit(jax.vmap(lambda k: split_chain(k, 64, 3, 0)))(keys)
     for x, y in zip(a, b):
         np.testing.assert_array_equal(np.asarray(data(x)), np.asarray(data(y)))
+
+
+def test_lts_without_averaging_keeps_no_sum_of_allocations_on_an_accelerator():
+    """Without averaging, sum_s w(s) is a diagnostic the tracking rule does not read: the
+    accelerator program's state drops it ([0]) and ``cumulative_allocation`` says so; with
+    averaging, or under the CPU policy, it is kept ([K])."""
+    from jaxbandits import batching
+    from jaxbandits.algorithms import LazyTrackAndStop
+    from jaxbandits.algorithms.base import with_batching
+    from jaxbandits.instances import seeds
+
+    inst = seeds.many_arms_code(jax.random.key(0), 12)
+    shapes = {}
+    for name, pol in (("cpu", batching.SolvePolicy()), ("gpu", batching.SolvePolicy(batched=True, capacity=8))):
+        for av in (True, False):
+            st = with_batching(LazyTrackAndStop(averaging=av), pol).init(jax.random.key(1), inst)
+            shapes[name, av] = st.sampling.cum_base.shape
+            if shapes[name, av] == (0,):
+                with pytest.raises(ValueError, match="keeps no sum of the allocations"):
+                    LazyTrackAndStop.cumulative_allocation(st)
+            else:
+                assert LazyTrackAndStop.cumulative_allocation(st).shape == (12,)
+    assert shapes == {("cpu", True): (12,), ("cpu", False): (12,), ("gpu", True): (12,), ("gpu", False): (0,)}

@@ -241,7 +241,8 @@ class FWCarry(NamedTuple):
 
 class LazyTrackingState(NamedTuple):
     w: jax.Array            # current allocation w(t) [K]
-    cum_base: jax.Array     # sum_{s <= t_base} w(s) [K] (both variants: a diagnostic without averaging)
+    cum_base: jax.Array     # sum_{s <= t_base} w(s) [K]: tracked by averaging; without averaging a diagnostic
+                            # the CPU program keeps and the accelerator program does not ([0])
     t_base: jax.Array       # round of the last allocation change minus one: for t >= t_base,
                             # sum_{s <= t} w(s) = cum_base + (t - t_base) w(t)
     i0: jax.Array           # forced-exploration pointer into A_0
@@ -333,10 +334,19 @@ class LazyTracking(SamplingRule):
         i32 = lambda v: jnp.asarray(v, jnp.int32)
         z = jnp.zeros((), X.dtype)
         return LazyTrackingState(
-            w=instance.valid_arms().astype(X.dtype) / instance.true_num_arms(), cum_base=jnp.zeros((K,), X.dtype),
+            w=instance.valid_arms().astype(X.dtype) / instance.true_num_arms(),
+            cum_base=jnp.zeros((K if self.keeps_sum() else 0,), X.dtype),
             t_base=i32(0), i0=i32(0), next_update=i32(max(first, 1)), n_forced=i32(0), n_updates=i32(0), w_shift=z,
             solve=FWCarry(jnp.zeros((K if self.pauses() else 0,), X.dtype), jnp.ones((), X.dtype), z,
                           jnp.zeros((d, d), X.dtype), jnp.zeros((d, d), X.dtype), i32(0), z, jnp.zeros((), bool)))
+
+    def keeps_sum(self) -> bool:
+        """Whether the state keeps sum_{s <= t} w(s) (``cum_base``): the tracking target with
+        ``averaging``; without it a diagnostic
+        (:meth:`jaxbandits.algorithms.LazyTrackAndStop.cumulative_allocation`), which the
+        accelerator program drops: a [K] array less per lane to read, select and write each step
+        (K = 1,000: 8 KB a lane)."""
+        return bool(self.averaging or not self.batched)
 
     def check_stopping(self, stopping: StoppingRule) -> None:
         if not isinstance(stopping, SpanningGLR):
@@ -369,7 +379,7 @@ class LazyTracking(SamplingRule):
                 # a failed solve (non-finite, e.g. mu_hat = 0) keeps the previous allocation
                 new = jnp.where(jnp.all(jnp.isfinite(new)) & (jnp.sum(new) > 0), new, w)
                 # sum_{s <= t - 1} w(s) with the old w, then w(t) = new (both variants: diagnostic)
-                base = base + (t - 1 - tb).astype(dtype) * w
+                base = base + (t - 1 - tb).astype(dtype) * w if base.shape[0] else base
                 tb = t - 1
                 shift = shift + jnp.where(nu > 0, jnp.sum(jnp.abs(new - w)), 0.0)
                 return new, base, tb, shift
@@ -450,7 +460,9 @@ class LazyTracking(SamplingRule):
         t = belief.t
         nu = jnp.where(paused, state.n_updates - 1, state.n_updates)  # updates before this one
         shift = state.w_shift + jnp.where(nu > 0, jnp.sum(jnp.abs(new - state.w)), 0.0)
-        base = state.cum_base + (t - 1 - state.t_base).astype(dtype) * state.w
+        base = state.cum_base
+        if base.shape[0]:  # sum_{s <= t - 1} w(s), where the state keeps it (keeps_sum)
+            base = base + (t - 1 - state.t_base).astype(dtype) * state.w
         return (jnp.where(fin, new, state.w), jnp.where(fin, base, state.cum_base),
                 jnp.where(fin, t - 1, state.t_base), jnp.where(fin, shift, state.w_shift),
                 FWCarry(*st, go & running))

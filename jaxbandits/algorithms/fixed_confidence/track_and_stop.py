@@ -236,8 +236,12 @@ class LazyTrackAndStop(Composed):
     @staticmethod
     def cumulative_allocation(state: ComposedState) -> jax.Array:
         """sum_{s <= t} w(s) [K], the target of Algorithm 1's tracking rule (kept for both
-        variants); batched states (leading axes) are fine."""
+        variants, except without averaging under the accelerator policy); batched states (leading
+        axes) are fine."""
         s = state.sampling
+        if s.cum_base.shape[-1] != s.w.shape[-1]:
+            raise ValueError("cumulative_allocation: this state keeps no sum of the allocations (the accelerator "
+                             "program without averaging drops it); run with averaging=True or under the CPU policy")
         steps = (state.belief.t - s.t_base).astype(s.w.dtype)
         return s.cum_base + steps[..., None] * s.w
 
