@@ -521,3 +521,30 @@ def test_frank_wolfe_step_entrywise_is_the_array_step():
     np.testing.assert_array_equal(e[3], a[3])
     np.testing.assert_allclose(e[1][same], a[1][same], rtol=1e-12, atol=1e-15)
     assert 0 < a[2].sum() < L and a[3].sum() > 0  # both kinds of rounds, and games played
+
+
+def test_frank_wolfe_kernels_are_traced_per_game_length():
+    """``fused_entries`` reuses a kernel's trace under its key: Hedge's step, computed in the
+    payoffs kernel, reads the game's iterations, so two game lengths in one process must not
+    share a trace.  Interpreted kernels against the XLA form, 64 then 8 iterations."""
+    from jaxbandits.rules import entrywise
+
+    rng = np.random.default_rng(41)
+    L, K, d = 8, 5, 3
+    X = jnp.asarray(rng.normal(size=(K, d)))
+    x = jnp.asarray(rng.dirichlet(np.ones(K), size=L))
+    counts = jnp.asarray(rng.integers(1, 20, size=(L, K)).astype(float))
+    theta = jnp.asarray(rng.normal(size=(L, d)))
+    best = jnp.argmax(theta @ X.T, axis=1).astype(jnp.int32)
+    t = jnp.asarray(counts.sum(1), jnp.int32)
+
+    def step(iters, kernels):
+        def one(x, n, th, b, t):
+            return entrywise.fw_step(X, X, x, n, th, b, jnp.ones(K, bool), t, 1.0, 0.05, jnp.zeros((), bool), iters)
+        with batching.policy(batching.SolvePolicy(batched=True, capacity=L, kernels=kernels)):
+            return jax.jit(jax.vmap(one))(x, counts, theta, best, t)
+
+    for iters in (64, 8):
+        want, got = step(iters, "xla"), step(iters, "interpret")
+        for a, b in zip(want, got):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

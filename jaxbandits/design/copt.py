@@ -176,7 +176,5 @@ def _tiny_solve(X, y, mask, lam0, iters, kernels: str = "xla"):
     lam, = fused_entries(loop, (lam0, X, y, mask.astype(jnp.int32)), ((K,),), kernels, name="c_optimal",
                          key=("c_optimal", int(iters)))
     lam = [lam[k] for k in range(K)]
-    consts = tuple(X[k, i] for k in range(K) for i in range(d)) + tuple(y[i] for i in range(d))
-    Xs, ys, _ = unpack(consts)
-    _, a, b_all = parts(lam, Xs, ys)
+    _, a, b_all = parts(lam, [[X[k, i] for i in range(d)] for k in range(K)], [y[i] for i in range(d)])
     return jnp.stack(lam), a, jnp.stack(b_all)

@@ -110,6 +110,14 @@ def _symmetrised(cols):
     return [[0.5 * (cols[c][i] + cols[i][c]) for c in range(d)] for i in range(d)]
 
 
+def _all_zero(v):
+    """Whether every entry of the list ``v`` is 0 (as ``jnp.all(v == 0)``)."""
+    out = v[0] == 0
+    for x in v[1:]:
+        out = out & (x == 0)
+    return out
+
+
 def matvec(A, v):
     """A v (nested lists), each entry a sum in index order."""
     return [ordered_sum([A[i][k] * v[k] for k in range(len(v))]) for i in range(len(A))]
@@ -147,9 +155,7 @@ def _row_piece(theta, Ainv, Z, best, active):
     for j in range(M):
         diff = [zb[a] - Z[j][a] for a in range(d)]
         norm = ordered_sum([ordered_sum([diff[a] * Ainv[a][c] for a in range(d)]) * diff[c] for c in range(d)])
-        same = diff[0] == 0
-        for a in range(1, d):
-            same = same & (diff[a] == 0)
+        same = _all_zero(diff)
         gap = vb - values[j]
         z.append(jnp.where((active[j] != 0) & ~same, gap * gap / (2.0 * jnp.maximum(norm, 1e-300)), jnp.inf))
     return argmax_first([-zj for zj in z])[1]
@@ -349,9 +355,7 @@ def glr_decide(Z, gram, b, item_mask=None):
             diff = [zb[a] - Zs[j][a] for a in range(d)]
             norm = ordered_sum([ordered_sum([diff[a] * A[a][c] for a in range(d)]) * diff[c] for c in range(d)])
             gap = vb - values[j]
-            same = diff[0] == 0
-            for a in range(1, d):
-                same = same & (diff[a] == 0)
+            same = _all_zero(diff)
             if mask:
                 same = same | ~ok[j]
             zj = jnp.where(same, jnp.inf, gap * jnp.abs(gap) / (2.0 * jnp.maximum(norm, 1e-300)))
@@ -413,9 +417,7 @@ def _transport_row(Z, theta, A, i, eps):
         DA = [ordered_sum([D[a] * A[a][c] for a in range(d)]) for c in range(d)]
         norm = ordered_sum([DA[c] * D[c] for c in range(d)])
         num = jnp.maximum(gap + eps, 0.0)
-        same = D[0] == 0
-        for a in range(1, d):
-            same = same & (D[a] == 0)
+        same = _all_zero(D)
         W.append(jnp.where(same, jnp.inf, num * num / (2.0 * jnp.maximum(norm, 1e-300))))
     return W
 
@@ -433,9 +435,7 @@ def _transport_table(Z, theta, A, eps):
             gap = ordered_sum([D[a] * theta[a] for a in range(d)])
             DA = [ordered_sum([D[a] * A[a][c] for a in range(d)]) for c in range(d)]
             norm = jnp.maximum(ordered_sum([DA[c] * D[c] for c in range(d)]), 1e-300)
-            same = D[0] == 0
-            for a in range(1, d):
-                same = same & (D[a] == 0)
+            same = _all_zero(D)
             for g, (p, q) in ((gap, (i, j)), (-gap, (j, i))):
                 num = jnp.maximum(g + eps, 0.0)
                 W[p][q] = jnp.where(same, jnp.inf, num * num / (2.0 * norm))
@@ -492,9 +492,7 @@ def empirical_glr_decide(Z, gram, b, reg, envelope: bool):
                 v = gap * gap * sv / (2.0 * jnp.maximum(q * q, 1e-300))
             else:
                 v = gap * gap / (2.0 * jnp.maximum(q, 1e-300))
-            same = D[0] == 0
-            for a in range(1, d):
-                same = same & (D[a] == 0)
+            same = _all_zero(D)
             out.append(jnp.where(same, jnp.inf, v))
         return [best], [_min(out)]
 
@@ -623,12 +621,7 @@ def fw_step(X, Z, x, counts, theta, best, active, t, sigma, r, square, iters: in
         zb = pick(Zs, bst)
         D = [[zb[a] - z[a] for a in range(d)] for z in Zs]
         gaps = [ordered_sum([Dj[a] * th[a] for a in range(d)]) for Dj in D]
-        same = []
-        for Dj in D:
-            s = Dj[0] == 0
-            for a in range(1, d):
-                s = s & (Dj[a] == 0)
-            same.append(s)
+        same = [_all_zero(Dj) for Dj in D]
         amb = jnp.asarray(False)
         for j in range(M):
             amb = amb | (~same[j] & (gaps[j] <= 0.0))
@@ -654,7 +647,7 @@ def fw_step(X, Z, x, counts, theta, best, active, t, sigma, r, square, iters: in
 
     Gm, rows, eta, amb, n_on = fused_entries(
         payoffs, (X, Z, Vinv, theta, i32(best), i32(active), jnp.asarray(sigma, dt), jnp.asarray(r, dt)),
-        ((M, K), (M,), (), (), ()), kernels, name="fws_payoffs", key=("fws",))
+        ((M, K), (M,), (), (), ()), kernels, name="fws_payoffs", key=("fws", int(iters)))  # Hedge's step reads iters
 
     def play(Gm, rows, eta, amb, sq, xs, Ns, tf):
         counts_ = hedge_loop(Gm, rows, eta[0], M, K, iters, False)[0]

@@ -118,7 +118,7 @@ class TransportGLR(StoppingRule):
         rec = self.recommend
         known = type(rec) in (FurthestAnswer, EmpiricalBest)
         if known and entrywise.transport_applies(ctx.instance, getattr(rec, "candidates", None)):
-            # the accelerator program's form: one elementwise kernel
+            # the accelerator program's form: two elementwise kernels
             theta, Ainv, answer, z = entrywise.transport_decide(ctx.instance.items, stats.gram, stats.b, self.reg,
                                                                 ctx.epsilon, isinstance(rec, FurthestAnswer))
             beta = glr_threshold(self.threshold, stats, t, ctx)
