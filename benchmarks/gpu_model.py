@@ -151,6 +151,12 @@ STEPS_PER_REP = {"LT&S": 1_605.0, "XY-adaptive": 22_600.0, "uniform + GLR, spher
                  "GSE logistic": 3.0, "GSE": 4.0, "OD-LinBAI": 4.0, "BayesGap": 304.0, "Peace": 3.0,
                  "LinUCB": 320.0, "UCB-GLM": 400.0, "LinGapE capped": 304.0, "SphereBAI": 3_321.0}
 
+#: the fraction of a step's lanes that run a gated kernel updating their state in place (HBM bytes
+#: of such a kernel, :func:`kernel_bytes`; 1 where a row has none).  LT&S (K = 1000, no averaging):
+#: the lanes held for their allocation update, (steps - pulls) / steps of the accelerator program
+#: (XLA form) on the CPU, 32 replications: 0.089
+GATED_FRACTION = {"LT&S": 0.089}
+
 _NO_KERNEL = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "while", "conditional",
               "call", "after-all", "partition-id", "replica-id", "opt-barrier", "add-dependency",
               "get-dimension-size", "domain"}
@@ -180,6 +186,9 @@ class Instr:
     trip: int | None  # known trip count of a while
     label: str  # op_name metadata
     target: str = ""  # a custom call's target
+    root: bool = False  # its computation's ROOT
+    param: int | None = None  # a parameter's index
+    aliased: tuple = ()  # a custom call's operands that are its outputs' buffers (updated in place)
 
 
 def parse_hlo(text: str) -> tuple[dict, str]:
@@ -205,6 +214,10 @@ def parse_hlo(text: str) -> tuple[dict, str]:
         if not im:
             continue
         name, shape, op, rest = im.groups()
+        root = s.startswith("ROOT ")
+        pm = re.match(r"(\d+)\)", rest) if op == "parameter" else None
+        am = re.search(r"output_to_operand_aliasing=(\{(?:[^{}]|\{[^{}]*\})*\})", rest)
+        aliased = tuple(int(x) for x in re.findall(r":\s*\((\d+),", am.group(1))) if am else ()
         args = rest.split("),", 1)[0] if ")," in rest else rest.rsplit(")", 1)[0]
         operands = re.findall(r"%([\w.\-]+)", args)
         called = {}
@@ -219,7 +232,8 @@ def parse_hlo(text: str) -> tuple[dict, str]:
         lm = re.search(r'op_name="([^"]*)"', rest)
         cm = re.search(r'custom_call_target="([^"]*)"', rest)
         comps[cur].append(Instr(name, op, _shape_bytes(shape), operands, called, int(tm.group(1)) if tm else None,
-                                lm.group(1) if lm else "", cm.group(1) if cm else ""))
+                                lm.group(1) if lm else "", cm.group(1) if cm else "", root,
+                                int(pm.group(1)) if pm else None, aliased))
     return comps, entry
 
 
@@ -248,8 +262,41 @@ class Cost:
                     self.solver_entries * k)
 
 
-def cost(comps: dict, name: str, unknown_trips: float, memo=None) -> Cost:
-    """Kernels, host syncs and HBM bytes of one execution of computation ``name``."""
+def scattered_operand(comps: dict, fusion: Instr) -> int | None:
+    """The operand of a fusion whose root is a ``scatter`` that the scatter updates (its output's
+    buffer: XLA's GPU scatter writes in place, copying first where the buffer is still needed,
+    a ``copy`` of its own), else None."""
+    body = comps.get((fusion.called.get("calls") or [None])[0], [])
+    byname = {i.name: i for i in body}
+    root = next((i for i in body if i.root), None)
+    if root is None or root.op != "scatter" or not root.operands:
+        return None
+    src = byname.get(root.operands[0])
+    return src.param if src is not None and src.op == "parameter" else None
+
+
+def kernel_bytes(comps: dict, i: Instr, shapes: dict, gated: float = 1.0) -> float:
+    """HBM bytes a kernel moves: its operands and results, except that
+
+    * a scatter (a fusion whose root is one) reads and writes only the entries it updates, not
+      the operand it updates in place (:func:`scattered_operand`);
+    * a custom call whose outputs are its operands' buffers (``output_to_operand_aliasing``: a
+      gated kernel updating the lanes' state in place) moves them only for the lanes that run
+      it, a fraction ``gated`` of the lanes (1: every lane, the bound)."""
+    ins = [shapes.get(o, 0) for o in i.operands]
+    if i.op == "fusion":
+        p = scattered_operand(comps, i)
+        if p is not None and p < len(ins):
+            return float(sum(ins) - ins[p])
+    if i.aliased:
+        held = sum(ins[k] for k in set(i.aliased) if k < len(ins))
+        return float(sum(ins) - held) + gated * 2.0 * held
+    return float(i.out_bytes + sum(ins))
+
+
+def cost(comps: dict, name: str, unknown_trips: float, memo=None, gated: float = 1.0) -> Cost:
+    """Kernels, host syncs and HBM bytes (:func:`kernel_bytes`) of one execution of computation
+    ``name``."""
     memo = {} if memo is None else memo
     if name in memo:
         return memo[name]
@@ -257,35 +304,35 @@ def cost(comps: dict, name: str, unknown_trips: float, memo=None) -> Cost:
     c = Cost()
     for i in comps.get(name, []):
         if i.op == "while":
-            body = cost(comps, i.called["body"][0], unknown_trips, memo) + cost(
-                comps, i.called["condition"][0], unknown_trips, memo)
+            body = cost(comps, i.called["body"][0], unknown_trips, memo, gated) + cost(
+                comps, i.called["condition"][0], unknown_trips, memo, gated)
             if i.trip is not None:
                 c = c + body * i.trip
             else:
                 c = c + (body + Cost(syncs=1)) * unknown_trips
                 c.loops = c.loops + [i.label or i.name]
         elif i.op == "conditional":
-            branches = [cost(comps, b, unknown_trips, memo)
+            branches = [cost(comps, b, unknown_trips, memo, gated)
                         for b in i.called.get("branches", []) + i.called.get("true_computation", [])
                         + i.called.get("false_computation", [])]
             worst = max(branches, key=lambda b: b.kernels, default=Cost())
             c = c + worst + Cost(syncs=1)
         elif i.op == "call":
             c = c + cost(comps, i.called["to_apply"][0] if "to_apply" in i.called else i.called["calls"][0],
-                         unknown_trips, memo)
+                         unknown_trips, memo, gated)
         elif i.op not in _NO_KERNEL:
             solver = i.op == "custom-call" and solver_call(i.target)
-            c = c + Cost(kernels=1, bytes=i.out_bytes + sum(shapes.get(o, 0) for o in i.operands),
+            c = c + Cost(kernels=1, bytes=kernel_bytes(comps, i, shapes, gated),
                          solver_calls=1.0 if solver else 0.0,
                          solver_entries=shapes.get(i.operands[0], 0) / 8.0 if solver and i.operands else 0.0)
     memo[name] = c
     return c
 
 
-def step_cost(text: str, block_steps: int, unknown_trips: float) -> tuple[Cost, Cost]:
+def step_cost(text: str, block_steps: int, unknown_trips: float, gated: float = 1.0) -> tuple[Cost, Cost]:
     """(cost per step, data-dependent loops inside a step) of an engine chunk program: its
     largest data-dependent ``while`` is the engine's loop over blocks; a block is
-    ``block_steps`` steps plus one test of that loop."""
+    ``block_steps`` steps plus one test of that loop; ``gated``: as in :func:`kernel_bytes`."""
     comps, entry = parse_hlo(text)
     memo: dict = {}
     outer, best = None, -1.0
@@ -303,8 +350,8 @@ def step_cost(text: str, block_steps: int, unknown_trips: float) -> tuple[Cost, 
             elif i.op == "call":
                 stack.extend(i.called.get("to_apply", []) + i.called.get("calls", []))
     memo = {}
-    block = cost(comps, outer.called["body"][0], unknown_trips, memo) + cost(
-        comps, outer.called["condition"][0], unknown_trips, memo) + Cost(syncs=1)
+    block = cost(comps, outer.called["body"][0], unknown_trips, memo, gated) + cost(
+        comps, outer.called["condition"][0], unknown_trips, memo, gated) + Cost(syncs=1)
     per_step = block * (1.0 / block_steps)
     per_step.loops = block.loops
     return per_step, block
@@ -588,7 +635,8 @@ def main(argv=None) -> int:
             rows[w.name] = row
             print(f"  {w.name}: {row['error']}", flush=True)
             continue
-        per_step, _ = step_cost(text, info["block_steps"], args.unknown_trips)
+        gated = next((v for k, v in GATED_FRACTION.items() if w.name.startswith(k)), 1.0)
+        per_step, _ = step_cost(text, info["block_steps"], args.unknown_trips, gated)
         row.update(info, kernels_per_step=per_step.kernels, syncs_per_step=per_step.syncs,
                    solver_calls_per_step=per_step.solver_calls, solver_entries_per_step=per_step.solver_entries,
                    dim=int(w.instance.dim),

@@ -181,3 +181,47 @@ def test_gpu_model_charges_the_fused_kernels_arithmetic():
     c = gpu_model.Cost(kernels=0.0)
     t = 1000 / gpu_model.predict(c, 1000, 1.0, fused_ops=gpu_model.FP64_OPS * 1e-3) * gpu_model.EFFICIENCY
     assert abs(t - 1.0) < 1e-9   # 1e-3 s of arithmetic a lane-step, 1000 lanes: 1 s a step
+
+
+def test_gpu_model_counts_in_place_kernels_by_what_they_move():
+    """The model's HBM bytes of a kernel: operands and results, except a scatter's updated operand
+    (written in place: only its updated entries move) and a custom call's aliased operands (a
+    gated kernel updating the lanes' state in place: moved for the gated fraction of the lanes)."""
+    import gpu_model
+
+    text = """HloModule m
+
+%fused_scatter (param_0: f64[100,1000], param_1: s32[100,1], param_2: f64[100]) -> f64[100,1000] {
+  %param_0 = f64[100,1000]{1,0} parameter(0)
+  %param_1 = s32[100,1]{1,0} parameter(1)
+  %param_2 = f64[100]{0} parameter(2)
+  ROOT %scatter.1 = f64[100,1000]{1,0} scatter(%param_0, %param_1, %param_2), update_window_dims={}
+}
+
+%fused_add (param_0.1: f64[100,1000]) -> f64[100,1000] {
+  %param_0.1 = f64[100,1000]{1,0} parameter(0)
+  ROOT %add.1 = f64[100,1000]{1,0} add(%param_0.1, %param_0.1)
+}
+
+ENTRY %main (a: f64[100,1000], i: s32[100,1], u: f64[100], g: s32[100,1]) -> f64[100,1000] {
+  %a = f64[100,1000]{1,0} parameter(0)
+  %i = s32[100,1]{1,0} parameter(1)
+  %u = f64[100]{0} parameter(2)
+  %g = s32[100,1]{1,0} parameter(3)
+  %s = f64[100,1000]{1,0} fusion(%a, %i, %u), kind=kInput, calls=%fused_scatter
+  %k = (f64[100,1000]{1,0}) custom-call(%s, %g), custom_call_target="__gpu$xla.gpu.triton", output_to_operand_aliasing={{0}: (0, {})}
+  %k0 = f64[100,1000]{1,0} get-tuple-element(%k), index=0
+  ROOT %f = f64[100,1000]{1,0} fusion(%k0), kind=kLoop, calls=%fused_add
+}
+"""
+    comps, entry = gpu_model.parse_hlo(text)
+    full, idx, upd, gate = 100 * 1000 * 8, 100 * 4, 100 * 8, 100 * 4
+    by = {i.name: i for i in comps[entry]}
+    shapes = {i.name: i.out_bytes for i in comps[entry]}
+    assert gpu_model.scattered_operand(comps, by["s"]) == 0
+    assert gpu_model.kernel_bytes(comps, by["s"], shapes) == idx + upd
+    assert by["k"].aliased == (0,)
+    assert gpu_model.kernel_bytes(comps, by["k"], shapes) == gate + 2 * full
+    assert gpu_model.kernel_bytes(comps, by["k"], shapes, gated=0.1) == gate + 0.2 * full
+    assert gpu_model.kernel_bytes(comps, by["f"], shapes) == 2 * full   # everything else: operands and result
+    assert gpu_model.cost(comps, entry, 1.0, gated=0.1).bytes == idx + upd + gate + 0.2 * full + 2 * full

@@ -284,3 +284,48 @@ def test_lts_without_averaging_keeps_no_sum_of_allocations_on_an_accelerator():
             else:
                 assert LazyTrackAndStop.cumulative_allocation(st).shape == (12,)
     assert shapes == {("cpu", True): (12,), ("cpu", False): (12,), ("gpu", True): (12,), ("gpu", False): (0,)}
+
+
+def test_lts_in_place_step_leaves_held_lanes_alone_bit_for_bit():
+    """Under the accelerator policy with fused kernels LT&S keeps its state in place
+    (:meth:`jaxbandits.rules.lazy.LazyTracking.in_place`): ``step_where`` on a lane that the
+    engine holds returns its state bit for bit (no select over its arrays: the held update's
+    kernel reads and writes nothing for it, the pull adds nothing to the counts), and on a live
+    lane the step itself, in the middle of held solves; the allocation is held padded to a power
+    of two (zeros), and ``cumulative_allocation`` still gives K entries.  With XLA kernels (or
+    on a CPU) the engine selects as before."""
+    from jaxbandits import batching
+    from jaxbandits.algorithms import LazyTrackAndStop
+    from jaxbandits.algorithms.base import with_batching
+    from jaxbandits.instances import seeds
+
+    K, lanes = 12, 6
+    inst = seeds.many_arms_code(jax.random.key(0), K)
+    acc = lambda kernels: batching.SolvePolicy(batched=True, capacity=lanes, kernels=kernels)  # noqa: E731
+    for av in (True, False):
+        alg = with_batching(LazyTrackAndStop(averaging=av, pause_trips=4), acc("interpret"))
+        assert alg.holds_in_place(inst)
+        assert not with_batching(LazyTrackAndStop(averaging=av), acc("xla")).holds_in_place(inst)
+        assert not with_batching(LazyTrackAndStop(averaging=av), batching.SolvePolicy()).holds_in_place(inst)
+        keys = jax.random.split(jax.random.key(2), lanes)
+        state = jax.vmap(lambda k: alg.init(k, inst))(keys)
+        assert state.sampling.w.shape == (lanes, 16) and not np.any(np.asarray(state.sampling.w[:, K:]))
+        if av:
+            assert LazyTrackAndStop.cumulative_allocation(state).shape == (lanes, K)
+        step = jax.jit(jax.vmap(alg.step, in_axes=(0, 0, None)))
+        where = jax.jit(jax.vmap(alg.step_where, in_axes=(0, 0, None, 0)))
+        live = jnp.arange(lanes) % 2 == 0
+        held_seen = 0
+        for t in range(40):
+            ks = jax.vmap(lambda k: jax.random.fold_in(k, t))(keys)
+            new, part = step(ks, state, inst), where(ks, state, inst, live)
+            held_seen += int(np.sum(np.asarray(new.sampling.solve.on)))
+            for a, b, c in zip(jax.tree.leaves(part), jax.tree.leaves(new), jax.tree.leaves(state)):
+                a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
+                np.testing.assert_array_equal(a[np.asarray(live)], b[np.asarray(live)])
+                np.testing.assert_array_equal(a[~np.asarray(live)], c[~np.asarray(live)])
+            state = new
+        assert held_seen > 0   # the steps went through held solves
+        assert not np.any(np.asarray(state.sampling.w[:, K:]))
+        if av:
+            assert LazyTrackAndStop.cumulative_allocation(state).shape == (lanes, K)

@@ -312,8 +312,8 @@ class Algorithm(Configurable):
     batching: Any = dataclasses.field(default=None, kw_only=True, repr=False)
 
     #: the contract's methods that run under the configuration's own policy
-    _UNDER_POLICY: ClassVar[tuple[str, ...]] = ("init", "step", "step_masked", "done", "outcome", "rounds",
-                                                "prepare")
+    _UNDER_POLICY: ClassVar[tuple[str, ...]] = ("init", "step", "step_masked", "step_where", "done", "outcome",
+                                                "rounds", "prepare")
 
     def __init_subclass__(cls, **kwargs):
         """The contract's methods a class defines run under its ``batching`` policy
@@ -345,6 +345,21 @@ class Algorithm(Configurable):
         raise NotImplementedError
 
     # -- defaults ------------------------------------------------------------------------------
+    def step_where(self, key: jax.Array, state: Any, instance: Instance, live: jax.Array) -> Any:
+        """``step`` where ``live``, else ``state`` itself, bit for bit: how the engine steps a lane
+        that it may hold (a finished replication's, or an idle one), when :meth:`holds_in_place`
+        says so.  Default: ``step``, then a select of every array of the state."""
+        new = self.step(key, state, instance)
+        return jax.tree.map(lambda a, b: jnp.where(live, a, b), new, state)
+
+    def holds_in_place(self, instances: Instance) -> bool:
+        """Whether :meth:`step_where` keeps a held lane's state without a select over its arrays
+        (their new values written only for the lanes that change them, in place), so that the
+        engine steps its lanes with it instead of ``step`` and a select of every array of every
+        lane each step.  Default: False."""
+        del instances
+        return False
+
     def rounds(self, state: Any, steps: jax.Array) -> jax.Array:
         """The rounds a replication has completed after ``steps`` engine steps: the index the engine
         folds into the replication's run key for its next step, and the count ``max_steps`` caps.

@@ -108,21 +108,27 @@ def init_stats(instance: Instance) -> LinearStats:
 ONE_HOT_ARMS = 64
 
 
-def add_pull(stats: LinearStats, instance: Instance, arm: jax.Array, reward: jax.Array) -> LinearStats:
+def add_pull(stats: LinearStats, instance: Instance, arm: jax.Array, reward: jax.Array, counted=None) -> LinearStats:
     """Record one reward of ``arm``: O(d^2).  A part that a rule does not keep (empty: the per-arm
     reward sums of :class:`jaxbandits.rules.lazy.SpanningGLR`, A_t and b_t of
-    :class:`jaxbandits.rules.gap.GapIndices`) stays empty."""
+    :class:`jaxbandits.rules.gap.GapIndices`) stays empty.  ``counted`` (a bool; None: True): where
+    False the per-arm counts and sums are left as they are (0 added: the same bits), and the
+    rest is the caller's to discard: a lane that the caller holds keeps its [K] arrays in place."""
     x = instance.arms[arm]
     kept = lambda a: a.shape[0] > 0
+    one = 1.0 if counted is None else jnp.where(counted, 1.0, 0.0)
     if current_policy().batched and stats.counts.shape[0] <= ONE_HOT_ARMS:
         # the accelerator program: an elementwise add of a one-hot vector (the same bits: x + 0 = x),
         # which fuses with what reads the counts, where a scatter is a kernel of its own on a GPU
         hit = jnp.arange(stats.counts.shape[0]) == arm
+        if counted is not None:
+            hit = hit & counted
         counts = stats.counts + jnp.where(hit, 1.0, 0.0).astype(stats.counts.dtype)
         sums = stats.sums + jnp.where(hit, reward, 0.0).astype(stats.sums.dtype) if kept(stats.sums) else stats.sums
     else:
-        counts = stats.counts.at[arm].add(1.0)
-        sums = stats.sums.at[arm].add(reward) if kept(stats.sums) else stats.sums
+        counts = stats.counts.at[arm].add(one)
+        r = reward if counted is None else jnp.where(counted, reward, 0.0)
+        sums = stats.sums.at[arm].add(r) if kept(stats.sums) else stats.sums
     return LinearStats(
         counts,
         sums,

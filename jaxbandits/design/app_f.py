@@ -24,6 +24,7 @@ accelerator policy), with the same iterates.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -430,6 +431,131 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
     carry = (pad1(v, Kp), c, n2, pad2(A, dp, dp), pad2(Ainv, dp, dp), k, rel)
     consts = (pad2(X, Kp, dp), pad2(Z, Mp, dp), pad1(theta.astype(dtype), dp),
               pad1(item_mask.astype(jnp.int32), Mp), pad1(arm_mask.astype(jnp.int32), Kp))
+    run = _trips_program(d, dp, Mp, dtype, max_iters, trips)
+    v, c, n2, A, Ainv, k, rel = kern.gated_kernel(run, carry, consts, go, kernels=kernels,
+                                                  num_warps=max(1, min(8, max(Kp, Mp) * dp // 256)))
+    return v[:K], c, n2, A[:d, :d], Ainv[:d, :d], k, rel
+
+
+def paused_update_in_place(X, Z, theta, item_mask, answer, arm_mask, held, go, start, counted, elapsed,
+                           max_iters: int, trips: int, kernels: str, warm_start: bool):
+    """LT&S's allocation update held over steps (:meth:`jaxbandits.rules.lazy.LazyTracking.holds`)
+    as one kernel that updates the lane's state in place (:func:`kernels.gated_kernel` with
+    ``in_place``): where ``go`` is False it reads and writes nothing, so a step moves memory only
+    for the lanes that solve, where :func:`incremental_trips_fused` and the update around it read
+    and write every lane's [K] arrays every step.  Where ``go`` holds, in one program:
+
+    * where ``start`` holds, the run's first state (:func:`incremental_start` at w, uniform
+      without ``warm_start``, with A(lambda) summed as :func:`gram_sum` does);
+    * ``trips`` iterations (:func:`incremental_trips_fused`);
+    * where the run has ended, the new allocation (:func:`finish` of lambda = c v, kept only if
+      it is finite with a positive sum, else w), and w, sum_{s <= t - 1} w(s) (``base``, w times
+      ``elapsed`` added) and the sum of the allocation shifts (``shift``, |new - w| summed where
+      ``counted``) updated as the one-step update does.
+
+    ``item_mask`` ([M] bool or None: all) and ``answer`` (an index) give the items of psi's min:
+    those of the mask and the answer, joined inside the kernel (a mask shared by the lanes then
+    stays one array, where the joined one is an [M] array a lane).
+    ``held``: (w, base, v, c, ||lambda||^2, A, A^-1, k, relative change, shift), held padded (w,
+    base, v: [Kp]; A, A^-1: [dp, dp], powers of two above K and d, zero in the padding; base None
+    where the state keeps no sum); returns the same after the step.  The sums run in the kernel's
+    order, so the allocation can differ from the XLA program's in its last bits (the iterates'
+    decisions are the same but within rounding of a tie, :func:`incremental_trips_fused`)."""
+    if kernels not in ("triton", "interpret"):
+        raise ValueError(f"kernels must be 'triton' or 'interpret' for the fused form, got {kernels!r}")
+    X, Z = jnp.asarray(X), jnp.asarray(Z)
+    (K, d), M = X.shape, Z.shape[0]
+    if not fused_trips_supported(d):
+        raise ValueError(f"the fused App F iterations need d <= {SMALL_DIM}, got d = {d}")
+    dtype = X.dtype
+    Kp, Mp, dp = kern.power_of_two(K), kern.power_of_two(M), kern.power_of_two(d)
+    w, base, *fw, shift = held
+    if w.shape != (Kp,) or fw[0].shape != (Kp,) or fw[3].shape != (dp, dp):
+        raise ValueError(f"paused_update_in_place holds w and v as [{Kp}] and A as [{dp}, {dp}], got "
+                         f"{w.shape}, {fw[0].shape} and {fw[3].shape}")
+    arm_mask = jnp.ones((K,), bool) if arm_mask is None else arm_mask
+    item_mask = jnp.ones((M,), bool) if item_mask is None else item_mask
+    pad2 = lambda a, r, c: jnp.pad(a, ((0, r - a.shape[0]), (0, c - a.shape[1])))  # noqa: E731
+    pad1 = lambda a, n: jnp.pad(a, (0, n - a.shape[0]))  # noqa: E731
+    has_base = base is not None
+    carry = (w,) + ((base,) if has_base else ()) + tuple(fw) + (shift,)
+    consts = (pad2(X, Kp, dp), pad2(Z, Mp, dp), pad1(theta.astype(dtype), dp),
+              pad1(item_mask.astype(jnp.int32), Mp), pad1(arm_mask.astype(jnp.int32), Kp),
+              jnp.asarray(start).astype(jnp.int32), jnp.asarray(counted).astype(jnp.int32),
+              jnp.asarray(elapsed, dtype), jnp.asarray(answer, jnp.int32))
+    trips_run = _trips_program(d, dp, Mp, dtype, max_iters, trips)
+    pairs = [(a, b) for a, b in zip(*np.triu_indices(d))]
+
+    def sums(lam, xs):
+        """sum_k lam_k x_k x_k^T as d(d + 1)/2 sums (:func:`gram_sum`'s products)."""
+        return {(a, b): jnp.sum(lam * (xs[a] * xs[b])) for a, b in pairs}
+
+    def tile(s):
+        ii, jj = kern.iota(dp)[:, None], kern.iota(dp)[None, :]
+        out = jnp.zeros((dp, dp), dtype)
+        for (a, b), v in s.items():
+            out = out + jnp.where(((ii == a) & (jj == b)) | ((ii == b) & (jj == a)), v, 0.0)
+        return out
+
+    def finite(v):
+        return jnp.abs(v) < jnp.inf   # False for NaN and +-inf
+
+    def run(*args):
+        w, rest = args[0], args[1:]
+        base, rest = (rest[0], rest[1:]) if has_base else (None, rest)
+        fw, shift = rest[:7], rest[7]
+        Xv, Zv, th, im, am, st, cnt, el, ans = rest[8:]
+        im = jnp.where(kern.iota(Mp) == ans, 1, im)   # the answer joins the items
+        xs = [kern.column(Xv, i) for i in range(d)]
+        mask = am != 0
+        # the run's first state (:func:`incremental_start`, :func:`jaxbandits.design.core.initial_design`)
+        uniform = jnp.where(mask, 1.0, 0.0).astype(dtype) / jnp.maximum(jnp.sum(jnp.where(mask, 1.0, 0.0)), 1.0)
+        if warm_start:
+            lam = jnp.where(mask, jnp.maximum(w, 0.0), 0.0)
+            s = jnp.sum(lam)
+            ok = finite(s) & (s > 0)
+            lam = jnp.where(ok, lam / jnp.where(ok, s, 1.0), uniform)
+            lam0 = jnp.where(ok, 0.999 * lam + 0.001 * uniform, uniform)
+        else:
+            lam0 = uniform
+        A0 = tile(sums(lam0, xs))
+        fresh = (lam0, jnp.ones((), dtype), jnp.sum(lam0 * lam0), A0, kernel_exact_inverse(A0, d),
+                 jnp.zeros((), jnp.int32), jnp.asarray(jnp.inf, dtype))
+        fw = tuple(jnp.where(st != 0, a, b) for a, b in zip(fresh, fw))
+        fw = trips_run(*fw, Xv, Zv, th, im, am)
+        v, c, k, rel = fw[0], fw[1], fw[5], fw[6]
+        fin = ~((k < max_iters) & (rel >= 0.01))   # :func:`running`
+        # :func:`finish` of lambda = c v
+        lam = c * v
+        thr = jnp.where(lam < 1e-5, 0.0, lam)
+        thr = thr / jnp.sum(thr)
+        g = sums(thr, xs)
+        L, r = small_cholesky(Entries([[0.5 * (g[min(i, j), max(i, j)] + g[min(i, j), max(i, j)])
+                                         for j in range(d)] for i in range(d)]))
+        fact = functools.reduce(lambda a, b: a & b, [finite(L[i][j]) for i in range(d) for j in range(i + 1)]
+                                + [finite(x) for x in r])
+        new = jnp.where(fact, thr, lam)
+        # a failed solve keeps the previous allocation
+        good = (jnp.max(jnp.where(finite(new), 0.0, 1.0)) == 0.0) & (jnp.sum(new) > 0)
+        new = jnp.where(good, new, w)
+        shift = jnp.where(fin, shift + jnp.where(cnt != 0, jnp.sum(jnp.abs(new - w)), 0.0), shift)
+        out = (jnp.where(fin, new, w),)
+        if has_base:
+            out += (jnp.where(fin, base + el * w, base),)
+        return out + tuple(fw) + (shift,)
+
+    out = kern.gated_kernel(run, carry, consts, go, kernels=kernels, in_place=True,
+                            num_warps=max(1, min(8, max(Kp, Mp) * dp // 256)))
+    w, out = out[0], out[1:]
+    base, out = (out[0], out[1:]) if has_base else (None, out)
+    return (w, base) + tuple(out)
+
+
+def _trips_program(d: int, dp: int, Mp: int, dtype, max_iters: int, trips: int):
+    """The body of :func:`incremental_trips_fused`'s kernel: ``run(v, c, n2, A, Ainv, k, rel, X, Z,
+    theta, item_mask, arm_mask)`` (padded, inside one program) forms the directions of ``theta`` and
+    makes ``trips`` iterations of App F's Frank-Wolfe from the state, each skipped after App F's
+    stop; returns the state after them."""
     pairs = [(a, b) for a, b in zip(*np.triu_indices(d))]
     cols = lambda B: [kern.column(B, i) for i in range(d)]  # noqa: E731  the first d columns
 
@@ -476,9 +602,7 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
 
         return jax.lax.fori_loop(0, int(trips), trip, (v, c, n2, A, Ainv, k, rel))
 
-    v, c, n2, A, Ainv, k, rel = kern.gated_kernel(run, carry, consts, go, kernels=kernels,
-                                                  num_warps=max(1, min(8, max(Kp, Mp) * dp // 256)))
-    return v[:K], c, n2, A[:d, :d], Ainv[:d, :d], k, rel
+    return run
 
 
 # -- the exact refactorisation inside a fused kernel (LT&S's and RAGE's App F runs) -------------

@@ -112,29 +112,40 @@ def _as_1d(a: jax.Array) -> jax.Array:
     return a.reshape((1,)) if a.shape == () else a
 
 
-def _lane_call(kernel, carry: tuple, args: tuple, kernels: str, num_warps: int) -> tuple:
+def _lane_call(kernel, carry: tuple, args: tuple, kernels: str, num_warps: int, in_place: bool = False) -> tuple:
     """``kernel`` as a ``pallas_call`` on ``args`` (0-d arrays as [1]) whose outputs have the shapes
-    of ``carry``, interpreted or through Triton; the outputs with ``carry``'s shapes."""
+    of ``carry``, interpreted or through Triton; the outputs with ``carry``'s shapes.  ``in_place``:
+    output i is input i's buffer (``input_output_aliases``), so that an output the kernel does not
+    write keeps the input's value."""
     from jax.experimental import pallas as pl
 
     out_shape = tuple(jax.ShapeDtypeStruct(_as_1d(c).shape, c.dtype) for c in carry)
+    aliases = {i: i for i in range(len(carry))} if in_place else {}
     if kernels == "interpret":
-        call = pl.pallas_call(kernel, out_shape=out_shape, interpret=True)
+        call = pl.pallas_call(kernel, out_shape=out_shape, interpret=True, input_output_aliases=aliases)
     else:
         from jax.experimental.pallas import triton as plt
 
-        call = pl.pallas_call(kernel, out_shape=out_shape,
+        call = pl.pallas_call(kernel, out_shape=out_shape, input_output_aliases=aliases,
                               compiler_params=plt.CompilerParams(num_warps=int(num_warps), num_stages=1))
     out = call(*(_as_1d(a) for a in args))
     return tuple(o.reshape(()) if c.shape == () else o for o, c in zip(out, carry))
 
 
-def gated_kernel(run: Callable, carry: tuple, consts: tuple, go, *, kernels: str, num_warps: int = 1) -> tuple:
+def gated_kernel(run: Callable, carry: tuple, consts: tuple, go, *, kernels: str, num_warps: int = 1,
+                 in_place: bool = False) -> tuple:
     """``run(*carry, *consts)`` where ``go`` holds, ``carry`` elsewhere, as one Pallas kernel
     (``kernels`` "triton" or "interpret"): under ``vmap`` one program a lane, in which a lane whose
     ``go`` is False only copies its carry and reads nothing else.  ``run`` sees unbatched arrays (0-d
     ones as scalars) and returns the new carry (same shapes and dtypes); arrays have power-of-two
-    dimensions and no booleans (:func:`fused_fori_loop`).  ``num_warps``: the Triton program's."""
+    dimensions and no booleans (:func:`fused_fori_loop`).  ``num_warps``: the Triton program's.
+
+    ``in_place``: the outputs are the carry's own buffers (``input_output_aliases``), and a lane
+    whose ``go`` is False reads and writes nothing at all.  Inside a loop whose carry holds these
+    arrays (the engine's, for a state that the step leaves in place) XLA then updates them in place:
+    a step costs memory traffic only for the lanes that run, where a copy would move every lane's
+    carry.  A carry array still read after the call would have to be copied first: XLA does that
+    by itself, at a copy's cost."""
     from jax.experimental import pallas as pl
 
     if kernels not in ("triton", "interpret"):
@@ -146,10 +157,11 @@ def gated_kernel(run: Callable, carry: tuple, consts: tuple, go, *, kernels: str
     def kernel(*refs):
         ins, outs = refs[:n + m + 1], refs[n + m + 1:]
 
-        @pl.when(ins[-1][...][0] == 0)
-        def _():
-            for i, o in zip(ins[:n], outs):
-                o[...] = i[...]
+        if not in_place:
+            @pl.when(ins[-1][...][0] == 0)
+            def _():
+                for i, o in zip(ins[:n], outs):
+                    o[...] = i[...]
 
         @pl.when(ins[-1][...][0] != 0)
         def _():
@@ -158,7 +170,8 @@ def gated_kernel(run: Callable, carry: tuple, consts: tuple, go, *, kernels: str
             for ref, a in zip(outs, new):
                 ref[...] = jnp.reshape(a, (1,)) if jnp.ndim(a) == 0 else a
 
-    return _lane_call(kernel, carry, carry + consts + (jnp.asarray(go).astype(jnp.int32),), kernels, num_warps)
+    return _lane_call(kernel, carry, carry + consts + (jnp.asarray(go).astype(jnp.int32),), kernels, num_warps,
+                      in_place)
 
 
 # Small-matrix arithmetic a fused loop's body can use: Triton has no gather and no small matrix

@@ -95,6 +95,14 @@ class Composed(Algorithm):
     def step_masked(self, key, state: ComposedState, instance: Instance, active: jax.Array) -> ComposedState:
         return self.composition().step_masked(key, state, instance, active)
 
+    def holds_in_place(self, instances: Instance) -> bool:
+        return self.composition().holds_in_place(instances)
+
+    def step_where(self, key, state: ComposedState, instance: Instance, live: jax.Array) -> ComposedState:
+        if not self.holds_in_place(instance):  # through step, as a subclass may change it
+            return Algorithm.step_where(self, key, state, instance, live)
+        return self.composition().step_where(key, state, instance, live)
+
     def done(self, state: ComposedState) -> jax.Array:
         return self.composition().done(state)
 
@@ -180,11 +188,11 @@ class Composition(Composed):
         self.stopping.validate(instance)
 
     # -- pieces --------------------------------------------------------------------------------
-    def context(self, instance: Instance, active: jax.Array, stopped=False) -> Context:
+    def context(self, instance: Instance, active: jax.Array, stopped=False, live=True) -> Context:
         dt = instance.arms.dtype
         eps = jnp.zeros((), dt) if self.epsilon is None else self.epsilon
         return Context(instance, self.delta, eps, common.noise_scale(self.sigma, instance), active,
-                       stopped=stopped)
+                       stopped=stopped, live=live)
 
     def _eliminating(self) -> bool:
         return self.eliminate is not None and self.eliminate.on
@@ -241,16 +249,36 @@ class Composition(Composed):
         return self.step_masked(key, state, instance, self.active(state, instance))
 
     def step_masked(self, key, state: ComposedState, instance: Instance, active: jax.Array) -> ComposedState:
-        ctx = self.context(instance, active, self.done(state))
+        return self._step(key, state, instance, active)
+
+    def holds_in_place(self, instances: Instance) -> bool:
+        """Whether :meth:`step_where` keeps a held lane's state in place (the sampling rule's
+        :meth:`~jaxbandits.rules.core.SamplingRule.in_place`)."""
+        return bool(self.sampling.in_place(instances))
+
+    def step_where(self, key, state: ComposedState, instance: Instance, live: jax.Array) -> ComposedState:
+        """The step where ``live``, else ``state`` itself.  With a sampling rule that keeps its
+        state in place (:meth:`holds_in_place`), no select passes over its arrays or over the
+        per-arm counts: the pull of a held lane adds nothing to them (the same bits), and only
+        the belief's other parts, the stopping flag and the elimination state are selected."""
+        if not self.holds_in_place(instance):
+            return super().step_where(key, state, instance, live)
+        return self._step(key, state, instance, self.active(state, instance), live)
+
+    def _step(self, key, state: ComposedState, instance: Instance, active: jax.Array, live=None) -> ComposedState:
+        ctx = self.context(instance, active, self.done(state), True if live is None else live)
         draws, k_pulls = self.sampling.split_key(key)
         belief = state.belief
         arm, sampling = self.sampling.update(draws, state.sampling, belief, ctx)
+        hold = self.sampling.holds(sampling)
+        # where the step keeps the lane as it is: the engine holds it, or the rule holds its round
+        frozen = None if live is None else (~live if hold is None else ~live | hold)
         p = self.sampling.pulls
         arms = (arm,) if p == 1 else tuple(arm[i] for i in range(p))
         stats, rewards = belief.stats, ()
         for a, k in zip(arms, k_pulls):
             rewards += (pull(k, instance, a),)
-            stats = common.add_pull(stats, instance, a, rewards[-1])
+            stats = common.add_pull(stats, instance, a, rewards[-1], None if frozen is None else ~frozen)
         t1 = belief.t + p
         dec = self.stopping.advance(belief, stats, t1, ctx, (arm, rewards[0]) if p == 1 else (arms, rewards))
         ready = self._ready(dec.ready, t1, instance)
@@ -260,11 +288,17 @@ class Composition(Composed):
             elim = self.eliminate.update(elim, stats, self.stopping.elimination_beta(dec, ctx), ready, instance.items,
                                          self.stopping.reg)
         played = ComposedState(self._carried(dec.belief), sampling, stopped, elim)
-        hold = self.sampling.holds(sampling)
+        if frozen is not None:
+            # the sampling rule kept its state in place; the counts and sums added nothing
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(frozen, b, a), new, old)  # noqa: E731
+            kept = keep(played.belief, state.belief)
+            new = played.belief.stats
+            kept = kept._replace(stats=kept.stats._replace(counts=new.counts, sums=new.sums))
+            return ComposedState(kept, sampling, keep(stopped, state.stopped), keep(elim, state.elimination))
         if hold is None:
             return played
         # a held step plays no round: everything but the sampling rule's state stays
-        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(hold, b, a), new, old)
+        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(hold, b, a), new, old)  # noqa: E731
         return ComposedState(keep(played.belief, state.belief), sampling, keep(stopped, state.stopped),
                              keep(elim, state.elimination))
 

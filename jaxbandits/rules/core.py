@@ -58,6 +58,9 @@ class Context(NamedTuple):
       stopped: the replication has stopped already (the engine steps a lane that waits for a new
         replication from its final state and discards the result): a rule may skip work that
         only a running replication needs.
+      live: False where the engine holds the lane (its replication finished, or it waits for
+        one): a sampling rule that keeps its state in place (:meth:`SamplingRule.in_place`) must
+        then return its state unchanged, bit for bit.  True outside the engine's lanes.
     """
 
     instance: Instance
@@ -67,6 +70,7 @@ class Context(NamedTuple):
     active: jax.Array
     start: int = 0
     stopped: Any = False
+    live: Any = True
 
 
 class Belief(NamedTuple):
@@ -177,6 +181,15 @@ class SamplingRule(Configurable):
         stay as they were.  None (default): every step plays a round."""
         del state
         return None
+
+    def in_place(self, instance: Instance) -> bool:
+        """Whether ``update`` returns its state unchanged, bit for bit, where ``ctx.live`` is False,
+        so that the composition need not select a held lane's sampling state (a pass over every
+        array of every lane, each step): the rule then writes its large arrays only for the lanes
+        that change them, in place (:func:`jaxbandits.design.kernels.gated_kernel`).  Default:
+        False (the composition selects)."""
+        del instance
+        return False
 
     def converged(self, state: Any) -> jax.Array | None:
         """False when a solver with a fixed trip count that the rule relied on ended before its

@@ -38,6 +38,7 @@ from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import hyperparameter
 from jaxbandits.batching import KERNELS, current_policy, solve_where
 from jaxbandits.design import app_f, oracle_allocation
+from jaxbandits.design import kernels as kern
 from jaxbandits.design.app_f import paper_frank_wolfe
 from jaxbandits.instances.base import Instance
 from jaxbandits.rules import thresholds
@@ -331,14 +332,26 @@ class LazyTracking(SamplingRule):
         X = instance.arms
         K, d = X.shape
         first = d if self.first_update is None else int(self.first_update)
-        i32 = lambda v: jnp.asarray(v, jnp.int32)
+        i32 = lambda v: jnp.asarray(v, jnp.int32)  # noqa: E731
         z = jnp.zeros((), X.dtype)
+        w = instance.valid_arms().astype(X.dtype) / instance.true_num_arms()
+        # in place (:meth:`in_place`): the arrays the update kernel writes are held padded to powers of two
+        n, m = (kern.power_of_two(K), kern.power_of_two(d)) if self.in_place(instance) else (K, d)
         return LazyTrackingState(
-            w=instance.valid_arms().astype(X.dtype) / instance.true_num_arms(),
-            cum_base=jnp.zeros((K if self.keeps_sum() else 0,), X.dtype),
+            w=jnp.pad(w, (0, n - K)),
+            cum_base=jnp.zeros((n if self.keeps_sum() else 0,), X.dtype),
             t_base=i32(0), i0=i32(0), next_update=i32(max(first, 1)), n_forced=i32(0), n_updates=i32(0), w_shift=z,
-            solve=FWCarry(jnp.zeros((K if self.pauses() else 0,), X.dtype), jnp.ones((), X.dtype), z,
-                          jnp.zeros((d, d), X.dtype), jnp.zeros((d, d), X.dtype), i32(0), z, jnp.zeros((), bool)))
+            solve=FWCarry(jnp.zeros((n if self.pauses() else 0,), X.dtype), jnp.ones((), X.dtype), z,
+                          jnp.zeros((m, m), X.dtype), jnp.zeros((m, m), X.dtype), i32(0), z, jnp.zeros((), bool)))
+
+    def in_place(self, instance: Instance) -> bool:
+        """Whether the state stays in place (:meth:`jaxbandits.rules.core.SamplingRule.in_place`):
+        with the held update (:meth:`pauses`) run as a fused kernel (``kernels`` not "xla", d <=
+        :data:`jaxbandits.design.core.SMALL_DIM`), which then also starts the run and sets the new
+        allocation (:func:`jaxbandits.design.app_f.paused_update_in_place`) for the lanes that
+        solve only.  The state then holds w, the sum of the allocations and the run's weights
+        padded to a power of two above K (zeros) and A(lambda), A(lambda)^-1 padded likewise above d."""
+        return self.pauses() and self.kernels != "xla" and app_f.fused_trips_supported(instance.arms.shape[-1])
 
     def keeps_sum(self) -> bool:
         """Whether the state keeps sum_{s <= t} w(s) (``cum_base``): the tracking target with
@@ -365,12 +378,18 @@ class LazyTracking(SamplingRule):
         t = belief.t
         due = t == state.next_update
         upd = due & ~ctx.stopped
+        in_place = self.in_place(instance)
+        if in_place:  # a lane the engine holds starts nothing (and must stay as it is)
+            upd = upd & ctx.live
         next_update = jnp.where(due, self._next(t), state.next_update)
         item_mask = ctx.active | (jnp.arange(Z.shape[0]) == belief.answer)  # elimination at sampling
         if instance.item_mask is not None:  # padded items of a shape bucket
             item_mask = item_mask & instance.item_mask
         masks = (instance.arm_mask, item_mask)
-        if self.pauses():
+        if in_place:
+            w, cum_base, t_base, w_shift, solve = self._paused_update_in_place(state, instance, belief, upd, ctx)
+            hold = solve.on
+        elif self.pauses():
             w, cum_base, t_base, w_shift, solve = self._paused_update(state, instance, belief, upd, masks)
             hold = solve.on
         else:
@@ -396,23 +415,55 @@ class LazyTracking(SamplingRule):
         f = carry.c0 * jnp.sqrt(jnp.maximum(tf, 1.0))
         forced = carry.lmin < f * (1.0 - 1e-9)
         counts = belief.stats.counts
+        K = counts.shape[0]
+        wk = w[:K]  # held padded in place
         if self.averaging:
             # sum_{s <= t} w(s), from the value at the last allocation change (w is constant
             # between lazy updates): no O(K) write per round
-            cum_w = cum_base + (tf - t_base.astype(dtype)) * w
+            cum_w = cum_base[:K] + (tf - t_base.astype(dtype)) * wk
             track = counts - cum_w
             supp = cum_w > 0
         else:
-            track = counts - tf * w
-            supp = w > 0
+            track = counts - tf * wk
+            supp = wk > 0
         tracked = common.argmax_fast(jnp.where(supp, -track, -jnp.inf))
         arm = jnp.where(forced, carry.forced_arms[state.i0], tracked)
         i0 = jnp.where(forced, (state.i0 + 1) % d, state.i0)
         n_forced = state.n_forced + forced.astype(jnp.int32)
         if hold is not None:  # a held step plays no round
             i0, n_forced = jnp.where(hold, state.i0, i0), jnp.where(hold, state.n_forced, n_forced)
+        if in_place:  # a lane the engine holds stays as it is (the kernel left its arrays alone)
+            keep = lambda new, old: jnp.where(ctx.live, new, old)  # noqa: E731
+            i0, n_forced, next_update = keep(i0, state.i0), keep(n_forced, state.n_forced), keep(next_update,
+                                                                                                 state.next_update)
         return arm, LazyTrackingState(w, cum_base, t_base, i0, next_update, n_forced,
                                       state.n_updates + upd.astype(jnp.int32), w_shift, solve)
+
+    def _paused_update_in_place(self, state: LazyTrackingState, instance: Instance, belief: Belief, upd, ctx):
+        """:meth:`_paused_update` as one kernel that writes the state's arrays only for the lanes
+        that solve (:meth:`in_place`, :func:`jaxbandits.design.app_f.paused_update_in_place`): the
+        same runs, starts and new allocations, with no pass over the other lanes' arrays."""
+        X, Z = instance.arms, instance.items
+        dtype = X.dtype
+        old = state.solve
+        paused = old.on
+        start = upd & ~paused
+        go = (start | paused) & ctx.live   # a lane the engine holds runs nothing, whatever its state
+        t = belief.t
+        nu = jnp.where(paused, state.n_updates - 1, state.n_updates)  # updates before this one
+        base = state.cum_base if state.cum_base.shape[0] else None
+        held = (state.w, base, old.v, old.c, old.n2, old.A, old.Ainv, old.k, old.rel, state.w_shift)
+        # the items of psi's min: the active ones and the answer, joined in the kernel (a mask
+        # shared by the lanes stays one array)
+        item_mask = ctx.active if instance.item_mask is None else ctx.active & instance.item_mask
+        w, base, v, c, n2, A, Ainv, k, rel, shift = app_f.paused_update_in_place(
+            X, Z, belief.theta, item_mask, belief.answer, instance.arm_mask, held, go, start, nu > 0,
+            (t - 1 - state.t_base).astype(dtype), int(self.max_iters), int(self.pause_trips), self.kernels,
+            self.warm_start)
+        running = go & app_f.running(k, rel, int(self.max_iters))
+        fin = go & ~running
+        return (w, state.cum_base if base is None else base, jnp.where(fin, t - 1, state.t_base), shift,
+                FWCarry(v, c, n2, A, Ainv, k, rel, jnp.where(ctx.live, running, paused)))
 
     def _paused_update(self, state: LazyTrackingState, instance: Instance, belief: Belief, upd, masks):
         """The allocation update in the accelerator program (:meth:`pauses`): a lane whose update is

@@ -243,7 +243,8 @@ class LazyTrackAndStop(Composed):
             raise ValueError("cumulative_allocation: this state keeps no sum of the allocations (the accelerator "
                              "program without averaging drops it); run with averaging=True or under the CPU policy")
         steps = (state.belief.t - s.t_base).astype(s.w.dtype)
-        return s.cum_base + steps[..., None] * s.w
+        K = state.belief.stats.counts.shape[-1]  # the accelerator program may hold w padded above K
+        return (s.cum_base + steps[..., None] * s.w)[..., :K]
 
     def linear_stats(self, state: ComposedState) -> common.LinearStats:
         """Counts, A_t and b_t of the observations (``sums`` is not kept by LT&S: zeros)."""
