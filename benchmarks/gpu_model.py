@@ -22,7 +22,8 @@ then read, per algorithm on its seed instance (``benchmarks/devices.py``'s workl
   they cost a GPU far more than a kernel launch (:data:`T_SOLVER`);
 * **predicted replications/s**: ``lanes * efficiency / (steps per replication * step time)`` with
   step time ``kernels * T_KERNEL + syncs * T_SYNC + HBM bytes / BANDWIDTH + solver entries *
-  T_SOLVER`` (HBM bytes: operands and results of every kernel of a step; solver entries: the
+  T_SOLVER`` (HBM bytes: operands and results of every kernel of a step, except what a kernel
+  updates in place, :func:`kernel_bytes`; solver entries: the
   entries of the solver calls' matrices, lanes * d^2 for a call batched over the lanes, d^2 for
   one on a matrix the lanes share).  Steps per replication come from a short CPU run
   (``--reps``); lane efficiency is taken as 0.9.
@@ -479,37 +480,40 @@ _NO_OP = {"get", "swap", "load", "store", "broadcast_in_dim", "reshape", "squeez
           "expand_dims", "program_id", "num_programs"}
 
 
-def kernel_ops(jaxpr, inside: bool = False) -> float:
+def kernel_ops(jaxpr, inside: bool = False, gated: float = 1.0) -> float:
     """Element operations a lane of the fused kernels (``pallas_call`` bodies) in ``jaxpr``: each
     equation of a body counted at its largest output's size, times the trips of the loops around
     it; a ``cond`` counted at its costlier branch, so a loop whose trips are a lane's own
-    (``max_trips``, branching over the body past them) is charged all its trips: an upper bound."""
+    (``max_trips``, branching over the body past them) is charged all its trips: an upper bound.
+    A kernel that updates its operands in place (a gated kernel, :func:`kernel_bytes`) runs its
+    body for a fraction ``gated`` of the lanes."""
     total = 0.0
     for e in jaxpr.eqns:
         name = e.primitive.name
         if name == "pallas_call":
-            total += kernel_ops(e.params["jaxpr"], True)
+            ops = kernel_ops(e.params["jaxpr"], True)
+            total += ops * gated if e.params.get("input_output_aliases") else ops
             continue
         if name == "scan":
-            total += e.params["length"] * kernel_ops(e.params["jaxpr"].jaxpr, inside)
+            total += e.params["length"] * kernel_ops(e.params["jaxpr"].jaxpr, inside, gated)
             continue
         if name == "cond":
-            total += max(kernel_ops(b.jaxpr, inside) for b in e.params["branches"])
+            total += max(kernel_ops(b.jaxpr, inside, gated) for b in e.params["branches"])
             continue
         subs = [getattr(v, "jaxpr", v) for v in e.params.values() if hasattr(getattr(v, "jaxpr", v), "eqns")]
         subs += [getattr(x, "jaxpr", x) for v in e.params.values() if isinstance(v, (tuple, list))
                  for x in v if hasattr(getattr(x, "jaxpr", x), "eqns")]
         if subs:  # a while outside a kernel (the step's own loops), a jit, a custom batching rule
-            total += sum(kernel_ops(j, inside) for j in subs)
+            total += sum(kernel_ops(j, inside, gated) for j in subs)
             continue
         if inside and name not in _NO_OP:
             total += max([math.prod(v.aval.shape) for v in e.outvars if hasattr(v.aval, "shape")] + [1])
     return total
 
 
-def fused_ops_per_step(w) -> float:
+def fused_ops_per_step(w, gated: float = 1.0) -> float:
     """Element operations a lane of ``w``'s step runs in fused kernels (:func:`kernel_ops` of the
-    step traced for one lane under a GPU's policy)."""
+    step traced for one lane under a GPU's policy; ``gated``: as there)."""
     import jax
     import jax.numpy as jnp
 
@@ -522,7 +526,7 @@ def fused_ops_per_step(w) -> float:
     one = jax.eval_shape(lambda b: instance_at(alg.prepare(b), jnp.zeros((), jnp.int32)), as_batch(w.instance))
     key = jax.random.key(0)
     state = jax.eval_shape(alg.init, key, one)
-    return kernel_ops(jax.make_jaxpr(alg.step)(key, state, one).jaxpr)
+    return kernel_ops(jax.make_jaxpr(alg.step)(key, state, one).jaxpr, gated=gated)
 
 
 def steps_per_rep(w, reps: int) -> float:
@@ -641,7 +645,7 @@ def main(argv=None) -> int:
                    solver_calls_per_step=per_step.solver_calls, solver_entries_per_step=per_step.solver_entries,
                    dim=int(w.instance.dim),
                    hbm_bytes_per_step=per_step.bytes, loops_left=sorted(set(per_step.loops)),
-                   fused_ops_per_step=fused_ops_per_step(w))
+                   fused_ops_per_step=fused_ops_per_step(w, gated), gated_fraction=gated)
         row.pop("error", None)
         if args.reps:
             row["steps_per_rep"] = steps_per_rep(w, args.reps)
