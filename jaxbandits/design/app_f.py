@@ -397,6 +397,29 @@ def fused_trips_supported(d: int) -> bool:
     return int(d) <= SMALL_DIM
 
 
+def _pad(a, *shape):
+    """``a`` padded with zeros at the end of each axis to ``shape``."""
+    return jnp.pad(a, [(0, n - m) for n, m in zip(shape, a.shape)])
+
+
+def _fused_operands(X, Z, theta, item_mask, arm_mask, kernels: str):
+    """The dimensions (K, d, M, and their powers of two Kp, dp, Mp, the dtype) and the padded
+    operands (X, Z, theta, item mask, arm mask; masks as integers) of the fused App F kernels."""
+    if kernels not in ("triton", "interpret"):
+        raise ValueError(f"kernels must be 'triton' or 'interpret' for the fused form, got {kernels!r}")
+    X, Z = jnp.asarray(X), jnp.asarray(Z)
+    (K, d), M = X.shape, Z.shape[0]
+    if not fused_trips_supported(d):
+        raise ValueError(f"the fused App F iterations need d <= {SMALL_DIM}, got d = {d}")
+    dtype = X.dtype
+    Kp, Mp, dp = kern.power_of_two(K), kern.power_of_two(M), kern.power_of_two(d)
+    arm_mask = jnp.ones((K,), bool) if arm_mask is None else arm_mask
+    item_mask = jnp.ones((M,), bool) if item_mask is None else item_mask
+    consts = (_pad(X, Kp, dp), _pad(Z, Mp, dp), _pad(theta.astype(dtype), dp),
+              _pad(item_mask.astype(jnp.int32), Mp), _pad(arm_mask.astype(jnp.int32), Kp))
+    return (K, d, M, Kp, Mp, dp, dtype), consts
+
+
 def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters: int, trips: int, kernels: str):
     """:func:`incremental_trips` on the directions of ``theta`` (:func:`oracle_fw_directions` of
     ``Z``, ``item_mask``), computed as one fused kernel (:mod:`jaxbandits.design.kernels`): under
@@ -415,22 +438,9 @@ def incremental_trips_fused(X, Z, theta, item_mask, arm_mask, st, go, max_iters:
     a fused multiply-add (Triton; XLA:CPU does), so A and A^-1 can differ from the XLA loop's in
     their last bits.  For d <= ``SMALL_DIM`` (:func:`fused_trips_supported`); ``kernels``:
     "triton" (GPUs) or "interpret" (the same kernel run by Pallas's interpreter)."""
-    if kernels not in ("triton", "interpret"):
-        raise ValueError(f"kernels must be 'triton' or 'interpret' for the fused form, got {kernels!r}")
-    X, Z = jnp.asarray(X), jnp.asarray(Z)
-    (K, d), M = X.shape, Z.shape[0]
-    if not fused_trips_supported(d):
-        raise ValueError(f"the fused App F iterations need d <= {SMALL_DIM}, got d = {d}")
-    dtype = X.dtype
-    Kp, Mp, dp = kern.power_of_two(K), kern.power_of_two(M), kern.power_of_two(d)
-    arm_mask = jnp.ones((K,), bool) if arm_mask is None else arm_mask
-    item_mask = jnp.ones((M,), bool) if item_mask is None else item_mask
-    pad2 = lambda a, r, c: jnp.pad(a, ((0, r - a.shape[0]), (0, c - a.shape[1])))  # noqa: E731
-    pad1 = lambda a, n: jnp.pad(a, (0, n - a.shape[0]))  # noqa: E731
+    (K, d, M, Kp, Mp, dp, dtype), consts = _fused_operands(X, Z, theta, item_mask, arm_mask, kernels)
     v, c, n2, A, Ainv, k, rel = st
-    carry = (pad1(v, Kp), c, n2, pad2(A, dp, dp), pad2(Ainv, dp, dp), k, rel)
-    consts = (pad2(X, Kp, dp), pad2(Z, Mp, dp), pad1(theta.astype(dtype), dp),
-              pad1(item_mask.astype(jnp.int32), Mp), pad1(arm_mask.astype(jnp.int32), Kp))
+    carry = (_pad(v, Kp), c, n2, _pad(A, dp, dp), _pad(Ainv, dp, dp), k, rel)
     run = _trips_program(d, dp, Mp, dtype, max_iters, trips)
     v, c, n2, A, Ainv, k, rel = kern.gated_kernel(run, carry, consts, go, kernels=kernels,
                                                   num_warps=max(1, min(8, max(Kp, Mp) * dp // 256)))
@@ -461,28 +471,15 @@ def paused_update_in_place(X, Z, theta, item_mask, answer, arm_mask, held, go, s
     where the state keeps no sum); returns the same after the step.  The sums run in the kernel's
     order, so the allocation can differ from the XLA program's in its last bits (the iterates'
     decisions are the same but within rounding of a tie, :func:`incremental_trips_fused`)."""
-    if kernels not in ("triton", "interpret"):
-        raise ValueError(f"kernels must be 'triton' or 'interpret' for the fused form, got {kernels!r}")
-    X, Z = jnp.asarray(X), jnp.asarray(Z)
-    (K, d), M = X.shape, Z.shape[0]
-    if not fused_trips_supported(d):
-        raise ValueError(f"the fused App F iterations need d <= {SMALL_DIM}, got d = {d}")
-    dtype = X.dtype
-    Kp, Mp, dp = kern.power_of_two(K), kern.power_of_two(M), kern.power_of_two(d)
+    (K, d, M, Kp, Mp, dp, dtype), consts = _fused_operands(X, Z, theta, item_mask, arm_mask, kernels)
     w, base, *fw, shift = held
     if w.shape != (Kp,) or fw[0].shape != (Kp,) or fw[3].shape != (dp, dp):
         raise ValueError(f"paused_update_in_place holds w and v as [{Kp}] and A as [{dp}, {dp}], got "
                          f"{w.shape}, {fw[0].shape} and {fw[3].shape}")
-    arm_mask = jnp.ones((K,), bool) if arm_mask is None else arm_mask
-    item_mask = jnp.ones((M,), bool) if item_mask is None else item_mask
-    pad2 = lambda a, r, c: jnp.pad(a, ((0, r - a.shape[0]), (0, c - a.shape[1])))  # noqa: E731
-    pad1 = lambda a, n: jnp.pad(a, (0, n - a.shape[0]))  # noqa: E731
     has_base = base is not None
     carry = (w,) + ((base,) if has_base else ()) + tuple(fw) + (shift,)
-    consts = (pad2(X, Kp, dp), pad2(Z, Mp, dp), pad1(theta.astype(dtype), dp),
-              pad1(item_mask.astype(jnp.int32), Mp), pad1(arm_mask.astype(jnp.int32), Kp),
-              jnp.asarray(start).astype(jnp.int32), jnp.asarray(counted).astype(jnp.int32),
-              jnp.asarray(elapsed, dtype), jnp.asarray(answer, jnp.int32))
+    consts = consts + (jnp.asarray(start).astype(jnp.int32), jnp.asarray(counted).astype(jnp.int32),
+                       jnp.asarray(elapsed, dtype), jnp.asarray(answer, jnp.int32))
     trips_run = _trips_program(d, dp, Mp, dtype, max_iters, trips)
     pairs = [(a, b) for a, b in zip(*np.triu_indices(d))]
 
