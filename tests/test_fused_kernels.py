@@ -330,3 +330,42 @@ def test_rage_accelerator_program_with_its_fused_run_gives_the_cpu_program_s_rep
     np.testing.assert_array_equal(acc.pulls, cpu.pulls)
     np.testing.assert_array_equal(acc.samples, cpu.samples)
     assert cpu.correct.mean() > 0.9
+
+
+def test_xy_adaptive_tables_kernel_builds_the_step_table_and_pulls():
+    """XY-adaptive's step with its table H built inside the pulls' kernel (interpreted): on 64 lanes
+    of random arms, pairs, counts, active pairs, padded arms and thresholds, 32 pulls each, the
+    counts, n and the going flag equal those of the same pulls on the table XLA builds, and rho
+    agrees to 1e-12 relative (the kernel sums A, L^-1 X^T and the products in its own order)."""
+    from jaxbandits.algorithms import common
+    from jaxbandits.algorithms.elimination import gram_from_counts, whiten_items
+    from jaxbandits.algorithms.fixed_confidence import xy
+
+    rng = np.random.default_rng(1)
+    L, K, P, d, S = 64, 6, 15, 5, 32
+    X = jnp.asarray(rng.normal(size=(L, K, d)))
+    Y = jnp.asarray(rng.normal(size=(L, P, d)))
+    counts = jnp.asarray(rng.integers(0, 4, (L, K)).astype(float))
+
+    def table(X, Y, c):  # the XLA step's H (XYAdaptive.step)
+        Lf = common.cholesky(jnp.eye(d) + gram_from_counts(X, c))
+        Xw, Yw = whiten_items(Lf, X), whiten_items(Lf, Y)
+        G = Xw.T @ Xw
+        G = jnp.where(jnp.arange(K)[:, None] <= jnp.arange(K)[None, :], G, G.T)
+        return jnp.block([[G, Xw.T @ Yw], [jnp.diagonal(G)[None], jnp.sum(Yw * Yw, 0)[None]]])
+
+    pair_on = jnp.asarray(rng.random((L, P)) < 0.7).at[:, 0].set(True)
+    arm_ok = jnp.ones((L, K), bool).at[:, 5].set(jnp.asarray(rng.random(L) < 0.5))
+    bar = jnp.asarray(rng.random(L) * 0.01)
+    carry = (counts, counts.sum(1) + d, jnp.full(L, 10.0), jnp.ones(L, bool))
+    keys = jax.random.split(jax.random.key(7), L)
+    xla = jax.jit(jax.vmap(lambda X, Y, po, b, ao, c, k: xy._greedy_pulls_fused(
+        table(X, Y, c[0]), po, b, ao, c, k, S, "interpret")))
+    fused = jax.jit(jax.vmap(lambda X, Y, po, b, ao, c, k: xy._greedy_pulls_tables(X, Y, po, b, ao, c, k, S,
+                                                                                     "interpret")))
+    a = xla(X, Y, pair_on, bar, arm_ok, carry, keys)
+    b = fused(X, Y, pair_on, bar, arm_ok, carry, keys)
+    for i in (0, 1, 3):   # counts, n, going
+        np.testing.assert_array_equal(np.asarray(a[i]), np.asarray(b[i]))
+    np.testing.assert_allclose(np.asarray(b[2]), np.asarray(a[2]), rtol=1e-12)
+    assert float(jnp.sum(a[0] - counts)) > L * S / 4   # pulls were made

@@ -108,6 +108,32 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
     return _lane_call(kernel, carry, carry + consts, kernels, num_warps)
 
 
+def lane_program(run: Callable, out_like: tuple, args: tuple, *, kernels: str, num_warps: int = 1) -> tuple:
+    """``run(*args)`` as one Pallas kernel (``kernels`` "triton" or "interpret"): under ``vmap`` one
+    program a lane, which loads ``args`` (0-d arrays as scalars), runs ``run`` on them (any
+    computation, loops included) and stores its results, arrays shaped and typed like ``out_like``.
+    Arrays have power-of-two dimensions and no booleans (:func:`fused_fori_loop`).  Where a loop
+    needs a carry that no caller reads (tables a step builds and updates), the program keeps it in
+    registers: only the results move."""
+    if kernels not in ("triton", "interpret"):
+        raise ValueError(f"kernels must be 'triton' or 'interpret' for a fused kernel, got {kernels!r}")
+    args, out_like = tuple(jnp.asarray(a) for a in args), tuple(jnp.asarray(a) for a in out_like)
+    for a in args + out_like:
+        if a.dtype == jnp.bool_:
+            raise TypeError("lane_program: boolean arrays are not supported; pass integers")
+        if any(n != power_of_two(n) for n in a.shape):
+            raise ValueError(f"lane_program: every dimension must be a power of two, got an array of shape {a.shape}")
+    scalar = [a.shape == () for a in args]
+
+    def kernel(*refs):
+        ins, outs = refs[:len(args)], refs[len(args):]
+        new = run(*[r[...][0] if s else r[...] for r, s in zip(ins, scalar)])
+        for ref, a in zip(outs, new):
+            ref[...] = jnp.reshape(a, (1,)) if jnp.ndim(a) == 0 else a
+
+    return _lane_call(kernel, out_like, args, kernels, num_warps)
+
+
 def _as_1d(a: jax.Array) -> jax.Array:
     return a.reshape((1,)) if a.shape == () else a
 

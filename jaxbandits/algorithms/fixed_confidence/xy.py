@@ -73,7 +73,7 @@ from jaxbandits.algorithms.common import check_sigma, noise_scale, require_linea
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.elimination import (eliminate, gram_from_counts, single_answer, threshold_design,
                                               whiten_items)
-from jaxbandits.design.core import SMALL_DIM, first_max, small_pivots_exceed
+from jaxbandits.design.core import SMALL_DIM, Entries, first_max, small_cholesky, small_forward, small_pivots_exceed
 from jaxbandits.design import kernels as kern
 from jaxbandits.environment import binomial, draws_at_exact, pull_counts, uniform_at, uniform_at_words
 from jaxbandits.instances.base import Instance
@@ -493,6 +493,60 @@ def _greedy_pulls_fused(H, pair_on, bar, arm_ok, carry, key, S: int, kernels: st
     return out[2][:K], out[3], out[4], out[5] != 0
 
 
+def _greedy_pulls_tables(X, Y, pair_on, bar, arm_ok, carry, key, S: int, kernels: str):
+    """:func:`_greedy_pulls_fused` with the step's table H built inside the same kernel, from the
+    arms X [K, d], the pairs' directions Y [P, d] and the phase's counts: A = I + sum_k counts_k
+    x_k x_k^T, its Cholesky factor (:func:`jaxbandits.design.core.small_cholesky`, as
+    :func:`jaxbandits.algorithms.common.cholesky`), L^-1 by forward substitution, the whitened
+    arms and pairs and their products G, C, ||y||^2 as sums in index order.  H never leaves the
+    program's registers: the step reads the counts and writes the counts and three scalars a lane,
+    where building H in XLA took about twenty kernels and 25 KB of memory traffic a lane (an H100
+    model of Soare's d = 5 instance).  The same formulas as the XLA step's, summed in the kernel's
+    order (XLA's products are library calls: cuBLAS on a GPU, its own dot on a CPU), so H can
+    differ in its last bits, and a pull with it only where the greedy choice is within rounding of
+    a tie that the 16-ulp tie test does not absorb.  For d <= ``SMALL_DIM``."""
+    K, d = X.shape
+    P = Y.shape[0]
+    dt = X.dtype
+    Rp, Pp, dp = kern.power_of_two(K + 1), kern.power_of_two(P), kern.power_of_two(d)
+    counts, n, rho, going = carry
+    kd = jax.random.key_data(key)
+    pad2 = lambda a, r, c: jnp.pad(a, ((0, r - a.shape[0]), (0, c - a.shape[1])))  # noqa: E731
+    args = (pad2(X, Rp, dp), pad2(Y, Pp, dp), jnp.pad(counts, (0, Rp - K)), n, rho, going.astype(jnp.int32),
+            jnp.pad(pair_on.astype(jnp.int32), (0, Pp - P)), jnp.pad(arm_ok.astype(jnp.int32), (0, Rp - K)),
+            jnp.asarray(bar, dt), kd[0], kd[1])
+
+    def run(Xv, Yv, c, n, rho, going, on, ok, bar, k0, k1):
+        xs = [kern.column(Xv, i) for i in range(d)]   # arm coordinates [Rp]
+        ys = [kern.column(Yv, i) for i in range(d)]   # pair coordinates [Pp]
+        # A = I + (X^T diag(counts)) X, symmetrised as common.cholesky does
+        A = [[(1.0 if a == b else 0.0) + jnp.sum((xs[a] * c) * xs[b]) for b in range(d)] for a in range(d)]
+        L, r = small_cholesky(Entries([[0.5 * (A[a][b] + A[b][a]) for b in range(d)] for a in range(d)]))
+        ids = kern.iota(dp)
+        Linv = small_forward(L, r, [jnp.where(ids == i, 1.0, 0.0).astype(dt) for i in range(d)])  # its rows
+        lij = [[kern.entry(Linv[i], j) for j in range(d)] for i in range(d)]
+        xw = [kern.dot_columns(xs, lij[i]) for i in range(d)]   # L^-1 X^T, row by row [Rp]
+        yw = [kern.dot_columns(ys, lij[i]) for i in range(d)]   # L^-1 Y^T [Pp]
+        G = xw[0][:, None] * xw[0][None, :]
+        C = xw[0][:, None] * yw[0][None, :]
+        gd, yn = xw[0] * xw[0], yw[0] * yw[0]
+        for i in range(1, d):
+            G = G + xw[i][:, None] * xw[i][None, :]
+            C = C + xw[i][:, None] * yw[i][None, :]
+            gd, yn = gd + xw[i] * xw[i], yn + yw[i] * yw[i]
+        ir = kern.iota(Rp)[:, None]
+        Ha = jnp.where(ir < K, G, jnp.where(ir == K, gd[None, :], 0.0))
+        Hp = jnp.where(ir < K, C, jnp.where(ir == K, yn[None, :], 0.0))
+        out = jax.lax.fori_loop(0, S, lambda i, cr: _pull_fused(jnp.asarray(i, jnp.int32), cr, on, ok, bar, k0, k1,
+                                                                 K=K, S=S),
+                                (Ha, Hp, c, n, rho, going))
+        return out[2:]
+
+    out_like = (args[2], n, rho, args[5])
+    counts, n, rho, going = kern.lane_program(run, out_like, args, kernels=kernels)
+    return counts[:K], n, rho, going != 0
+
+
 def _pull_fused(i, carry, on, ok, bar, k0, k1, *, K: int, S: int):
     """One pull of :func:`_greedy_pulls_fused` (the body of :func:`_greedy_pulls_rows`' loop on
     arrays: rows 0..K-1 are the arms, row K the diagonal of G and ||y||^2_{A^-1})."""
@@ -639,21 +693,24 @@ class XYAdaptive(Algorithm):
         pi, pj = _pair_index(M)
         Y = Z[pi] - Z[pj]                                   # [P, d]
         pair_on = state.active[pi] & state.active[pj]
-        eye = jnp.eye(d, dtype=X.dtype)
-        L = common.cholesky(eye + gram_from_counts(X, state.phase_counts))
-        Xw = whiten_items(L, X)                                   # [d, K]
-        Yw = whiten_items(L, Y)                                   # [d, P]
-        G = Xw.T @ Xw                                       # x^T A^-1 x'
-        # exactly symmetric, so that row k of G is its column k (the rank-one update reads rows)
-        G = jnp.where(jnp.arange(K)[:, None] <= jnp.arange(K)[None, :], G, G.T)
-        C = Xw.T @ Yw                                       # x^T A^-1 y
-        yn = jnp.sum(Yw * Yw, axis=0)                       # ||y||^2_{A^-1}
-        # H = [[G, C], [diag G, yn]] [K + 1, K + P]: one pull's rank-one update of G, C and yn is
-        # one update of H by its row k (G[k, :] = G[:, k], C[k, :], G[k, k] there); the last row
-        # gets the same update as the diagonal of G (g_j g_j / den), so it stays diag G, read
-        # contiguously by the greedy score
-        H = jnp.concatenate([jnp.concatenate([G, C], axis=1),
-                             jnp.concatenate([jnp.diagonal(G)[None, :], yn[None, :]], axis=1)], axis=0)
+
+        def tables():
+            eye = jnp.eye(d, dtype=X.dtype)
+            L = common.cholesky(eye + gram_from_counts(X, state.phase_counts))
+            Xw = whiten_items(L, X)                                   # [d, K]
+            Yw = whiten_items(L, Y)                                   # [d, P]
+            G = Xw.T @ Xw                                       # x^T A^-1 x'
+            # exactly symmetric, so that row k of G is its column k (the rank-one update reads rows)
+            G = jnp.where(jnp.arange(K)[:, None] <= jnp.arange(K)[None, :], G, G.T)
+            C = Xw.T @ Yw                                       # x^T A^-1 y
+            yn = jnp.sum(Yw * Yw, axis=0)                       # ||y||^2_{A^-1}
+            # H = [[G, C], [diag G, yn]] [K + 1, K + P]: one pull's rank-one update of G, C and yn
+            # is one update of H by its row k (G[k, :] = G[:, k], C[k, :], G[k, k] there); the last
+            # row gets the same update as the diagonal of G (g_j g_j / den), so it stays diag G, read
+            # contiguously by the greedy score
+            return jnp.concatenate([jnp.concatenate([G, C], axis=1),
+                                    jnp.concatenate([jnp.diagonal(G)[None, :], yn[None, :]], axis=1)], axis=0)
+
         bar = self.alpha * state.rho_past / state.n_past
 
         k_ties, k_pull = jax.random.split(key)
@@ -666,18 +723,22 @@ class XYAdaptive(Algorithm):
             # round trip); each pull draws its own tie-breaking uniforms inside its fused kernels
             # (or the step's [S, K] table where those draws would not be exact)
             lanes = self.policy.capacity
-            if draws_at_exact("uniform", jnp.dtype(X.dtype).name) and self.policy.kernels != "xla":
-                counts, n, rho, going = _greedy_pulls_fused(H, pair_on, bar, arm_ok, carry0, k_ties, S,
+            if draws_at_exact("uniform", jnp.dtype(X.dtype).name) and self.policy.kernels != "xla" and d <= SMALL_DIM:
+                # H built and used inside one kernel
+                counts, n, rho, going = _greedy_pulls_tables(X, Y, pair_on, bar, arm_ok, carry0, k_ties, S,
+                                                             self.policy.kernels)
+            elif draws_at_exact("uniform", jnp.dtype(X.dtype).name) and self.policy.kernels != "xla":
+                counts, n, rho, going = _greedy_pulls_fused(tables(), pair_on, bar, arm_ok, carry0, k_ties, S,
                                                             self.policy.kernels)
             elif draws_at_exact("uniform", jnp.dtype(X.dtype).name) and K <= ROWS_K and lanes is not None \
                     and lanes <= ROWS_MAX_LANES:
-                counts, n, rho, going = _greedy_pulls_rows(H, pair_on, bar, arm_ok, carry0, k_ties, S)
+                counts, n, rho, going = _greedy_pulls_rows(tables(), pair_on, bar, arm_ok, carry0, k_ties, S)
             elif draws_at_exact("uniform", jnp.dtype(X.dtype).name):
                 def pick(i, cand, tb):
                     return _tie_draw(k_ties, i, cand, S, X.dtype), tb
-                counts, n, rho, going = _greedy_pulls(H, pair_on, bar, arm_ok, carry0, pick, (), S)
+                counts, n, rho, going = _greedy_pulls(tables(), pair_on, bar, arm_ok, carry0, pick, (), S)
             else:
-                counts, n, rho, going = _greedy_pulls_all_pairs(H, pair_on, bar, arm_ok, carry0, k_ties, S)
+                counts, n, rho, going = _greedy_pulls_all_pairs(tables(), pair_on, bar, arm_ok, carry0, k_ties, S)
         else:
             # On a CPU the pulls of a lane with one active pair (two active items: 99.98 % of the
             # pulls on Soare's instance) read only the columns of G and of that pair: H narrowed to
@@ -685,6 +746,7 @@ class XYAdaptive(Algorithm):
             # more active pairs (the first phases) run the loop over all pairs, under solve_where
             # (none in most steps).
             one = jnp.argmax(pair_on)
+            H = tables()
             H1 = jnp.concatenate([H[:, :K], H[:, K + one][:, None]], axis=1)
             counts, n, rho, going = _greedy_pulls(H1, pair_on[one][None], bar, arm_ok, carry0,
                                                  *_lazy_ties(k_ties, K, S, X.dtype), S)
