@@ -493,7 +493,23 @@ def _greedy_pulls_fused(H, pair_on, bar, arm_ok, carry, key, S: int, kernels: st
     return out[2][:K], out[3], out[4], out[5] != 0
 
 
-def _greedy_pulls_tables(X, Y, pair_on, bar, arm_ok, carry, key, S: int, kernels: str):
+def table_operands(X, Z, arm_ok):
+    """The instance's operands of :func:`_greedy_pulls_tables`' kernel: the arms X and the pairs'
+    directions Z[i] - Z[j] (i < j), zero-padded to powers of two [Rp, dp] and [Pp, dp] (Rp above
+    K + 1), and the real arms as integers [Rp]."""
+    K, d = X.shape
+    M = Z.shape[0]
+    pi, pj = _pair_index(M)
+    Y = Z[pi] - Z[pj]
+    Rp, Pp, dp = kern.power_of_two(K + 1), kern.power_of_two(Y.shape[0]), kern.power_of_two(d)
+    return (jnp.pad(X, ((0, Rp - K), (0, dp - d))), jnp.pad(Y, ((0, Pp - Y.shape[0]), (0, dp - d))),
+            jnp.pad(arm_ok.astype(jnp.int32), (0, Rp - K)))
+
+
+_batch_table_operands = jax.jit(jax.vmap(table_operands))
+
+
+def _greedy_pulls_tables(X, Y, pair_on, bar, arm_ok, carry, key, S: int, kernels: str, operands=None):
     """:func:`_greedy_pulls_fused` with the step's table H built inside the same kernel, from the
     arms X [K, d], the pairs' directions Y [P, d] and the phase's counts: A = I + sum_k counts_k
     x_k x_k^T, its Cholesky factor (:func:`jaxbandits.design.core.small_cholesky`, as
@@ -504,17 +520,21 @@ def _greedy_pulls_tables(X, Y, pair_on, bar, arm_ok, carry, key, S: int, kernels
     model of Soare's d = 5 instance).  The same formulas as the XLA step's, summed in the kernel's
     order (XLA's products are library calls: cuBLAS on a GPU, its own dot on a CPU), so H can
     differ in its last bits, and a pull with it only where the greedy choice is within rounding of
-    a tie that the 16-ulp tie test does not absorb.  For d <= ``SMALL_DIM``."""
+    a tie that the 16-ulp tie test does not absorb.  For d <= ``SMALL_DIM``.  ``operands``: the
+    instance's :func:`table_operands` where prepared once (:meth:`XYAdaptive.prepare`; None: padded
+    here, in every step); X then gives only the shapes and Y is unused."""
     K, d = X.shape
-    P = Y.shape[0]
+    P = pair_on.shape[0]
     dt = X.dtype
     Rp, Pp, dp = kern.power_of_two(K + 1), kern.power_of_two(P), kern.power_of_two(d)
     counts, n, rho, going = carry
     kd = jax.random.key_data(key)
-    pad2 = lambda a, r, c: jnp.pad(a, ((0, r - a.shape[0]), (0, c - a.shape[1])))  # noqa: E731
-    args = (pad2(X, Rp, dp), pad2(Y, Pp, dp), jnp.pad(counts, (0, Rp - K)), n, rho, going.astype(jnp.int32),
-            jnp.pad(pair_on.astype(jnp.int32), (0, Pp - P)), jnp.pad(arm_ok.astype(jnp.int32), (0, Rp - K)),
-            jnp.asarray(bar, dt), kd[0], kd[1])
+    if operands is None:
+        pad2 = lambda a, r, c: jnp.pad(a, ((0, r - a.shape[0]), (0, c - a.shape[1])))  # noqa: E731
+        operands = (pad2(X, Rp, dp), pad2(Y, Pp, dp), jnp.pad(arm_ok.astype(jnp.int32), (0, Rp - K)))
+    Xp, Yp, okp = operands
+    args = (Xp, Yp, jnp.pad(counts, (0, Rp - K)), n, rho, going.astype(jnp.int32),
+            jnp.pad(pair_on.astype(jnp.int32), (0, Pp - P)), okp, jnp.asarray(bar, dt), kd[0], kd[1])
 
     def run(Xv, Yv, c, n, rho, going, on, ok, bar, k0, k1):
         xs = [kern.column(Xv, i) for i in range(d)]   # arm coordinates [Rp]
@@ -686,6 +706,21 @@ class XYAdaptive(Algorithm):
         j = phase.astype(jnp.result_type(float))
         return jnp.log(2.0 * math.pi**2 * num_items**2 * j**2 / (6.0 * self.delta))
 
+    def _tables_in_kernel(self, instance: Instance) -> bool:
+        """Whether a step builds its table H inside the pulls' kernel (:func:`_greedy_pulls_tables`:
+        GPUs, d <= ``SMALL_DIM``, exact uniform draws)."""
+        return (self.policy.batched and self.policy.kernels != "xla" and instance.arms.shape[-1] <= SMALL_DIM
+                and draws_at_exact("uniform", jnp.dtype(instance.arms.dtype).name))
+
+    def prepare(self, instances: Instance) -> Instance:
+        """For d <= ``SMALL_DIM``, the instance's operands of the kernel that builds a step's table
+        on a GPU (:func:`table_operands`: the padded arms and pairs' directions), once per run:
+        padded in every step, they were kernels of their own.  (The engine prepares before it
+        knows the device's policy; other programs leave them unread.)"""
+        if instances.arms.shape[-1] > SMALL_DIM:
+            return instances
+        return with_cache(instances, _batch_table_operands(instances.arms, instances.items, instances.valid_arms()))
+
     def step(self, key: jax.Array, state: XYAdaptiveState, instance: Instance) -> XYAdaptiveState:
         X, Z = instance.arms, instance.items
         K, d = X.shape
@@ -723,10 +758,10 @@ class XYAdaptive(Algorithm):
             # round trip); each pull draws its own tie-breaking uniforms inside its fused kernels
             # (or the step's [S, K] table where those draws would not be exact)
             lanes = self.policy.capacity
-            if draws_at_exact("uniform", jnp.dtype(X.dtype).name) and self.policy.kernels != "xla" and d <= SMALL_DIM:
+            if self._tables_in_kernel(instance):
                 # H built and used inside one kernel
                 counts, n, rho, going = _greedy_pulls_tables(X, Y, pair_on, bar, arm_ok, carry0, k_ties, S,
-                                                             self.policy.kernels)
+                                                             self.policy.kernels, instance_cache(instance))
             elif draws_at_exact("uniform", jnp.dtype(X.dtype).name) and self.policy.kernels != "xla":
                 counts, n, rho, going = _greedy_pulls_fused(tables(), pair_on, bar, arm_ok, carry0, k_ties, S,
                                                             self.policy.kernels)
