@@ -24,7 +24,9 @@ Triton round the product first, so such a pair can differ in its last bit betwee
 the same replications).  The body's arrays must have power-of-two dimensions (Triton's blocks):
 the caller pads.  Under ``vmap`` Pallas adds the lanes as the kernel's grid, one program a lane.
 :func:`gated_kernel` is one program a lane for a body that only some lanes need in a step (the
-others copy their carry).
+others copy their carry, or, in place, do nothing); :func:`lane_program` one program a lane for any
+computation whose intermediate tables need never leave the program (XY-adaptive's step builds its
+table there and pulls on it).
 """
 from __future__ import annotations
 
