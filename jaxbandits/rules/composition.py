@@ -99,7 +99,8 @@ class Composed(Algorithm):
         return self.composition().holds_in_place(instances)
 
     def step_where(self, key, state: ComposedState, instance: Instance, live: jax.Array) -> ComposedState:
-        if not self.holds_in_place(instance):  # through step, as a subclass may change it
+        own = type(self).step is Composed.step and type(self).step_masked is Composed.step_masked
+        if not (own and self.holds_in_place(instance)):  # through step, as a subclass may change it
             return Algorithm.step_where(self, key, state, instance, live)
         return self.composition().step_where(key, state, instance, live)
 
