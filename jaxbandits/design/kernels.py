@@ -80,58 +80,50 @@ def fused_fori_loop(trips: int, body: Callable, carry: tuple, consts: tuple = ()
         if not isinstance(max_trips, int):
             raise TypeError("fused_fori_loop: a traced trip count needs max_trips, a Python int")
         consts = consts + (jnp.asarray(trips, jnp.int32),)
-    for name, group in (("carry", carry), ("consts", consts)):
-        for a in group:
-            if a.dtype == jnp.bool_:
-                raise TypeError(f"fused_fori_loop: boolean {name} arrays are not supported; pass integers")
-            if any(s != power_of_two(s) for s in a.shape):
-                raise ValueError(f"fused_fori_loop: every dimension must be a power of two, got a {name} "
-                                 f"array of shape {a.shape}")
+    _check_blocks("fused_fori_loop", "carry", carry)
+    _check_blocks("fused_fori_loop", "consts", consts)
     n_carry = len(carry)
-    shapes = [c.shape for c in carry] + [c.shape for c in consts]
 
-    def load(ref, shape):
-        v = ref[...]
-        return v.reshape(()) if shape == () else v
-
-    def kernel(*refs):
-        ins, outs = refs[:n_carry + len(consts)], refs[n_carry + len(consts):]
-        vals = [load(r, s) for r, s in zip(ins, shapes)]
+    def run(*vals):
         c0, k = tuple(vals[:n_carry]), tuple(vals[n_carry:])
         if dynamic:
             n, k = k[-1], k[:-1]
             step = lambda i, c: jax.lax.cond(i < n, lambda c: tuple(body(i, c, *k)), lambda c: c, c)  # noqa: E731
-            c = jax.lax.fori_loop(0, max_trips, lambda i, c: step(jnp.asarray(i, jnp.int32), c), c0)
-        else:
-            c = jax.lax.fori_loop(0, trips, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *k)), c0)
-        for ref, v, a in zip(outs, c, carry):
-            ref[...] = jnp.reshape(v, (1,)) if a.shape == () else v
+            return jax.lax.fori_loop(0, max_trips, lambda i, c: step(jnp.asarray(i, jnp.int32), c), c0)
+        return jax.lax.fori_loop(0, trips, lambda i, c: tuple(body(jnp.asarray(i, jnp.int32), c, *k)), c0)
 
-    return _lane_call(kernel, carry, carry + consts, kernels, num_warps)
+    return lane_program(run, carry, carry + consts, kernels=kernels, num_warps=num_warps)
+
+
+def _check_blocks(who: str, name: str, arrays) -> None:
+    """Triton's blocks: no booleans, every dimension a power of two."""
+    for a in arrays:
+        if a.dtype == jnp.bool_:
+            raise TypeError(f"{who}: boolean {name} arrays are not supported; pass integers")
+        if any(s != power_of_two(s) for s in a.shape):
+            raise ValueError(f"{who}: every dimension must be a power of two, got a {name} array of shape {a.shape}")
 
 
 def lane_program(run: Callable, out_like: tuple, args: tuple, *, kernels: str, num_warps: int = 1) -> tuple:
     """``run(*args)`` as one Pallas kernel (``kernels`` "triton" or "interpret"): under ``vmap`` one
     program a lane, which loads ``args`` (0-d arrays as scalars), runs ``run`` on them (any
     computation, loops included) and stores its results, arrays shaped and typed like ``out_like``.
-    Arrays have power-of-two dimensions and no booleans (:func:`fused_fori_loop`).  Where a loop
-    needs a carry that no caller reads (tables a step builds and updates), the program keeps it in
-    registers: only the results move."""
-    if kernels not in ("triton", "interpret"):
-        raise ValueError(f"kernels must be 'triton' or 'interpret' for a fused kernel, got {kernels!r}")
+    Arrays have power-of-two dimensions and no booleans.  Where a loop needs a carry that no caller
+    reads (tables a step builds and updates), the program keeps it in registers: only the results
+    move.  :func:`fused_fori_loop` is one."""
+    check_kernels(kernels)
+    if kernels == "xla":
+        raise ValueError("lane_program: kernels must be 'triton' or 'interpret', got 'xla'")
     args, out_like = tuple(jnp.asarray(a) for a in args), tuple(jnp.asarray(a) for a in out_like)
-    for a in args + out_like:
-        if a.dtype == jnp.bool_:
-            raise TypeError("lane_program: boolean arrays are not supported; pass integers")
-        if any(n != power_of_two(n) for n in a.shape):
-            raise ValueError(f"lane_program: every dimension must be a power of two, got an array of shape {a.shape}")
-    scalar = [a.shape == () for a in args]
+    _check_blocks("lane_program", "argument", args)
+    _check_blocks("lane_program", "result", out_like)
+    shapes = [a.shape for a in args]
 
     def kernel(*refs):
         ins, outs = refs[:len(args)], refs[len(args):]
-        new = run(*[r[...][0] if s else r[...] for r, s in zip(ins, scalar)])
-        for ref, a in zip(outs, new):
-            ref[...] = jnp.reshape(a, (1,)) if jnp.ndim(a) == 0 else a
+        new = run(*[r[...].reshape(()) if sh == () else r[...] for r, sh in zip(ins, shapes)])
+        for ref, v in zip(outs, new):
+            ref[...] = jnp.reshape(v, (1,)) if jnp.ndim(v) == 0 else v
 
     return _lane_call(kernel, out_like, args, kernels, num_warps)
 

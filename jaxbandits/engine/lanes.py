@@ -148,8 +148,14 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
         )
         m, eps = algorithm.top_m, algorithm.slack
 
+        in_place = algorithm.holds_in_place(instances)
+
         def step_lane(lane: Lane):
+            """The lane's step; where the algorithm keeps a held lane's state itself (its arrays in
+            place), the held lanes' state as it was (``step_where``), else the step for every lane."""
             k = jax.random.fold_in(lane.key, algorithm.rounds(lane.state, lane.steps))
+            if in_place:
+                return algorithm.step_where(k, lane.state, instance_at(instances, lane.inst), lane.active)
             return algorithm.step(k, lane.state, instance_at(instances, lane.inst))
 
         def cond(carry):
@@ -201,18 +207,11 @@ def make_chunk_runner(static_algorithm: Algorithm, lanes: int, chunk: int, recor
                 g, start, (slot, task_ids, instances, key, dynamic, n_reps, old), old))(gets, slots, lanes_)
             return lanes_._replace(finished=lanes_.finished & ~free)
 
-        in_place = algorithm.holds_in_place(instances)
-
-        def step_held(lane: Lane):
-            k = jax.random.fold_in(lane.key, algorithm.rounds(lane.state, lane.steps))
-            return algorithm.step_where(k, lane.state, instance_at(instances, lane.inst), lane.active)
-
         def advance(lanes_: Lane) -> Lane:
             """One step of every active lane; lanes that stop or complete max_steps rounds finish."""
-            if in_place:  # the algorithm keeps a held lane's state itself, its arrays in place
-                state = jax.vmap(step_held)(lanes_)
-            else:
-                state = _select(lanes_.active, jax.vmap(step_lane)(lanes_), lanes_.state)
+            state = jax.vmap(step_lane)(lanes_)
+            if not in_place:
+                state = _select(lanes_.active, state, lanes_.state)
             steps = lanes_.steps + lanes_.active.astype(jnp.int32)
             stop = jax.vmap(algorithm.done)(state)
             fin = lanes_.active & (stop | (jax.vmap(algorithm.rounds)(state, steps) >= max_steps))
