@@ -30,6 +30,7 @@ from typing import Callable
 import jax
 import jax.extend
 import jax.numpy as jnp
+import numpy as np
 from jax.custom_batching import custom_vmap
 
 
@@ -356,8 +357,26 @@ def _eval_on_lanes(jaxpr, consts, args, shape):
 _ENTRIES_PROGRAMS: dict = {}
 
 
+def _with_host_constants(fn: Callable, args: tuple, host: dict, alias: dict, key, name: str):
+    """(fn, args, alias, key) of :func:`fused_entries` with the NumPy arrays ``host`` ({argument
+    index: array}) taken out of the arguments and given to ``fn`` as literals."""
+    if any(i in host for i in alias):
+        raise ValueError(f"{name}: a host constant (a NumPy array) cannot be aliased to an output")
+    consts = {i: [np.asarray(v) for v in np.asarray(a).reshape(-1)] for i, a in host.items()}
+    kept = [i for i in range(len(args)) if i not in host]
+
+    def with_consts(*entries):
+        given = dict(zip(kept, entries))
+        return fn(*[[jnp.asarray(v) for v in consts[i]] if i in consts else given[i] for i in range(len(args))])
+
+    if key is not None:
+        key = (key, tuple((i, a.dtype.str, a.shape, a.tobytes()) for i, a in sorted(host.items())))
+    return (with_consts, tuple(args[i] for i in kept), {kept.index(a): o for a, o in alias.items()},
+            key)
+
+
 def fused_entries(fn: Callable, args: tuple, out_shapes: tuple, kernels: str, name: str = "fused_entries",
-                  key=None) -> tuple:
+                  key=None, alias: dict | None = None) -> tuple:
     """``fn`` on the entries of small arrays: ``args`` are arrays of any small shapes (no booleans),
     ``fn(*entries)`` receives each as the flat list of its entries (scalars, in row-major order)
     and returns a tuple of flat lists of scalars, the i-th the entries of an array of shape
@@ -373,13 +392,26 @@ def fused_entries(fn: Callable, args: tuple, out_shapes: tuple, kernels: str, na
     scalars, and reads no traced value but its arguments (whatever else it closes over is static);
     ``key`` (hashable, optional) says what else than its arguments it depends on, and a
     later call with the same ``key``, ``name`` and argument shapes reuses that trace (a program that
-    calls the same kernel in several places is traced faster)."""
+    calls the same kernel in several places is traced faster).
+
+    ``alias`` ({argument index: output index}, optional): in the kernel, those outputs are written
+    into their arguments' buffers (``input_output_aliases``; same shape and dtype, batched).  For a
+    state that the kernel returns updated, inside a loop that carries it: XLA then keeps the
+    loop's buffer, where a new output would be copied into it every trip.
+
+    An argument that is a NumPy array (a host constant, such as an all-active mask) enters ``fn``
+    as literals: the kernel has no operand for it, which XLA would otherwise materialise every
+    trip of a loop, as a kernel of its own."""
     if kernels not in KERNELS:
         raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
-    args = tuple(jnp.asarray(a) for a in args)
     for a in args:
-        if a.dtype == jnp.bool_:
+        if jnp.asarray(a).dtype == jnp.bool_:
             raise TypeError(f"{name}: boolean arrays are not supported; pass integers")
+    alias = dict(alias or {})
+    host = {i: a for i, a in enumerate(args) if isinstance(a, np.ndarray)}
+    if host:  # host constants: literals of the kernel's program, not operands
+        fn, args, alias, key = _with_host_constants(fn, args, host, alias, key, name)
+    args = tuple(jnp.asarray(a) for a in args)
     out_shapes = tuple(tuple(int(n) for n in s) for s in out_shapes)
     sizes = [math.prod(a.shape) for a in args]
 
@@ -422,6 +454,10 @@ def fused_entries(fn: Callable, args: tuple, out_shapes: tuple, kernels: str, na
         out_off.append(out_off[-1] + math.prod(sh))
     if out_off[-1] != len(out_dt):
         raise ValueError(f"{name}: fn gave {len(out_dt)} output entries, out_shapes need {out_off[-1]}")
+    for a_i, o_i in alias.items():
+        if not (0 <= a_i < len(args) and 0 <= o_i < len(out_shapes)) or args[a_i].shape != out_shapes[o_i] \
+                or args[a_i].dtype != out_dt[out_off[o_i]]:
+            raise ValueError(f"{name}: alias {a_i} -> {o_i} needs an argument and an output of one shape and dtype")
 
     def run(ins, batched, L, block):
         """The kernel over [L, n] batched arrays (L a multiple of ``block``) and [n] shared ones."""
@@ -440,7 +476,8 @@ def fused_entries(fn: Callable, args: tuple, out_shapes: tuple, kernels: str, na
         out_specs = tuple(pl.BlockSpec((block, math.prod(s)), lambda i: (i, 0)) for s in out_shapes)
         kw = dict(out_shape=tuple(jax.ShapeDtypeStruct((L, math.prod(s)), out_dt[out_off[i]])
                                   for i, s in enumerate(out_shapes)),
-                  grid=(L // block,), in_specs=in_specs, out_specs=out_specs)
+                  grid=(L // block,), in_specs=in_specs, out_specs=out_specs,
+                  input_output_aliases={a_i: o_i for a_i, o_i in alias.items() if batched[a_i]})
         if kernels == "interpret":
             return pl.pallas_call(kernel, interpret=True, **kw)(*ins)
         from jax.experimental.pallas import triton as plt

@@ -311,6 +311,63 @@ def test_fused_entries_interpreted_is_the_xla_form():
         batching.fused_entries(fn, (A[0], v[0], c, n[0]), ((3,), (3,), ()), "xla")
     with pytest.raises(ValueError, match="kernels must be one of"):
         batching.fused_entries(fn, (A[0], v[0], c, n[0]), ((3,), (2,), ()), "cuda")
+    # an output written into its argument's buffer: the same bits, on whole and padded blocks
+    B = jnp.asarray(rng.normal(size=(L, 2)))
+
+    def upd(B, v):
+        return [B[0] + v[0], B[1] * v[0]], [B[0] - B[1]]
+
+    for lanes in (128, L):
+        outs = {kern: jax.jit(jax.vmap(lambda B, v, kern=kern: batching.fused_entries(
+            upd, (B, v), ((2,), ()), kern, name="toy_alias", alias=({0: 0} if kern == "interpret" else None))))(
+            B[:lanes], v[:lanes]) for kern in ("xla", "interpret")}
+        for a, b in zip(outs["xla"], outs["interpret"]):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    with pytest.raises(ValueError, match="alias 1 -> 0 needs an argument and an output of one shape and dtype"):
+        batching.fused_entries(upd, (B[0], v[0]), ((2,), ()), "interpret", name="toy_alias", alias={1: 0})
+
+
+def test_lingame_held_lanes_keep_their_state_bit_for_bit():
+    """Under the accelerator policy's entry form LinGame keeps a held lane's state in place
+    (:meth:`jaxbandits.rules.sampling.Game.in_place`: the last kernel of the game writes the
+    learner table and the allocations back as they were, into their own buffers): ``step_where``
+    returns a held lane's state bit for bit and a live lane's step, for the paper's settings,
+    seed 003's code and an evicting learner table, and with the entry form as XLA operations (a
+    TPU's program); on a CPU, and for Top-m, the engine selects."""
+    from jaxbandits.algorithms import LinGame
+    from jaxbandits.algorithms.base import with_batching
+    from jaxbandits.instances import seeds
+
+    lanes = 6
+    inst = seeds.soare_benchmark(5, omega=0.1)
+    acc = lambda kernels: batching.SolvePolicy(batched=True, capacity=lanes, kernels=kernels)  # noqa: E731
+    cases = ((LinGame(), "interpret"), (LinGame(**LinGame.released_settings), "interpret"),
+             (LinGame(learner_slots=2), "interpret"), (LinGame(), "xla"))
+    for base, kernels in cases:
+        with batching.policy(batching.SolvePolicy()):
+            assert not with_batching(base, batching.SolvePolicy()).holds_in_place(inst)
+        pol = acc(kernels)
+        alg = with_batching(base, pol)
+        with batching.policy(pol):
+            assert alg.holds_in_place(inst)
+            assert not with_batching(LinGame(m=2), pol).holds_in_place(inst)
+            keys = jax.random.split(jax.random.key(2), lanes)
+            state = jax.vmap(lambda k: alg.init(k, inst))(keys)
+            step = jax.jit(jax.vmap(alg.step, in_axes=(0, 0, None)))
+            where = jax.jit(jax.vmap(alg.step_where, in_axes=(0, 0, None, 0)))
+        for t in range(12):
+            live = (jnp.arange(lanes) + t) % 3 != 0
+            ks = jax.vmap(lambda k: jax.random.fold_in(k, t))(keys)
+            with batching.policy(pol):
+                new, part = step(ks, state, inst), where(ks, state, inst, live)
+            changed = 0
+            for a, b, c in zip(jax.tree.leaves(part), jax.tree.leaves(new), jax.tree.leaves(state)):
+                a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
+                np.testing.assert_array_equal(a[np.asarray(live)], b[np.asarray(live)])
+                np.testing.assert_array_equal(a[~np.asarray(live)], c[~np.asarray(live)])
+                changed += int(np.any(b[~np.asarray(live)] != c[~np.asarray(live)]))
+            assert changed > 0   # the held lanes' step would have changed their state
+            state = new
 
 
 def test_add_pull_one_hot_is_the_scatter():

@@ -21,6 +21,7 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxbandits.batching import current_policy, fused_entries
 from jaxbandits.design.core import (SMALL_DIM, DesignSolution, Entries, add_jitter, first_max, full_mask,
@@ -43,7 +44,9 @@ def c_optimal(X: jax.Array, y: jax.Array, *, arm_mask: Optional[jax.Array] = Non
     mask = full_mask(arm_mask, K)
     lam0 = initial_design(mask, init, dtype)
     if d <= SMALL_DIM and K <= SMALL_ARMS and current_policy().batched:
-        lam, a, b_all = _tiny_solve(X, y, mask, lam0, iters, current_policy().kernels)
+        # no mask: a host constant, literals of the kernel (not an operand made every step)
+        lam, a, b_all = _tiny_solve(X, y, np.ones((K,), bool) if arm_mask is None else mask, lam0, iters,
+                                    current_policy().kernels)
     elif d <= SMALL_DIM:
         lam, a, b_all = _small_solve(X, y, mask, lam0, iters)
     else:
@@ -173,7 +176,8 @@ def _tiny_solve(X, y, mask, lam0, iters, kernels: str = "xla"):
 
     # the arrays go into the kernel as they are (a kernel's input sliced into one scalar a lane per
     # entry was a kernel per entry on a GPU: y, made by Top Two's challenger kernel, cost five)
-    lam, = fused_entries(loop, (lam0, X, y, mask.astype(jnp.int32)), ((K,),), kernels, name="c_optimal",
+    m32 = mask.astype(np.int32) if isinstance(mask, np.ndarray) else mask.astype(jnp.int32)
+    lam, = fused_entries(loop, (lam0, X, y, m32), ((K,),), kernels, name="c_optimal",
                          key=("c_optimal", int(iters)))
     lam = [lam[k] for k in range(K)]
     _, a, b_all = parts(lam, [[X[k, i] for i in range(d)] for k in range(K)], [y[i] for i in range(d)])

@@ -38,6 +38,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxbandits.algorithms import common
 from jaxbandits.algorithms.base import Algorithm, Outcome, answer_mask, display_name, hyperparameter
@@ -244,7 +245,9 @@ class Composition(Composed):
         active ones under elimination at sampling, else all."""
         if self._eliminating() and self.eliminate.at_sampling:
             return state.elimination.active
-        return jnp.ones((instance.num_items,), bool)
+        # a host constant: the step's kernels get a literal, where a traced ``jnp.ones`` would be
+        # made again every step (a kernel of its own on a GPU)
+        return np.ones((instance.num_items,), bool)
 
     def step(self, key, state: ComposedState, instance: Instance) -> ComposedState:
         return self.step_masked(key, state, instance, self.active(state, instance))

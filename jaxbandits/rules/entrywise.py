@@ -34,6 +34,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxbandits.batching import current_policy, fused_entries
 from jaxbandits.design.core import SMALL_DIM, Entries, ordered_sum, small_backward, small_cholesky, small_forward
@@ -118,6 +119,13 @@ def _all_zero(v):
     return out
 
 
+def _int32(v):
+    """``v`` as int32 for a kernel: a host constant (a NumPy array, such as the all-active mask of
+    a composition without elimination at sampling) stays one, and enters the kernel as literals
+    (:func:`jaxbandits.batching.fused_entries`)."""
+    return v.astype(np.int32) if isinstance(v, np.ndarray) else jnp.asarray(v).astype(jnp.int32)
+
+
 def matvec(A, v):
     """A v (nested lists), each entry a sum in index order."""
     return [ordered_sum([A[i][k] * v[k] for k in range(len(v))]) for i in range(len(A))]
@@ -190,11 +198,17 @@ def _square(flat, d):
     return [flat[i * d:(i + 1) * d] for i in range(d)]
 
 
-def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, first, answer, active, sigma, akey):
+def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, start, answer, active, sigma, akey,
+                live=None):
     """One step of :meth:`jaxbandits.rules.sampling.Game.update` in entries (the module docstring):
-    (arm, W, keys, used, losses, gap) from the rule's state and the belief's statistics.  ``first``:
-    whether this is the rule's first step (its allocations start at the counts); ``answer``: the
-    recommended item; ``active``: [M] bool; ``akey``: the learner's key.
+    (arm, W, keys, used, losses, gap) from the rule's state and the belief's statistics.  ``start``:
+    the pulls made before the game (an int; at t = start its allocations start at the counts);
+    ``answer``: the recommended item; ``active``: [M] bool; ``akey``: the learner's key (an integer
+    array, or a NumPy constant).  What the kernels can compute from these (t as a float, whether
+    this is the first step, the key as int64) they compute, so that no XLA kernel prepares their
+    operands.  ``live`` (a bool, or None:
+    every lane): where False the last kernel returns the state as it was, bit for bit, so that no
+    select of it follows (:meth:`jaxbandits.rules.sampling.Game.in_place`).
 
     Four kernels: the estimate, the learner's play, nature's best response, the gains and the
     learner's update.  Triton's compile time of a kernel grows as its loads and stores times its
@@ -206,7 +220,6 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, firs
     dt = X.dtype
     kernels = current_policy().kernels
     f = lambda v: jnp.asarray(v, dt)  # noqa: E731
-    i32 = lambda v: jnp.asarray(v).astype(jnp.int32)  # noqa: E731
     key = ("game", rule.best_response, rule.width, rule.optimism, rule.clip, rule.tracking)
 
     def estimate(G, bs, Xs, reg):
@@ -222,7 +235,7 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, firs
                              key=key)
 
     def learner(ks, us, Ls, gs, delta0, key):
-        key = key[0]
+        key = key[0].astype(jnp.int64)
         found, hit = jnp.zeros((), bool), jnp.asarray(S, jnp.int32)
         for s in reversed(range(S)):
             found = found | (ks[s] == key)
@@ -233,8 +246,8 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, firs
         g0 = jnp.where(found, pick(gs, slot), delta0[0])
         return [slot], L, [g0], _hedge_weights(L, g0)
 
-    slot, L, g0, w = fused_entries(learner, (keys, used, losses, gap, f(rule.hedge_delta0),
-                                             jnp.asarray(akey, jnp.int64)),
+    akey = akey if isinstance(akey, np.ndarray) else _int32(akey)
+    slot, L, g0, w = fused_entries(learner, (keys, used, losses, gap, f(rule.hedge_delta0), akey),
                                    ((), (K,), (), (K,)), kernels, name="lingame_learner", key=key)
 
     def nature(Xs, Zs, ws, th, ans, act, *G):
@@ -256,12 +269,13 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, firs
         diff = [th[a] - (th[a] - coef * Ay[a]) for a in range(d)]  # theta - lambda_t
         return ([ordered_sum([x[a] * diff[a] for a in range(d)]) for x in Xs],)  # x_k^T (theta - lambda_t)
 
-    u, = fused_entries(nature, (X, Z, w, theta, i32(answer), i32(active))
+    u, = fused_entries(nature, (X, Z, w, theta, _int32(answer), _int32(active))
                        + ((gram,) if rule.best_response != "agent" else ()),
                        ((K,),), kernels, name="lingame_nature", key=key)
 
-    def gains_update(q, u, ws, L, g0, tf, sig, first_, slot, t_, Ns, Ws, ks, us, Ls, gs, key):
-        g0, tf, sig, first_, slot, t_, key = g0[0], tf[0], sig[0], first_[0], slot[0], t_[0], key[0]
+    def gains_update(q, u, ws, L, g0, sig, start_, slot, t_, Ns, Ws, ks, us, Ls, gs, key, *lv):
+        g0, sig, slot, t_, key = g0[0], sig[0], slot[0], t_[0], key[0].astype(jnp.int64)
+        tf, first = t_.astype(dt), t_ == start_[0]
         h = jnp.log(tf) if rule.optimism else jnp.zeros((), dt)
         gains = []
         for k in range(K):
@@ -272,19 +286,24 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, firs
         newL = [L[k] - gains[k] for k in range(K)]
         mix = _mix_loss(newL, eta) - _mix_loss(L, eta)
         g1 = g0 + jnp.maximum(ordered_sum([ws[k] * -gains[k] for k in range(K)]) - mix, 0.0)
-        Wn = [jnp.where(first_ != 0, Ns[k], Ws[k]) + ws[k] for k in range(K)]
+        Wn = [jnp.where(first, Ns[k], Ws[k]) + ws[k] for k in range(K)]
         target = Wn if rule.tracking == "C" else [tf * ws[k] for k in range(K)]
         arm = argmax_first([target[k] - Ns[k] for k in range(K)])[1]
         at = [slot == s for s in range(S)]
+        if lv:  # a held lane writes its state back as it was
+            at = [a & (lv[0][0] != 0) for a in at]
+            Wn = [jnp.where(lv[0][0] != 0, Wn[k], Ws[k]) for k in range(K)]
         return ([arm], Wn, [jnp.where(at[s], key, ks[s]) for s in range(S)],
                 [jnp.where(at[s], t_ + 1, us[s]) for s in range(S)],
                 [jnp.where(at[s], newL[k], Ls[s * K + k]) for s in range(S) for k in range(K)],
                 [jnp.where(at[s], g1, gs[s]) for s in range(S)])
 
     return fused_entries(
-        gains_update, (q, u, w, L, g0, f(t), f(sigma), i32(first), slot, i32(t), counts, W, keys, used, losses, gap,
-                       jnp.asarray(akey, jnp.int64)),
-        ((), (K,), (S,), (S,), (S, K), (S,)), kernels, name="lingame_gains", key=key)
+        gains_update, (q, u, w, L, g0, f(sigma), np.asarray(start, np.int32) if isinstance(start, int) else _int32(start),
+                       slot, _int32(t), counts, W, keys, used, losses, gap, akey)
+        + (() if live is None else (_int32(live),)),
+        ((), (K,), (S,), (S,), (S, K), (S,)), kernels, name="lingame_gains", key=key,
+        alias=None if live is None else {10: 1, 11: 2, 12: 3, 13: 4, 14: 5})  # the state, in place
 
 
 def game_glr_decide(Z, gram, b, reg, sigma, heuristic: bool):
@@ -558,8 +577,7 @@ def tc_challenger(Z, theta, Ainv, leader, active, epsilon):
         zl, zc = pick(Zs, lead), pick(Zs, chal)
         return [chal], [zl[a] - zc[a] for a in range(d)]
 
-    i32 = lambda v: jnp.asarray(v).astype(jnp.int32)  # noqa: E731
-    chal, y = fused_entries(fn, (Z, theta, Ainv, i32(leader), i32(active), jnp.asarray(epsilon, dt)), ((), (d,)),
+    chal, y = fused_entries(fn, (Z, theta, Ainv, _int32(leader), _int32(active), jnp.asarray(epsilon, dt)), ((), (d,)),
                             current_policy().kernels, name="tc_challenger", key=("tc",))
     return chal, y
 
@@ -606,7 +624,6 @@ def fw_step(X, Z, x, counts, theta, best, active, t, sigma, r, square, iters: in
     M = Z.shape[0]
     dt = X.dtype
     kernels = current_policy().kernels
-    i32 = lambda v: jnp.asarray(v).astype(jnp.int32)  # noqa: E731
 
     def design_inverse(Xs, xs):
         Xs = [Xs[k * d:(k + 1) * d] for k in range(K)]
@@ -646,7 +663,7 @@ def fw_step(X, Z, x, counts, theta, best, active, t, sigma, r, square, iters: in
         return Gm, [rw.astype(jnp.int32) for rw in rows], [eta], [amb.astype(jnp.int32)], [n_on]
 
     Gm, rows, eta, amb, n_on = fused_entries(
-        payoffs, (X, Z, Vinv, theta, i32(best), i32(active), jnp.asarray(sigma, dt), jnp.asarray(r, dt)),
+        payoffs, (X, Z, Vinv, theta, _int32(best), _int32(active), jnp.asarray(sigma, dt), jnp.asarray(r, dt)),
         ((M, K), (M,), (), (), ()), kernels, name="fws_payoffs", key=("fws", int(iters)))  # Hedge's step reads iters
 
     def play(Gm, rows, eta, amb, sq, xs, Ns, tf):
@@ -659,6 +676,6 @@ def fw_step(X, Z, x, counts, theta, best, active, t, sigma, r, square, iters: in
         return [arm], xn, [forced.astype(jnp.int32)]
 
     tf = jnp.maximum(jnp.asarray(t).astype(dt), 1.0)
-    arm, x1, forced = fused_entries(play, (Gm, rows, eta, amb, i32(square), x, counts, tf), ((), (K,), ()), kernels,
+    arm, x1, forced = fused_entries(play, (Gm, rows, eta, amb, _int32(square), x, counts, tf), ((), (K,), ()), kernels,
                                     name="fws_play", key=("fws", int(iters)))
     return arm, x1, forced != 0, n_on > 1

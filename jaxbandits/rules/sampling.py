@@ -311,6 +311,11 @@ class Initial(SamplingRule):
     def converged(self, state: InitialState):
         return self.then.converged(state.then)
 
+    def in_place(self, instance: Instance) -> bool:
+        # the initial arms never change, and ``then``'s state, kept during the initial pulls, is
+        # ``then``'s own where the engine holds the lane
+        return self.then.in_place(instance)
+
     def prepare(self, instances: Instance) -> Instance:
         return self.then.prepare(instances)
 
@@ -556,6 +561,12 @@ class Game(SamplingRule):
         coef = (y @ theta) / jnp.maximum(y @ Vinv @ y, 1e-300)
         return theta - coef * (Vinv @ y), i, j
 
+    def in_place(self, instance: Instance) -> bool:
+        """Under the accelerator policy's entry form (:func:`jaxbandits.rules.entrywise.applies`)
+        the learner table and the allocations come out of one kernel, which writes a held lane's
+        back as they were: no select of them follows."""
+        return int(self.m) == 1 and entrywise.applies(instance, self.m, self.slots(instance))
+
     def update(self, keys, state: GameState, belief: Belief, ctx: Context):
         instance = ctx.instance
         X = instance.arms
@@ -563,10 +574,11 @@ class Game(SamplingRule):
         tf = belief.t.astype(dt)
         stats = belief.stats
         if belief.answer.ndim == 0 and entrywise.applies(instance, self.m, state.keys.shape[0]):  # entry form
-            akey = (belief.answer if self.learners == "per_answer" else jnp.zeros_like(belief.answer)).astype(jnp.int64)
+            akey = belief.answer if self.learners == "per_answer" else np.zeros((), np.int64)  # one learner: key 0
+            live = None if isinstance(ctx.live, bool) and ctx.live else ctx.live
             arm, W, kn, un, Ln, gn = entrywise.game_update(
                 self, X, instance.items, stats.gram, stats.b, stats.counts, state.W, state.keys, state.used,
-                state.losses, state.gap, belief.t, belief.t == ctx.start, belief.answer, ctx.active, ctx.sigma, akey)
+                state.losses, state.gap, belief.t, ctx.start, belief.answer, ctx.active, ctx.sigma, akey, live)
             return arm, GameState(W, kn, un, Ln, gn)
         d = stats.gram.shape[0]
         Vinv = common.inverse_gram(stats.gram + self.reg * jnp.eye(d, dtype=stats.gram.dtype))
