@@ -51,7 +51,7 @@ Usage (in an environment with the ``gpu-model`` extra)::
     python benchmarks/gpu_model.py --study [--only NAME ...] --json study.json    # the study table, predicted
     python benchmarks/gpu_model.py --study --json new.json --check study.json     # the regression check
     python benchmarks/gpu_model.py --only "Top Two" FWS XY-adaptive LinGame "uniform + GLR" --lanes 16384 \
-        --reps 0 --json new.json --check docs/measurements/2026-11-29-launch-bound-baseline-xy-tables.json
+        --reps 0 --json new.json --check docs/measurements/2026-11-30-launch-bound-baseline-lingame-in-place.json
 
 ``--study`` predicts each row of ``devices.py study`` (10^6 replications of each seed paper's
 headline workload, lanes sized for them): kernels and syncs per step, bytes per lane, lanes,

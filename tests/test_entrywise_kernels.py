@@ -325,6 +325,20 @@ def test_fused_entries_interpreted_is_the_xla_form():
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     with pytest.raises(ValueError, match="alias 1 -> 0 needs an argument and an output of one shape and dtype"):
         batching.fused_entries(upd, (B[0], v[0]), ((2,), ()), "interpret", name="toy_alias", alias={1: 0})
+    # a NumPy argument enters the kernel as literals: the same bits, one operand fewer
+    cn = np.asarray([2.0, -1.0, 0.5])
+    for kern in ("xla", "interpret"):
+        f = lambda A, v, n, c, kern=kern: batching.fused_entries(fn, (A, v, c, n), ((3,), (2,), ()), kern,  # noqa: E731
+                                                                  name="toy", key=("toy",))
+        host = jax.jit(jax.vmap(lambda A, v, n: f(A, v, n, cn)))(A, v, n)
+        for a, b in zip(host, call("xla")):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        if kern == "interpret":
+            jaxpr = jax.make_jaxpr(jax.vmap(lambda A, v, n: f(A, v, n, cn)))(A, v, n)
+            calls = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "pallas_call"]
+            assert [len(e.invars) for e in calls] == [3]   # A, v and n; c is in the program
+    with pytest.raises(ValueError, match="a host constant .* cannot be aliased"):
+        batching.fused_entries(upd, (np.asarray(B[0]), v[0]), ((2,), ()), "interpret", name="toy_alias", alias={0: 0})
 
 
 def test_lingame_held_lanes_keep_their_state_bit_for_bit():

@@ -186,8 +186,10 @@ class SamplingRule(Configurable):
         """Whether ``update`` returns its state unchanged, bit for bit, where ``ctx.live`` is False,
         so that the composition need not select a held lane's sampling state (a pass over every
         array of every lane, each step): the rule then writes its large arrays only for the lanes
-        that change them, in place (:func:`jaxbandits.design.kernels.gated_kernel`).  Default:
-        False (the composition selects)."""
+        that change them, in place (:func:`jaxbandits.design.kernels.gated_kernel`; LT&S), or its
+        kernel writes a held lane's old values back into their own buffers
+        (:func:`jaxbandits.batching.fused_entries`'s ``alias``; LinGame's game).  Default: False
+        (the composition selects)."""
         del instance
         return False
 
