@@ -357,6 +357,15 @@ def _eval_on_lanes(jaxpr, consts, args, shape):
 _ENTRIES_PROGRAMS: dict = {}
 
 
+def entries_int32(v):
+    """``v`` as an int32 argument of :func:`fused_entries`: a host value (a NumPy array or a Python
+    int, such as an all-active mask or a static count) stays a NumPy constant, which the kernel
+    gets as literals; a traced one is converted."""
+    if isinstance(v, (np.ndarray, int, np.integer)):
+        return np.asarray(v, np.int32)
+    return jnp.asarray(v).astype(jnp.int32)
+
+
 def _with_host_constants(fn: Callable, args: tuple, host: dict, alias: dict, key, name: str):
     """(fn, args, alias, key) of :func:`fused_entries` with the NumPy arrays ``host`` ({argument
     index: array}) taken out of the arguments and given to ``fn`` as literals."""

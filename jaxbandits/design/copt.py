@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbandits.batching import current_policy, fused_entries
+from jaxbandits.batching import current_policy, entries_int32, fused_entries
 from jaxbandits.design.core import (SMALL_DIM, DesignSolution, Entries, add_jitter, first_max, full_mask,
                                    initial_design, inverse_design, ordered_sum, small_backward, small_cholesky, small_forward)
 
@@ -176,8 +176,7 @@ def _tiny_solve(X, y, mask, lam0, iters, kernels: str = "xla"):
 
     # the arrays go into the kernel as they are (a kernel's input sliced into one scalar a lane per
     # entry was a kernel per entry on a GPU: y, made by Top Two's challenger kernel, cost five)
-    m32 = mask.astype(np.int32) if isinstance(mask, np.ndarray) else mask.astype(jnp.int32)
-    lam, = fused_entries(loop, (lam0, X, y, m32), ((K,),), kernels, name="c_optimal",
+    lam, = fused_entries(loop, (lam0, X, y, entries_int32(mask)), ((K,),), kernels, name="c_optimal",
                          key=("c_optimal", int(iters)))
     lam = [lam[k] for k in range(K)]
     _, a, b_all = parts(lam, [[X[k, i] for i in range(d)] for k in range(K)], [y[i] for i in range(d)])

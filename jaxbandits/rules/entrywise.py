@@ -34,9 +34,8 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from jaxbandits.batching import current_policy, fused_entries
+from jaxbandits.batching import current_policy, entries_int32, fused_entries
 from jaxbandits.design.core import SMALL_DIM, Entries, ordered_sum, small_backward, small_cholesky, small_forward
 from jaxbandits.design.games import SMALL_GAME, hedge_loop
 
@@ -117,13 +116,6 @@ def _all_zero(v):
     for x in v[1:]:
         out = out & (x == 0)
     return out
-
-
-def _int32(v):
-    """``v`` as int32 for a kernel: a host constant (a NumPy array, such as the all-active mask of
-    a composition without elimination at sampling) stays one, and enters the kernel as literals
-    (:func:`jaxbandits.batching.fused_entries`)."""
-    return v.astype(np.int32) if isinstance(v, np.ndarray) else jnp.asarray(v).astype(jnp.int32)
 
 
 def matvec(A, v):
@@ -246,7 +238,7 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, star
         g0 = jnp.where(found, pick(gs, slot), delta0[0])
         return [slot], L, [g0], _hedge_weights(L, g0)
 
-    akey = akey if isinstance(akey, np.ndarray) else _int32(akey)
+    akey = entries_int32(akey)
     slot, L, g0, w = fused_entries(learner, (keys, used, losses, gap, f(rule.hedge_delta0), akey),
                                    ((), (K,), (), (K,)), kernels, name="lingame_learner", key=key)
 
@@ -269,7 +261,7 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, star
         diff = [th[a] - (th[a] - coef * Ay[a]) for a in range(d)]  # theta - lambda_t
         return ([ordered_sum([x[a] * diff[a] for a in range(d)]) for x in Xs],)  # x_k^T (theta - lambda_t)
 
-    u, = fused_entries(nature, (X, Z, w, theta, _int32(answer), _int32(active))
+    u, = fused_entries(nature, (X, Z, w, theta, entries_int32(answer), entries_int32(active))
                        + ((gram,) if rule.best_response != "agent" else ()),
                        ((K,),), kernels, name="lingame_nature", key=key)
 
@@ -298,12 +290,12 @@ def game_update(rule, X, Z, gram, b, counts, W, keys, used, losses, gap, t, star
                 [jnp.where(at[s], newL[k], Ls[s * K + k]) for s in range(S) for k in range(K)],
                 [jnp.where(at[s], g1, gs[s]) for s in range(S)])
 
+    inputs = (q, u, w, L, g0, f(sigma), entries_int32(start), slot, entries_int32(t), counts)
+    state = (W, keys, used, losses, gap)  # outputs 1 to 5; in place where the kernel takes live
     return fused_entries(
-        gains_update, (q, u, w, L, g0, f(sigma), np.asarray(start, np.int32) if isinstance(start, int) else _int32(start),
-                       slot, _int32(t), counts, W, keys, used, losses, gap, akey)
-        + (() if live is None else (_int32(live),)),
+        gains_update, inputs + state + (akey,) + (() if live is None else (entries_int32(live),)),
         ((), (K,), (S,), (S,), (S, K), (S,)), kernels, name="lingame_gains", key=key,
-        alias=None if live is None else {10: 1, 11: 2, 12: 3, 13: 4, 14: 5})  # the state, in place
+        alias=None if live is None else {len(inputs) + i: 1 + i for i in range(len(state))})
 
 
 def game_glr_decide(Z, gram, b, reg, sigma, heuristic: bool):
@@ -577,7 +569,7 @@ def tc_challenger(Z, theta, Ainv, leader, active, epsilon):
         zl, zc = pick(Zs, lead), pick(Zs, chal)
         return [chal], [zl[a] - zc[a] for a in range(d)]
 
-    chal, y = fused_entries(fn, (Z, theta, Ainv, _int32(leader), _int32(active), jnp.asarray(epsilon, dt)), ((), (d,)),
+    chal, y = fused_entries(fn, (Z, theta, Ainv, entries_int32(leader), entries_int32(active), jnp.asarray(epsilon, dt)), ((), (d,)),
                             current_policy().kernels, name="tc_challenger", key=("tc",))
     return chal, y
 
@@ -663,7 +655,7 @@ def fw_step(X, Z, x, counts, theta, best, active, t, sigma, r, square, iters: in
         return Gm, [rw.astype(jnp.int32) for rw in rows], [eta], [amb.astype(jnp.int32)], [n_on]
 
     Gm, rows, eta, amb, n_on = fused_entries(
-        payoffs, (X, Z, Vinv, theta, _int32(best), _int32(active), jnp.asarray(sigma, dt), jnp.asarray(r, dt)),
+        payoffs, (X, Z, Vinv, theta, entries_int32(best), entries_int32(active), jnp.asarray(sigma, dt), jnp.asarray(r, dt)),
         ((M, K), (M,), (), (), ()), kernels, name="fws_payoffs", key=("fws", int(iters)))  # Hedge's step reads iters
 
     def play(Gm, rows, eta, amb, sq, xs, Ns, tf):
@@ -676,6 +668,6 @@ def fw_step(X, Z, x, counts, theta, best, active, t, sigma, r, square, iters: in
         return [arm], xn, [forced.astype(jnp.int32)]
 
     tf = jnp.maximum(jnp.asarray(t).astype(dt), 1.0)
-    arm, x1, forced = fused_entries(play, (Gm, rows, eta, amb, _int32(square), x, counts, tf), ((), (K,), ()), kernels,
+    arm, x1, forced = fused_entries(play, (Gm, rows, eta, amb, entries_int32(square), x, counts, tf), ((), (K,), ()), kernels,
                                     name="fws_play", key=("fws", int(iters)))
     return arm, x1, forced != 0, n_on > 1

@@ -565,7 +565,7 @@ class Game(SamplingRule):
         """Under the accelerator policy's entry form (:func:`jaxbandits.rules.entrywise.applies`)
         the learner table and the allocations come out of one kernel, which writes a held lane's
         back as they were: no select of them follows."""
-        return int(self.m) == 1 and entrywise.applies(instance, self.m, self.slots(instance))
+        return entrywise.applies(instance, self.m, self.slots(instance))
 
     def update(self, keys, state: GameState, belief: Belief, ctx: Context):
         instance = ctx.instance
